@@ -1,0 +1,219 @@
+#!/usr/bin/env bash
+# hbase.sh — a real Apache HBase for tests and CI, from Maven Central jars.
+#
+#   testing/hbase/hbase.sh start    resolve (once, cached) and start a standalone HBase,
+#                                   wait until a table can be created, print the
+#                                   ZooKeeper address (host:port) on stdout
+#   testing/hbase/hbase.sh stop     stop it and remove its data
+#   testing/hbase/hbase.sh status   print the ZooKeeper address if it runs; exit 1 if not
+#   testing/hbase/hbase.sh zk       print the ZooKeeper address (same as status)
+#   testing/hbase/hbase.sh classpath  resolve the classpath only (warms the cache)
+#
+# Standalone mode runs master, region server and ZooKeeper in one JVM
+# (org.apache.hadoop.hbase.master.HMaster start with hbase.cluster.distributed=false)
+# on the local filesystem. Every port is a free loopback port, every hostname is
+# localhost (gohbase dials the hostname the region server registers in ZooKeeper).
+#
+# Environment:
+#   HBASE_VERSION    Maven version of hbase-server/hbase-zookeeper [2.6.4-hadoop3]
+#   HBTSDB_CACHE     cache for the Maven repository and the classpath
+#                    [${XDG_CACHE_HOME:-~/.cache}/hbtsdb]
+#   HBTSDB_HBASE_RUN where the running instance keeps conf, data, logs and pid
+#                    [${TMPDIR:-/tmp}/hbtsdb-hbase-$(id -u)]
+#   HBASE_HEAP       JVM heap [1g]
+#   HBASE_START_TIMEOUT  seconds to wait for a usable HBase [240]
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+version=${HBASE_VERSION:-2.6.4-hadoop3}
+cache=${HBTSDB_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/hbtsdb}
+m2="$cache/m2"
+cpfile="$cache/hbase-$version.classpath"
+run=${HBTSDB_HBASE_RUN:-${TMPDIR:-/tmp}/hbtsdb-hbase-$(id -u)}
+heap=${HBASE_HEAP:-1g}
+timeout=${HBASE_START_TIMEOUT:-240}
+
+log() { echo "hbase.sh: $*" >&2; }
+die() { log "$*"; exit 1; }
+
+# classpath_ok succeeds when the cached classpath exists and every jar on it is present,
+# so a second start needs no network.
+classpath_ok() {
+  [ -s "$cpfile" ] || return 1
+  local jar
+  while IFS= read -r jar; do
+    [ -f "$jar" ] || return 1
+  done < <(tr ':' '\n' < "$cpfile")
+}
+
+resolve_classpath() {
+  if classpath_ok; then return 0; fi
+  command -v mvn >/dev/null || die "mvn not found: install Maven (Debian: apt-get install maven)"
+  mkdir -p "$cache"
+  log "resolving org.apache.hbase:hbase-server:$version from Maven Central into $m2 (first run only)"
+  local t0=$SECONDS tmp="$cpfile.tmp.$$"
+  if ! mvn -B -q -f "$here/pom.xml" -Dmaven.repo.local="$m2" -Dhbase.version="$version" \
+      dependency:build-classpath -Dmdep.outputFile="$tmp" >"$cache/mvn-$version.log" 2>&1; then
+    tail -30 "$cache/mvn-$version.log" >&2
+    die "Maven could not resolve HBase $version (full log: $cache/mvn-$version.log)"
+  fi
+  mv "$tmp" "$cpfile"
+  log "classpath cached in $cpfile ($((SECONDS - t0))s)"
+}
+
+# free_port prints a TCP port on 127.0.0.1 that nothing listens on.
+free_port() {
+  local p
+  for _ in $(seq 1 200); do
+    p=$((20000 + RANDOM % 20000))
+    if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+      echo "$p"
+      return 0
+    fi
+  done
+  die "no free port found on 127.0.0.1"
+}
+
+running() {
+  [ -f "$run/pid" ] && kill -0 "$(cat "$run/pid")" 2>/dev/null
+}
+
+write_conf() {
+  local zk_port=$1 master_port=$2 rs_port=$3
+  mkdir -p "$run/conf" "$run/root" "$run/zk" "$run/tmp" "$run/logs"
+  cat >"$run/conf/hbase-site.xml" <<EOF
+<?xml version="1.0"?>
+<configuration>
+  <property><name>hbase.cluster.distributed</name><value>false</value></property>
+  <property><name>hbase.rootdir</name><value>file://$run/root</value></property>
+  <property><name>hbase.tmp.dir</name><value>$run/tmp</value></property>
+  <property><name>hbase.zookeeper.quorum</name><value>127.0.0.1</value></property>
+  <property><name>hbase.zookeeper.property.clientPort</name><value>$zk_port</value></property>
+  <property><name>hbase.zookeeper.property.dataDir</name><value>$run/zk</value></property>
+  <property><name>hbase.unsafe.stream.capability.enforce</name><value>false</value></property>
+  <property><name>hbase.master.hostname</name><value>localhost</value></property>
+  <property><name>hbase.unsafe.regionserver.hostname</name><value>localhost</value></property>
+  <property><name>hbase.regionserver.hostname</name><value>localhost</value></property>
+  <property><name>hbase.master.port</name><value>$master_port</value></property>
+  <property><name>hbase.regionserver.port</name><value>$rs_port</value></property>
+  <property><name>hbase.master.info.port</name><value>-1</value></property>
+  <property><name>hbase.regionserver.info.port</name><value>-1</value></property>
+  <property><name>hbase.wal.provider</name><value>filesystem</value></property>
+  <property><name>hbase.master.procedurestore.provider</name><value>region</value></property>
+  <property><name>hbase.regionserver.handler.count</name><value>16</value></property>
+  <property><name>hbase.hregion.memstore.flush.size</name><value>67108864</value></property>
+</configuration>
+EOF
+  cat >"$run/conf/log4j.properties" <<EOF
+log4j.rootLogger=INFO,FILE
+log4j.appender.FILE=org.apache.log4j.FileAppender
+log4j.appender.FILE.File=$run/logs/hbase.log
+log4j.appender.FILE.layout=org.apache.log4j.PatternLayout
+log4j.appender.FILE.layout.ConversionPattern=%d{ISO8601} %-5p [%t] %c{2}: %m%n
+log4j.logger.org.apache.zookeeper=WARN
+log4j.logger.org.apache.hadoop=WARN
+log4j.logger.org.apache.hadoop.hbase=INFO
+EOF
+}
+
+# The JDK 11+ flags HBase's own bin/hbase adds (add_jdk11_jvm_flags).
+jdk_flags=(
+  -Dorg.apache.hbase.thirdparty.io.netty.tryReflectionSetAccessible=true
+  --add-modules jdk.unsupported
+  --add-opens java.base/java.io=ALL-UNNAMED
+  --add-opens java.base/java.nio=ALL-UNNAMED
+  --add-opens java.base/sun.nio.ch=ALL-UNNAMED
+  --add-opens java.base/java.lang=ALL-UNNAMED
+  --add-opens java.base/jdk.internal.ref=ALL-UNNAMED
+  --add-opens java.base/java.lang.reflect=ALL-UNNAMED
+  --add-opens java.base/java.util=ALL-UNNAMED
+  --add-opens java.base/java.util.concurrent=ALL-UNNAMED
+  --add-exports java.base/jdk.internal.misc=ALL-UNNAMED
+  --add-exports java.security.jgss/sun.security.krb5=ALL-UNNAMED
+  --add-exports java.base/sun.net.dns=ALL-UNNAMED
+  --add-exports java.base/sun.net.util=ALL-UNNAMED
+)
+
+start() {
+  if running; then
+    log "already running (pid $(cat "$run/pid"))"
+    cat "$run/zk.addr"
+    return 0
+  fi
+  command -v java >/dev/null || die "java not found: install a JDK 17 (Debian: apt-get install openjdk-17-jdk-headless)"
+  local t0=$SECONDS
+  resolve_classpath
+  rm -rf "$run"
+  local zk_port master_port rs_port
+  zk_port=$(free_port); master_port=$(free_port); rs_port=$(free_port)
+  write_conf "$zk_port" "$master_port" "$rs_port"
+  echo "127.0.0.1:$zk_port" >"$run/zk.addr"
+
+  log "starting HBase $version (ZooKeeper 127.0.0.1:$zk_port, data $run, log $run/logs/hbase.log)"
+  # setsid: the JVM gets its own session so that the caller's Ctrl-C or exit does not
+  # leave it half-dead; stop() kills it by pid.
+  setsid java -Xms256m -Xmx"$heap" -XX:+UseG1GC "${jdk_flags[@]}" \
+    -Djava.io.tmpdir="$run/tmp" \
+    -Dhbase.log.dir="$run/logs" -Dhbase.log.file=hbase.log \
+    -Dlog4j.configuration="file:$run/conf/log4j.properties" \
+    -cp "$run/conf:$(cat "$cpfile")" \
+    org.apache.hadoop.hbase.master.HMaster start \
+    >"$run/logs/stdout.log" 2>&1 </dev/null &
+  echo $! >"$run/pid"
+
+  # Ready means a table can be created, written and read back by gohbase, the client
+  # hbtsdb itself uses.
+  local deadline=$((SECONDS + timeout)) probe_log="$run/logs/probe.log"
+  (cd "$repo" && go build -o "$run/hbaseprobe" ./testing/hbase/hbaseprobe) || die "cannot build the readiness probe"
+  until "$run/hbaseprobe" -zk "127.0.0.1:$zk_port" -timeout 20s >"$probe_log" 2>&1; do
+    if ! running; then
+      tail -40 "$run/logs/stdout.log" "$run/logs/hbase.log" >&2 2>/dev/null || true
+      die "HBase exited during start; see $run/logs/hbase.log and $run/logs/stdout.log"
+    fi
+    if [ $SECONDS -ge $deadline ]; then
+      tail -20 "$probe_log" >&2 || true
+      stop_jvm
+      die "HBase not usable after ${timeout}s; see $run/logs/hbase.log (kept) and $probe_log"
+    fi
+    sleep 2
+  done
+  log "HBase ready in $((SECONDS - t0))s"
+  cat "$run/zk.addr"
+}
+
+stop_jvm() {
+  if [ -f "$run/pid" ]; then
+    local pid
+    pid=$(cat "$run/pid")
+    if kill -0 "$pid" 2>/dev/null; then
+      kill "$pid" 2>/dev/null || true
+      for _ in $(seq 1 30); do kill -0 "$pid" 2>/dev/null || break; sleep 1; done
+      kill -9 "$pid" 2>/dev/null || true
+    fi
+    rm -f "$run/pid"
+  fi
+}
+
+stop() {
+  stop_jvm
+  rm -rf "$run"
+  log "stopped"
+}
+
+status() {
+  if running; then
+    cat "$run/zk.addr"
+  else
+    log "not running"
+    return 1
+  fi
+}
+
+case "${1:-}" in
+  start) start ;;
+  stop) stop ;;
+  status | zk) status ;;
+  classpath) resolve_classpath; cat "$cpfile" ;;
+  *) die "usage: $0 start|stop|status|zk|classpath" ;;
+esac
