@@ -1,0 +1,42 @@
+// Package storage is the narrow, HBase-shaped wide-column interface that every layer
+// of hbtsdb above it talks to. Two implementations exist and must behave the same:
+// storage/embedded (Pebble, for a laptop) and storage/hbase (Apache HBase through
+// gohbase). storage/storagetest holds the one conformance suite both pass.
+//
+// # Data model
+//
+// A Store holds tables. A table holds rows sorted by key in byte-lexicographic order;
+// a row holds cells addressed by (family, qualifier, timestamp). Families are declared
+// when the table is created (see TableSpec); qualifiers are free-form bytes. Within a
+// row, cells are ordered by family, then qualifier (both byte-lexicographic), then
+// timestamp, newest first — the order HBase returns them in.
+//
+// Timestamps are milliseconds since the Unix epoch, in [0, MaxTimestamp]. Writing the
+// same (row, family, qualifier, timestamp) twice keeps the last write, which is what
+// makes hbtsdb's writes idempotent. A family keeps at most MaxVersions versions of a
+// column and hides cells older than its TTL (cell timestamp + TTL < now) on every read;
+// both rules are applied the same way on both backends.
+//
+// # What is and is not atomic
+//
+// Apply writes a batch of mutations. The embedded store commits a batch atomically;
+// HBase applies each row's mutations atomically but not the batch as a whole. Callers
+// therefore treat any error from Apply as "nothing of this batch is known to be
+// stored" and retry the whole batch, which is safe because puts with explicit
+// timestamps are idempotent. Increment and CheckAndPut are atomic with respect to all
+// other writes to the same row.
+//
+// Deletes remove the versions that exist when the delete is applied. A put that
+// arrives after a delete is visible even if its timestamp is older than the delete's
+// (HBase families are created with NEW_VERSION_BEHAVIOR so that HBase agrees; see
+// storage/hbase).
+//
+// # Errors
+//
+// Implementations wrap the sentinel errors of this package (ErrTableNotFound,
+// ErrUnavailable, ErrClosed, ErrInvalidArgument) so callers branch with errors.Is;
+// a cancelled or expired context yields an error that wraps ctx.Err().
+//
+// This package imports neither gohbase nor Pebble, and nothing above storage/ may
+// import them either.
+package storage
