@@ -1,19 +1,847 @@
 // Package storagetest is the one conformance suite that every storage.Store
 // implementation must pass: the embedded store and the real HBase run the same cases,
-// so the layers above storage/ can rely on identical behaviour.
+// so the layers above storage/ can rely on identical behaviour. Each case states one
+// rule of storage's contract and asserts exact keys, values and errors.
 package storagetest
 
 import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/hbtsdb/hbtsdb/storage"
 )
 
 // NewStore returns a fresh store with no tables for one test, and arranges (with
 // t.Cleanup) for its tables to be dropped and the store to be closed afterwards.
+// The cleanup must tolerate a store the test already closed.
 type NewStore func(t testing.TB) storage.Store
 
-// Run runs every conformance case against stores made by newStore.
+// testCase is one rule of the contract.
+type testCase struct {
+	name string
+	run  func(t *testing.T, st storage.Store)
+}
+
+// Run runs every conformance case, in parallel, each against its own fresh store.
 func Run(t *testing.T, newStore NewStore) {
-	t.Skip("conformance suite being written")
+	for _, tc := range cases() {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tc.run(t, newStore(t))
+		})
+	}
+}
+
+func cases() []testCase {
+	return []testCase{
+		{"missing table is ErrTableNotFound for every operation", testTableNotFound},
+		{"EnsureTable creates once and ListTables lists sorted names", testEnsureAndList},
+		{"DropTable removes the table and its data", testDropTable},
+		{"put then get returns the exact cell", testPutGet},
+		{"empty values and binary qualifiers round-trip", testBinaryCells},
+		{"rows scan in byte-lexicographic order with 0x00 and 0xFF", testByteOrder},
+		{"scan range is half-open and nil bounds are open", testScanRange},
+		{"prefix scan of a prefix ending in 0xFF", testPrefixScanFF},
+		{"cells within a row are ordered family, qualifier, newest first", testCellOrder},
+		{"family selection returns only the chosen families", testFamilySelection},
+		{"newer timestamp wins regardless of write order", testNewerWins},
+		{"same timestamp keeps the last write", testSameTimestampLastWriteWins},
+		{"MaxVersions of family and read cap the versions returned", testMaxVersions},
+		{"TimeRange is half-open", testTimeRange},
+		{"DeleteColumn removes versions up to its timestamp", testDeleteColumn},
+		{"DeleteFamily and DeleteRow remove up to their timestamp", testDeleteFamilyAndRow},
+		{"a put after a delete is visible even with an older timestamp", testPutAfterDelete},
+		{"TTL hides expired cells on get and scan", testTTL},
+		{"increment starts from an absent cell", testIncrementFromAbsent},
+		{"increment of a cell that is not 8 bytes is ErrInvalidArgument", testIncrementWrongWidth},
+		{"8 concurrent incrementers lose no update", testIncrementConcurrent},
+		{"check-and-put on absent, equal and different values", testCheckAndPut},
+		{"exactly one of 8 check-and-put racers wins", testCheckAndPutRace},
+		{"a 10000-cell batch is stored whole", testLargeBatch},
+		{"many rows stream through one scan", testManyRowsScan},
+		{"column value filter keeps matching rows", testColumnValueFilter},
+		{"column value filter and a missing column", testColumnValueFilterMissing},
+		{"column value filter on an unread family is rejected", testColumnValueFilterUnreadFamily},
+		{"key-only filter empties values", testKeyOnlyFilter},
+		{"column range filter bounds qualifiers", testColumnRangeFilter},
+		{"row and cell limits end a scan", testLimits},
+		{"GetRows answers in request order with empty rows for missing keys", testGetRows},
+		{"invalid mutations are rejected and nothing is written", testInvalidMutations},
+		{"a cancelled context fails every operation", testContextCancelled},
+		{"every operation after Close is ErrClosed", testUseAfterClose},
+	}
+}
+
+const table = "conformance"
+
+// simpleSpec is a table with families a and b (one version, no TTL).
+var simpleSpec = storage.TableSpec{
+	Name:     table,
+	Families: []storage.FamilySpec{{Name: "a"}, {Name: "b"}},
+}
+
+func createTable(t *testing.T, st storage.Store, spec storage.TableSpec) {
+	t.Helper()
+	created, err := st.EnsureTable(context.Background(), spec)
+	if err != nil {
+		t.Fatalf("EnsureTable(%s): %v", spec.Name, err)
+	}
+	if !created {
+		t.Fatalf("EnsureTable(%s) on a fresh store reported an existing table", spec.Name)
+	}
+}
+
+func apply(t *testing.T, st storage.Store, muts ...storage.Mutation) {
+	t.Helper()
+	if err := st.Apply(context.Background(), table, muts); err != nil {
+		t.Fatalf("Apply: %v", err)
+	}
+}
+
+func get(t *testing.T, st storage.Store, row string, opts ...storage.ReadOption) storage.Row {
+	t.Helper()
+	r, err := st.Get(context.Background(), table, []byte(row), opts...)
+	if err != nil {
+		t.Fatalf("Get(%q): %v", row, err)
+	}
+	return r
+}
+
+func scanAll(t *testing.T, st storage.Store, start, stop []byte, opts ...storage.ReadOption) []storage.Row {
+	t.Helper()
+	sc := st.Scan(context.Background(), table, start, stop, opts...)
+	defer sc.Close()
+	var rows []storage.Row
+	for sc.Next() {
+		rows = append(rows, sc.Row())
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatalf("Scan(%q, %q): %v", start, stop, err)
+	}
+	return rows
+}
+
+// put is a shorthand for a put of a string value.
+func put(row, family, qualifier string, ts int64, value string) storage.Mutation {
+	return storage.Put([]byte(row), family, []byte(qualifier), ts, []byte(value))
+}
+
+// cellString renders a cell as family:qualifier@ts=value, with bytes quoted.
+func cellString(c storage.Cell) string {
+	return fmt.Sprintf("%s:%q@%d=%q", c.Family, c.Qualifier, c.Timestamp, c.Value)
+}
+
+func cellStrings(r storage.Row) []string {
+	out := make([]string, len(r.Cells))
+	for i, c := range r.Cells {
+		out[i] = cellString(c)
+	}
+	return out
+}
+
+func rowKeys(rows []storage.Row) []string {
+	out := make([]string, len(rows))
+	for i, r := range rows {
+		out[i] = fmt.Sprintf("%q", r.Key)
+	}
+	return out
+}
+
+func equalStrings(t *testing.T, what string, got, want []string) {
+	t.Helper()
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("%s:\n got %v\nwant %v", what, got, want)
+	}
+}
+
+func wantErr(t *testing.T, what string, err, target error) {
+	t.Helper()
+	if !errors.Is(err, target) {
+		t.Fatalf("%s: got error %v, want one wrapping %q", what, err, target)
+	}
+}
+
+func testTableNotFound(t *testing.T, st storage.Store) {
+	ctx := context.Background()
+	const missing = "no-such-table"
+	wantErr(t, "Apply", st.Apply(ctx, missing, []storage.Mutation{put("r", "a", "q", 1, "v")}), storage.ErrTableNotFound)
+	_, err := st.Get(ctx, missing, []byte("r"))
+	wantErr(t, "Get", err, storage.ErrTableNotFound)
+	_, err = st.GetRows(ctx, missing, [][]byte{[]byte("r")})
+	wantErr(t, "GetRows", err, storage.ErrTableNotFound)
+	sc := st.Scan(ctx, missing, nil, nil)
+	if sc.Next() {
+		t.Fatal("Scan of a missing table returned a row")
+	}
+	wantErr(t, "Scan", sc.Err(), storage.ErrTableNotFound)
+	sc.Close()
+	_, err = st.Increment(ctx, missing, []byte("r"), "a", []byte("q"), 1)
+	wantErr(t, "Increment", err, storage.ErrTableNotFound)
+	_, err = st.CheckAndPut(ctx, missing, nil, put("r", "a", "q", 1, "v"))
+	wantErr(t, "CheckAndPut", err, storage.ErrTableNotFound)
+	wantErr(t, "DropTable", st.DropTable(ctx, missing), storage.ErrTableNotFound)
+}
+
+func testEnsureAndList(t *testing.T, st storage.Store) {
+	ctx := context.Background()
+	for _, name := range []string{"zeta", "alpha", "mid"} {
+		createTable(t, st, storage.TableSpec{Name: name, Families: []storage.FamilySpec{{Name: "f"}}})
+	}
+	created, err := st.EnsureTable(ctx, storage.TableSpec{Name: "alpha", Families: []storage.FamilySpec{{Name: "f"}}})
+	if err != nil || created {
+		t.Fatalf("EnsureTable of an existing table = (%v, %v), want (false, nil)", created, err)
+	}
+	names, err := st.ListTables(ctx)
+	if err != nil {
+		t.Fatalf("ListTables: %v", err)
+	}
+	equalStrings(t, "ListTables", names, []string{"alpha", "mid", "zeta"})
+	_, err = st.EnsureTable(ctx, storage.TableSpec{Name: "bad"})
+	wantErr(t, "EnsureTable without families", err, storage.ErrInvalidArgument)
+}
+
+func testDropTable(t *testing.T, st storage.Store) {
+	ctx := context.Background()
+	createTable(t, st, simpleSpec)
+	apply(t, st, put("r", "a", "q", 1, "v"))
+	if err := st.DropTable(ctx, table); err != nil {
+		t.Fatalf("DropTable: %v", err)
+	}
+	names, err := st.ListTables(ctx)
+	if err != nil {
+		t.Fatalf("ListTables: %v", err)
+	}
+	equalStrings(t, "ListTables after drop", names, nil)
+	_, err = st.Get(ctx, table, []byte("r"))
+	wantErr(t, "Get after drop", err, storage.ErrTableNotFound)
+	// A table re-created under the same name starts empty.
+	createTable(t, st, simpleSpec)
+	if r := get(t, st, "r"); len(r.Cells) != 0 {
+		t.Fatalf("re-created table still holds %v", cellStrings(r))
+	}
+}
+
+func testPutGet(t *testing.T, st storage.Store) {
+	createTable(t, st, simpleSpec)
+	apply(t, st, put("row1", "a", "q1", 1700000000123, "value-1"), put("row1", "b", "q2", 1700000000124, "value-2"))
+	r := get(t, st, "row1")
+	if string(r.Key) != "row1" {
+		t.Fatalf("Get returned key %q, want row1", r.Key)
+	}
+	equalStrings(t, "cells", cellStrings(r), []string{
+		`a:"q1"@1700000000123="value-1"`,
+		`b:"q2"@1700000000124="value-2"`,
+	})
+	if r := get(t, st, "row2"); string(r.Key) != "row2" || len(r.Cells) != 0 {
+		t.Fatalf("Get of a missing row = %q %v, want key row2 and no cells", r.Key, cellStrings(r))
+	}
+}
+
+func testBinaryCells(t *testing.T, st storage.Store) {
+	createTable(t, st, simpleSpec)
+	row := []byte{0x00, 0xFF, 0x00}
+	apply(t, st,
+		storage.Put(row, "a", []byte{0x00}, 5, []byte{}),
+		storage.Put(row, "a", []byte{0x00, 0x00}, 5, []byte{0x00, 0xFF}),
+		storage.Put(row, "a", []byte{0xFF, 0xFF, 0xFF, 0xFF}, 5, []byte{0xFF}),
+	)
+	r := get(t, st, string(row))
+	equalStrings(t, "binary cells", cellStrings(r), []string{
+		`a:"\x00"@5=""`,
+		`a:"\x00\x00"@5="\x00\xff"`,
+		`a:"\xff\xff\xff\xff"@5="\xff"`,
+	})
+}
+
+// orderedKeys are row keys in byte-lexicographic order, with the edge cases of an
+// escaping scheme: 0x00 and 0xFF bytes, and keys that are prefixes of others.
+var orderedKeys = [][]byte{
+	{0x00}, {0x00, 0x00}, {0x00, 0x01}, {0x00, 0xFF}, {0x01},
+	[]byte("a"), []byte("a\x00"), []byte("a\x00\x00"), []byte("a\x01"), []byte("ab"), []byte("b"),
+	{0x7F}, {0x80}, {0xFE, 0xFF}, {0xFF}, {0xFF, 0x00}, {0xFF, 0xFF}, {0xFF, 0xFF, 0xFF},
+}
+
+func testByteOrder(t *testing.T, st storage.Store) {
+	createTable(t, st, simpleSpec)
+	// Write in reverse order so that insertion order cannot explain the result.
+	var muts []storage.Mutation
+	for i := len(orderedKeys) - 1; i >= 0; i-- {
+		muts = append(muts, storage.Put(orderedKeys[i], "a", []byte("q"), 1, []byte{byte(i)}))
+	}
+	apply(t, st, muts...)
+	rows := scanAll(t, st, nil, nil)
+	var want []string
+	for _, k := range orderedKeys {
+		want = append(want, fmt.Sprintf("%q", k))
+	}
+	equalStrings(t, "scan order", rowKeys(rows), want)
+	for i, r := range rows {
+		if len(r.Cells) != 1 || !bytes.Equal(r.Cells[0].Value, []byte{byte(i)}) {
+			t.Fatalf("row %q carries %v, want value %d", r.Key, cellStrings(r), i)
+		}
+	}
+}
+
+func putKeys(t *testing.T, st storage.Store, keys ...[]byte) {
+	t.Helper()
+	var muts []storage.Mutation
+	for _, k := range keys {
+		muts = append(muts, storage.Put(k, "a", []byte("q"), 1, []byte("v")))
+	}
+	apply(t, st, muts...)
+}
+
+func testScanRange(t *testing.T, st storage.Store) {
+	createTable(t, st, simpleSpec)
+	putKeys(t, st, []byte("a"), []byte("b"), []byte("b\x00"), []byte("c"), []byte("d"))
+	equalStrings(t, "[b, d)", rowKeys(scanAll(t, st, []byte("b"), []byte("d"))), []string{`"b"`, `"b\x00"`, `"c"`})
+	equalStrings(t, "[nil, b\\x00)", rowKeys(scanAll(t, st, nil, []byte("b\x00"))), []string{`"a"`, `"b"`})
+	equalStrings(t, "[c, nil)", rowKeys(scanAll(t, st, []byte("c"), nil)), []string{`"c"`, `"d"`})
+	equalStrings(t, "[bb, c)", rowKeys(scanAll(t, st, []byte("bb"), []byte("c"))), nil)
+}
+
+func testPrefixScanFF(t *testing.T, st storage.Store) {
+	createTable(t, st, simpleSpec)
+	putKeys(t, st,
+		[]byte{0x01, 0xFE}, []byte{0x01, 0xFF}, []byte{0x01, 0xFF, 0x00}, []byte{0x01, 0xFF, 0xFF, 0x07},
+		[]byte{0x02}, []byte{0xFF, 0xFF}, []byte{0xFF, 0xFF, 0x00},
+	)
+	prefix := []byte{0x01, 0xFF}
+	equalStrings(t, "prefix 01 FF", rowKeys(scanAll(t, st, prefix, storage.PrefixEnd(prefix))),
+		[]string{`"\x01\xff"`, `"\x01\xff\x00"`, `"\x01\xff\xff\a"`})
+	all := []byte{0xFF, 0xFF}
+	if storage.PrefixEnd(all) != nil {
+		t.Fatalf("PrefixEnd(ff ff) = %x, want nil", storage.PrefixEnd(all))
+	}
+	equalStrings(t, "prefix FF FF", rowKeys(scanAll(t, st, all, storage.PrefixEnd(all))),
+		[]string{`"\xff\xff"`, `"\xff\xff\x00"`})
+}
+
+func testCellOrder(t *testing.T, st storage.Store) {
+	createTable(t, st, storage.TableSpec{Name: table, Families: []storage.FamilySpec{
+		{Name: "b", MaxVersions: 3}, {Name: "a", MaxVersions: 3},
+	}})
+	apply(t, st,
+		put("r", "b", "y", 1, "b-y-1"),
+		put("r", "a", "z", 1, "a-z-1"),
+		put("r", "b", "x", 2, "b-x-2"),
+		put("r", "a", "z", 3, "a-z-3"),
+		put("r", "a", "y", 2, "a-y-2"),
+		put("r", "a", "z", 2, "a-z-2"),
+	)
+	equalStrings(t, "cell order", cellStrings(get(t, st, "r", storage.MaxVersions(3))), []string{
+		`a:"y"@2="a-y-2"`,
+		`a:"z"@3="a-z-3"`,
+		`a:"z"@2="a-z-2"`,
+		`a:"z"@1="a-z-1"`,
+		`b:"x"@2="b-x-2"`,
+		`b:"y"@1="b-y-1"`,
+	})
+}
+
+func testFamilySelection(t *testing.T, st storage.Store) {
+	createTable(t, st, storage.TableSpec{Name: table, Families: []storage.FamilySpec{{Name: "a"}, {Name: "b"}, {Name: "c"}}})
+	apply(t, st,
+		put("r1", "a", "q", 1, "a1"), put("r1", "b", "q", 1, "b1"), put("r1", "c", "q", 1, "c1"),
+		put("r2", "b", "q", 1, "b2"),
+	)
+	equalStrings(t, "get family b", cellStrings(get(t, st, "r1", storage.Families("b"))), []string{`b:"q"@1="b1"`})
+	equalStrings(t, "get families a,c", cellStrings(get(t, st, "r1", storage.Families("a", "c"))),
+		[]string{`a:"q"@1="a1"`, `c:"q"@1="c1"`})
+	// A scan skips rows that have no cell in the selected families.
+	rows := scanAll(t, st, nil, nil, storage.Families("a"))
+	equalStrings(t, "scan family a", rowKeys(rows), []string{`"r1"`})
+	equalStrings(t, "scan family a cells", cellStrings(rows[0]), []string{`a:"q"@1="a1"`})
+	err := st.Apply(context.Background(), table, []storage.Mutation{put("r1", "nope", "q", 1, "x")})
+	wantErr(t, "put to an unknown family", err, storage.ErrInvalidArgument)
+}
+
+func testNewerWins(t *testing.T, st storage.Store) {
+	createTable(t, st, simpleSpec)
+	apply(t, st, put("r", "a", "q", 20, "at-20"))
+	apply(t, st, put("r", "a", "q", 10, "at-10"))
+	equalStrings(t, "newest", cellStrings(get(t, st, "r")), []string{`a:"q"@20="at-20"`})
+	apply(t, st, put("r", "a", "q", 30, "at-30"))
+	equalStrings(t, "newest after a newer put", cellStrings(get(t, st, "r")), []string{`a:"q"@30="at-30"`})
+}
+
+func testSameTimestampLastWriteWins(t *testing.T, st storage.Store) {
+	createTable(t, st, storage.TableSpec{Name: table, Families: []storage.FamilySpec{{Name: "a", MaxVersions: 5}}})
+	apply(t, st, put("r", "a", "q", 42, "first"))
+	apply(t, st, put("r", "a", "q", 42, "second"))
+	// Within one batch, the later mutation wins too.
+	apply(t, st, put("r", "a", "p", 7, "one"), put("r", "a", "p", 7, "two"))
+	equalStrings(t, "same timestamp", cellStrings(get(t, st, "r", storage.MaxVersions(5))), []string{
+		`a:"p"@7="two"`,
+		`a:"q"@42="second"`,
+	})
+}
+
+func testMaxVersions(t *testing.T, st storage.Store) {
+	createTable(t, st, storage.TableSpec{Name: table, Families: []storage.FamilySpec{{Name: "a", MaxVersions: 3}, {Name: "b"}}})
+	for ts := int64(1); ts <= 5; ts++ {
+		apply(t, st, put("r", "a", "q", ts, fmt.Sprintf("a%d", ts)), put("r", "b", "q", ts, fmt.Sprintf("b%d", ts)))
+	}
+	equalStrings(t, "MaxVersions(10)", cellStrings(get(t, st, "r", storage.MaxVersions(10))), []string{
+		`a:"q"@5="a5"`, `a:"q"@4="a4"`, `a:"q"@3="a3"`, `b:"q"@5="b5"`,
+	})
+	equalStrings(t, "MaxVersions(2)", cellStrings(get(t, st, "r", storage.MaxVersions(2))), []string{
+		`a:"q"@5="a5"`, `a:"q"@4="a4"`, `b:"q"@5="b5"`,
+	})
+	equalStrings(t, "default one version", cellStrings(get(t, st, "r")), []string{`a:"q"@5="a5"`, `b:"q"@5="b5"`})
+}
+
+func testTimeRange(t *testing.T, st storage.Store) {
+	createTable(t, st, storage.TableSpec{Name: table, Families: []storage.FamilySpec{{Name: "a", MaxVersions: 10}}})
+	for ts := int64(100); ts <= 500; ts += 100 {
+		apply(t, st, put("r", "a", "q", ts, fmt.Sprint(ts)))
+	}
+	equalStrings(t, "[200, 400)", cellStrings(get(t, st, "r", storage.TimeRange(200, 400), storage.MaxVersions(10))),
+		[]string{`a:"q"@300="300"`, `a:"q"@200="200"`})
+	// With one version, the newest cell inside the range is returned.
+	equalStrings(t, "[0, 250) newest", cellStrings(get(t, st, "r", storage.TimeRange(0, 250))), []string{`a:"q"@200="200"`})
+	rows := scanAll(t, st, nil, nil, storage.TimeRange(501, 1000))
+	equalStrings(t, "scan of an empty time range", rowKeys(rows), nil)
+}
+
+func testDeleteColumn(t *testing.T, st storage.Store) {
+	createTable(t, st, storage.TableSpec{Name: table, Families: []storage.FamilySpec{{Name: "a", MaxVersions: 10}}})
+	for ts := int64(1); ts <= 4; ts++ {
+		apply(t, st, put("r", "a", "q", ts, fmt.Sprint(ts)), put("r", "a", "other", ts, fmt.Sprint(ts)))
+	}
+	apply(t, st, storage.DeleteColumn([]byte("r"), "a", []byte("q"), 2))
+	equalStrings(t, "after DeleteColumn up to 2", cellStrings(get(t, st, "r", storage.MaxVersions(10))), []string{
+		`a:"other"@4="4"`, `a:"other"@3="3"`, `a:"other"@2="2"`, `a:"other"@1="1"`,
+		`a:"q"@4="4"`, `a:"q"@3="3"`,
+	})
+	apply(t, st, storage.DeleteColumn([]byte("r"), "a", []byte("q"), storage.MaxTimestamp))
+	equalStrings(t, "after DeleteColumn of all", cellStrings(get(t, st, "r", storage.MaxVersions(10))), []string{
+		`a:"other"@4="4"`, `a:"other"@3="3"`, `a:"other"@2="2"`, `a:"other"@1="1"`,
+	})
+}
+
+func testDeleteFamilyAndRow(t *testing.T, st storage.Store) {
+	createTable(t, st, storage.TableSpec{Name: table, Families: []storage.FamilySpec{{Name: "a", MaxVersions: 10}, {Name: "b", MaxVersions: 10}}})
+	for ts := int64(1); ts <= 3; ts++ {
+		apply(t, st,
+			put("r1", "a", "x", ts, "v"), put("r1", "a", "y", ts, "v"), put("r1", "b", "x", ts, "v"),
+			put("r2", "a", "x", ts, "v"), put("r2", "b", "x", ts, "v"),
+		)
+	}
+	apply(t, st, storage.DeleteFamily([]byte("r1"), "a", 2))
+	equalStrings(t, "r1 after DeleteFamily(a, 2)", cellStrings(get(t, st, "r1", storage.MaxVersions(10))), []string{
+		`a:"x"@3="v"`, `a:"y"@3="v"`, `b:"x"@3="v"`, `b:"x"@2="v"`, `b:"x"@1="v"`,
+	})
+	apply(t, st, storage.DeleteRow([]byte("r2"), 2))
+	equalStrings(t, "r2 after DeleteRow(2)", cellStrings(get(t, st, "r2", storage.MaxVersions(10))), []string{
+		`a:"x"@3="v"`, `b:"x"@3="v"`,
+	})
+	apply(t, st, storage.DeleteRow([]byte("r2"), storage.MaxTimestamp))
+	equalStrings(t, "rows after deleting r2 whole", rowKeys(scanAll(t, st, nil, nil)), []string{`"r1"`})
+}
+
+func testPutAfterDelete(t *testing.T, st storage.Store) {
+	createTable(t, st, simpleSpec)
+	apply(t, st, put("r", "a", "q", 100, "old"))
+	apply(t, st, storage.DeleteColumn([]byte("r"), "a", []byte("q"), 1000))
+	if r := get(t, st, "r"); len(r.Cells) != 0 {
+		t.Fatalf("after delete: %v", cellStrings(r))
+	}
+	// A late sample re-written after compaction deleted its bucket must not vanish.
+	apply(t, st, put("r", "a", "q", 500, "late"))
+	equalStrings(t, "put after delete", cellStrings(get(t, st, "r")), []string{`a:"q"@500="late"`})
+}
+
+func testTTL(t *testing.T, st storage.Store) {
+	createTable(t, st, storage.TableSpec{Name: table, Families: []storage.FamilySpec{
+		{Name: "a", TTL: time.Hour, MaxVersions: 5}, {Name: "b"},
+	}})
+	now := time.Now().UnixMilli()
+	old, fresh := now-2*time.Hour.Milliseconds(), now-time.Minute.Milliseconds()
+	apply(t, st,
+		put("expired", "a", "q", old, "gone"),
+		put("mixed", "a", "q", old, "gone"),
+		put("mixed", "a", "q", fresh, "kept"),
+		put("mixed", "b", "q", old, "no-ttl"),
+	)
+	equalStrings(t, "get mixed", cellStrings(get(t, st, "mixed", storage.MaxVersions(5))), []string{
+		fmt.Sprintf(`a:"q"@%d="kept"`, fresh),
+		fmt.Sprintf(`b:"q"@%d="no-ttl"`, old),
+	})
+	if r := get(t, st, "expired"); len(r.Cells) != 0 {
+		t.Fatalf("expired row still returns %v", cellStrings(r))
+	}
+	equalStrings(t, "scan skips fully expired rows", rowKeys(scanAll(t, st, nil, nil)), []string{`"mixed"`})
+}
+
+func int64Bytes(v int64) []byte {
+	return binary.BigEndian.AppendUint64(nil, uint64(v))
+}
+
+func testIncrementFromAbsent(t *testing.T, st storage.Store) {
+	createTable(t, st, simpleSpec)
+	ctx := context.Background()
+	for _, step := range []struct{ delta, want int64 }{{5, 5}, {3, 8}, {-10, -2}, {0, -2}} {
+		got, err := st.Increment(ctx, table, []byte("counter"), "a", []byte("n"), step.delta)
+		if err != nil {
+			t.Fatalf("Increment(%d): %v", step.delta, err)
+		}
+		if got != step.want {
+			t.Fatalf("Increment(%d) = %d, want %d", step.delta, got, step.want)
+		}
+	}
+	r := get(t, st, "counter")
+	if len(r.Cells) != 1 || !bytes.Equal(r.Cells[0].Value, int64Bytes(-2)) {
+		t.Fatalf("counter cell = %v, want the 8-byte big-endian encoding of -2", cellStrings(r))
+	}
+}
+
+func testIncrementWrongWidth(t *testing.T, st storage.Store) {
+	createTable(t, st, simpleSpec)
+	apply(t, st, put("r", "a", "n", 1, "abc"))
+	_, err := st.Increment(context.Background(), table, []byte("r"), "a", []byte("n"), 1)
+	wantErr(t, "Increment of a 3-byte cell", err, storage.ErrInvalidArgument)
+}
+
+func testIncrementConcurrent(t *testing.T, st storage.Store) {
+	createTable(t, st, simpleSpec)
+	const workers, each = 8, 25
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		seen = map[int64]bool{}
+		errs []error
+	)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < each; i++ {
+				v, err := st.Increment(context.Background(), table, []byte("counter"), "a", []byte("n"), 1)
+				mu.Lock()
+				if err != nil {
+					errs = append(errs, err)
+				} else if seen[v] {
+					errs = append(errs, fmt.Errorf("value %d returned twice", v))
+				}
+				seen[v] = true
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if len(errs) > 0 {
+		t.Fatalf("concurrent increments: %v", errors.Join(errs...))
+	}
+	r := get(t, st, "counter")
+	if len(r.Cells) != 1 || !bytes.Equal(r.Cells[0].Value, int64Bytes(workers*each)) {
+		t.Fatalf("counter = %v, want %d", cellStrings(r), workers*each)
+	}
+	for v := int64(1); v <= workers*each; v++ {
+		if !seen[v] {
+			t.Fatalf("no incrementer saw %d: an update was lost", v)
+		}
+	}
+}
+
+func testCheckAndPut(t *testing.T, st storage.Store) {
+	createTable(t, st, simpleSpec)
+	ctx := context.Background()
+	cas := func(expected []byte, value string) bool {
+		t.Helper()
+		ok, err := st.CheckAndPut(ctx, table, expected, put("r", "a", "q", 10, value))
+		if err != nil {
+			t.Fatalf("CheckAndPut(%q -> %q): %v", expected, value, err)
+		}
+		return ok
+	}
+	if !cas(nil, "first") {
+		t.Fatal("CheckAndPut expecting absence on an absent cell was not applied")
+	}
+	if cas(nil, "second") {
+		t.Fatal("CheckAndPut expecting absence on a present cell was applied")
+	}
+	if cas([]byte("wrong"), "third") {
+		t.Fatal("CheckAndPut with a wrong expected value was applied")
+	}
+	equalStrings(t, "after failed swaps", cellStrings(get(t, st, "r")), []string{`a:"q"@10="first"`})
+	if !cas([]byte("first"), "fourth") {
+		t.Fatal("CheckAndPut with the right expected value was not applied")
+	}
+	equalStrings(t, "after swap", cellStrings(get(t, st, "r")), []string{`a:"q"@10="fourth"`})
+	_, err := st.CheckAndPut(ctx, table, nil, storage.DeleteRow([]byte("r"), 10))
+	wantErr(t, "CheckAndPut with a delete", err, storage.ErrInvalidArgument)
+}
+
+func testCheckAndPutRace(t *testing.T, st storage.Store) {
+	createTable(t, st, simpleSpec)
+	const racers = 8
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		winners []string
+		errs    []error
+	)
+	start := make(chan struct{})
+	for i := 0; i < racers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			value := fmt.Sprintf("racer-%d", i)
+			ok, err := st.CheckAndPut(context.Background(), table, nil, put("lease", "a", "owner", 1, value))
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, err)
+			} else if ok {
+				winners = append(winners, value)
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	if len(errs) > 0 {
+		t.Fatalf("racers failed: %v", errors.Join(errs...))
+	}
+	if len(winners) != 1 {
+		t.Fatalf("%d racers won (%v), want exactly 1", len(winners), winners)
+	}
+	equalStrings(t, "stored owner", cellStrings(get(t, st, "lease")), []string{fmt.Sprintf(`a:"owner"@1=%q`, winners[0])})
+}
+
+func testLargeBatch(t *testing.T, st storage.Store) {
+	createTable(t, st, simpleSpec)
+	const rowsN, perRow = 100, 100
+	muts := make([]storage.Mutation, 0, rowsN*perRow)
+	for r := 0; r < rowsN; r++ {
+		for c := 0; c < perRow; c++ {
+			q := binary.BigEndian.AppendUint32(nil, uint32(c))
+			muts = append(muts, storage.Put([]byte(fmt.Sprintf("row-%03d", r)), "a", q, int64(1000+c), int64Bytes(int64(r*perRow+c))))
+		}
+	}
+	apply(t, st, muts...)
+	rows := scanAll(t, st, nil, nil)
+	if len(rows) != rowsN {
+		t.Fatalf("scan returned %d rows, want %d", len(rows), rowsN)
+	}
+	for r, row := range rows {
+		if want := fmt.Sprintf("row-%03d", r); string(row.Key) != want || len(row.Cells) != perRow {
+			t.Fatalf("row %d = %q with %d cells, want %s with %d", r, row.Key, len(row.Cells), want, perRow)
+		}
+		for c, cell := range row.Cells {
+			if binary.BigEndian.Uint32(cell.Qualifier) != uint32(c) || cell.Timestamp != int64(1000+c) ||
+				!bytes.Equal(cell.Value, int64Bytes(int64(r*perRow+c))) {
+				t.Fatalf("row %d cell %d = %s", r, c, cellString(cell))
+			}
+		}
+	}
+}
+
+func testManyRowsScan(t *testing.T, st storage.Store) {
+	createTable(t, st, simpleSpec)
+	const n = 3000
+	muts := make([]storage.Mutation, n)
+	for i := range muts {
+		muts[i] = put(fmt.Sprintf("k%05d", i), "a", "q", 1, strings.Repeat("x", 200))
+	}
+	apply(t, st, muts...)
+	sc := st.Scan(context.Background(), table, nil, nil)
+	defer sc.Close()
+	i := 0
+	for sc.Next() {
+		if want := fmt.Sprintf("k%05d", i); string(sc.Row().Key) != want {
+			t.Fatalf("row %d = %q, want %s", i, sc.Row().Key, want)
+		}
+		i++
+	}
+	if err := sc.Err(); err != nil || i != n {
+		t.Fatalf("scan ended after %d rows with %v, want %d rows", i, err, n)
+	}
+}
+
+// tagRows writes rows whose t:job column is api, web or absent.
+func tagRows(t *testing.T, st storage.Store) {
+	createTable(t, st, storage.TableSpec{Name: table, Families: []storage.FamilySpec{{Name: "r"}, {Name: "t"}}})
+	apply(t, st,
+		put("1", "r", "v", 1, "one"), put("1", "t", "job", 1, "api"),
+		put("2", "r", "v", 1, "two"), put("2", "t", "job", 1, "web"),
+		put("3", "r", "v", 1, "three"),
+		put("4", "r", "v", 1, "four"), put("4", "t", "job", 1, "api"), put("4", "t", "zone", 1, "eu"),
+	)
+}
+
+func testColumnValueFilter(t *testing.T, st storage.Store) {
+	tagRows(t, st)
+	apiOnly := storage.ColumnValueFilter{Family: "t", Qualifier: []byte("job"), Op: storage.Equal, Value: []byte("api"), FilterIfMissing: true}
+	rows := scanAll(t, st, nil, nil, storage.WithFilter(apiOnly))
+	equalStrings(t, "job=api", rowKeys(rows), []string{`"1"`, `"4"`})
+	equalStrings(t, "row 4 cells", cellStrings(rows[1]), []string{`r:"v"@1="four"`, `t:"job"@1="api"`, `t:"zone"@1="eu"`})
+	notAPI := storage.ColumnValueFilter{Family: "t", Qualifier: []byte("job"), Op: storage.NotEqual, Value: []byte("api"), FilterIfMissing: true}
+	equalStrings(t, "job!=api", rowKeys(scanAll(t, st, nil, nil, storage.WithFilter(notAPI))), []string{`"2"`})
+	zone := storage.ColumnValueFilter{Family: "t", Qualifier: []byte("zone"), Op: storage.Equal, Value: []byte("eu"), FilterIfMissing: true}
+	equalStrings(t, "job=api and zone=eu", rowKeys(scanAll(t, st, nil, nil, storage.WithFilter(apiOnly), storage.WithFilter(zone))), []string{`"4"`})
+	if r := get(t, st, "2", storage.WithFilter(apiOnly)); len(r.Cells) != 0 {
+		t.Fatalf("Get of a row the filter rejects returned %v", cellStrings(r))
+	}
+}
+
+func testColumnValueFilterMissing(t *testing.T, st storage.Store) {
+	tagRows(t, st)
+	keepMissing := storage.ColumnValueFilter{Family: "t", Qualifier: []byte("job"), Op: storage.Equal, Value: []byte("api")}
+	equalStrings(t, "job=api keeping rows without job", rowKeys(scanAll(t, st, nil, nil, storage.WithFilter(keepMissing))),
+		[]string{`"1"`, `"3"`, `"4"`})
+	dropMissing := keepMissing
+	dropMissing.FilterIfMissing = true
+	equalStrings(t, "job=api dropping rows without job", rowKeys(scanAll(t, st, nil, nil, storage.WithFilter(dropMissing))),
+		[]string{`"1"`, `"4"`})
+}
+
+func testColumnValueFilterUnreadFamily(t *testing.T, st storage.Store) {
+	tagRows(t, st)
+	f := storage.ColumnValueFilter{Family: "t", Qualifier: []byte("job"), Op: storage.Equal, Value: []byte("api")}
+	sc := st.Scan(context.Background(), table, nil, nil, storage.Families("r"), storage.WithFilter(f))
+	defer sc.Close()
+	if sc.Next() {
+		t.Fatal("scan with a filter on an unread family returned a row")
+	}
+	wantErr(t, "filter on an unread family", sc.Err(), storage.ErrInvalidArgument)
+}
+
+func testKeyOnlyFilter(t *testing.T, st storage.Store) {
+	tagRows(t, st)
+	rows := scanAll(t, st, []byte("4"), nil, storage.WithFilter(storage.KeyOnlyFilter{}))
+	equalStrings(t, "key only", cellStrings(rows[0]), []string{`r:"v"@1=""`, `t:"job"@1=""`, `t:"zone"@1=""`})
+}
+
+func testColumnRangeFilter(t *testing.T, st storage.Store) {
+	createTable(t, st, simpleSpec)
+	var muts []storage.Mutation
+	for _, q := range []string{"a", "b", "c", "d"} {
+		muts = append(muts, put("r", "a", q, 1, q), put("r", "b", q, 1, q))
+	}
+	apply(t, st, muts...)
+	f := storage.ColumnRangeFilter{Min: []byte("b"), MinInclusive: true, Max: []byte("d"), MaxInclusive: false}
+	equalStrings(t, "[b, d)", cellStrings(get(t, st, "r", storage.WithFilter(f))), []string{
+		`a:"b"@1="b"`, `a:"c"@1="c"`, `b:"b"@1="b"`, `b:"c"@1="c"`,
+	})
+	open := storage.ColumnRangeFilter{Min: []byte("c"), MinInclusive: false}
+	equalStrings(t, "(c, ∞)", cellStrings(get(t, st, "r", storage.Families("a"), storage.WithFilter(open))), []string{`a:"d"@1="d"`})
+}
+
+func testLimits(t *testing.T, st storage.Store) {
+	createTable(t, st, simpleSpec)
+	var muts []storage.Mutation
+	for _, r := range []string{"r1", "r2", "r3"} {
+		for _, q := range []string{"x", "y", "z"} {
+			muts = append(muts, put(r, "a", q, 1, r+q))
+		}
+	}
+	apply(t, st, muts...)
+	equalStrings(t, "RowLimit(2)", rowKeys(scanAll(t, st, nil, nil, storage.RowLimit(2))), []string{`"r1"`, `"r2"`})
+	rows := scanAll(t, st, nil, nil, storage.CellLimit(4))
+	equalStrings(t, "CellLimit(4) rows", rowKeys(rows), []string{`"r1"`, `"r2"`})
+	equalStrings(t, "CellLimit(4) last row", cellStrings(rows[1]), []string{`a:"x"@1="r2x"`})
+}
+
+func testGetRows(t *testing.T, st storage.Store) {
+	createTable(t, st, simpleSpec)
+	apply(t, st, put("a", "a", "q", 1, "A"), put("c", "a", "q", 1, "C"))
+	rows, err := st.GetRows(context.Background(), table, [][]byte{[]byte("c"), []byte("b"), []byte("a")})
+	if err != nil {
+		t.Fatalf("GetRows: %v", err)
+	}
+	var got []string
+	for _, r := range rows {
+		got = append(got, fmt.Sprintf("%s=%v", r.Key, cellStrings(r)))
+	}
+	equalStrings(t, "GetRows", got, []string{`c=[a:"q"@1="C"]`, `b=[]`, `a=[a:"q"@1="A"]`})
+}
+
+func testInvalidMutations(t *testing.T, st storage.Store) {
+	createTable(t, st, simpleSpec)
+	ctx := context.Background()
+	for _, m := range []storage.Mutation{
+		storage.Put(nil, "a", []byte("q"), 1, []byte("v")),
+		storage.Put([]byte("r"), "a", []byte("q"), -1, []byte("v")),
+		storage.Put([]byte("r"), "", []byte("q"), 1, []byte("v")),
+		{Kind: 99, Row: []byte("r"), Family: "a"},
+	} {
+		err := st.Apply(ctx, table, []storage.Mutation{put("ok", "a", "q", 1, "v"), m})
+		wantErr(t, fmt.Sprintf("Apply of %+v", m), err, storage.ErrInvalidArgument)
+	}
+	equalStrings(t, "rows after rejected batches", rowKeys(scanAll(t, st, nil, nil)), nil)
+}
+
+func testContextCancelled(t *testing.T, st storage.Store) {
+	createTable(t, st, simpleSpec)
+	apply(t, st, put("r", "a", "q", 1, "v"))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	wantErr(t, "Apply", st.Apply(ctx, table, []storage.Mutation{put("r2", "a", "q", 1, "v")}), context.Canceled)
+	_, err := st.Get(ctx, table, []byte("r"))
+	wantErr(t, "Get", err, context.Canceled)
+	sc := st.Scan(ctx, table, nil, nil)
+	for sc.Next() {
+	}
+	wantErr(t, "Scan", sc.Err(), context.Canceled)
+	sc.Close()
+	_, err = st.Increment(ctx, table, []byte("n"), "a", []byte("q"), 1)
+	wantErr(t, "Increment", err, context.Canceled)
+	wantErr(t, "Ping", st.Ping(ctx), context.Canceled)
+	// A scan whose context is cancelled midway stops with the context's error.
+	var muts []storage.Mutation
+	for i := 0; i < 500; i++ {
+		muts = append(muts, put(fmt.Sprintf("m%04d", i), "a", "q", 1, "v"))
+	}
+	apply(t, st, muts...)
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	defer cancel2()
+	sc = st.Scan(ctx2, table, nil, nil)
+	defer sc.Close()
+	n := 0
+	for sc.Next() {
+		if n++; n == 1 {
+			cancel2()
+		}
+	}
+	wantErr(t, "Scan cancelled midway", sc.Err(), context.Canceled)
+	if n >= 501 {
+		t.Fatalf("cancelled scan went on to the end (%d rows)", n)
+	}
+}
+
+func testUseAfterClose(t *testing.T, st storage.Store) {
+	createTable(t, st, simpleSpec)
+	ctx := context.Background()
+	if err := st.Ping(ctx); err != nil {
+		t.Fatalf("Ping before Close: %v", err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	wantErr(t, "Apply", st.Apply(ctx, table, []storage.Mutation{put("r", "a", "q", 1, "v")}), storage.ErrClosed)
+	_, err := st.Get(ctx, table, []byte("r"))
+	wantErr(t, "Get", err, storage.ErrClosed)
+	sc := st.Scan(ctx, table, nil, nil)
+	if sc.Next() {
+		t.Fatal("Scan after Close returned a row")
+	}
+	wantErr(t, "Scan", sc.Err(), storage.ErrClosed)
+	_, err = st.Increment(ctx, table, []byte("n"), "a", []byte("q"), 1)
+	wantErr(t, "Increment", err, storage.ErrClosed)
+	_, err = st.CheckAndPut(ctx, table, nil, put("r", "a", "q", 1, "v"))
+	wantErr(t, "CheckAndPut", err, storage.ErrClosed)
+	_, err = st.EnsureTable(ctx, simpleSpec)
+	wantErr(t, "EnsureTable", err, storage.ErrClosed)
+	_, err = st.ListTables(ctx)
+	wantErr(t, "ListTables", err, storage.ErrClosed)
+	wantErr(t, "Ping", st.Ping(ctx), storage.ErrClosed)
 }
