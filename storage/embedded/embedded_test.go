@@ -1,0 +1,34 @@
+package embedded
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/hbtsdb/hbtsdb/storage"
+	"github.com/hbtsdb/hbtsdb/storage/storagetest"
+)
+
+// newStore opens a fresh store in a temporary directory, closed when the test ends
+// (a store the test closed itself is fine).
+func newStore(t testing.TB) storage.Store {
+	t.Helper()
+	st, err := Open(context.Background(), t.TempDir(), Options{})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := st.Close(); err != nil && !errors.Is(err, storage.ErrClosed) {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return st
+}
+
+func TestConformance(t *testing.T) {
+	storagetest.Run(t, newStore)
+}
+
+func BenchmarkStore(b *testing.B) {
+	storagetest.Bench(b, newStore)
+}

@@ -1,0 +1,444 @@
+package embedded
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/hbtsdb/hbtsdb/storage"
+)
+
+// rowReader turns the cell keys of one row into a storage.Row, applying HBase's
+// read rules in the order HBase's ScanQueryMatcher does: family selection, TTL and
+// the family's MaxVersions (which define the visible versions), the time range, the
+// filters, then the read's MaxVersions.
+type rowReader struct {
+	t     *table
+	o     storage.ReadOptions
+	nowMs int64
+	// wanted is the sorted list of selected families; nil selects all.
+	wanted       []string
+	keyOnly      bool
+	ranges       []storage.ColumnRangeFilter
+	valueFilters []storage.ColumnValueFilter
+	// Per-row state of valueFilters: the newest visible in-range value of each
+	// filter's column, and whether there was one.
+	filterValues  [][]byte
+	filterPresent []bool
+	// scratch decodes qualifiers that contain 0x00 bytes without allocating.
+	scratch [256]byte
+	// lastCells is the cell count of the previous row: rows of a scan tend to be
+	// alike, so it sizes the next row's slice.
+	lastCells int
+}
+
+// newRowReader resolves read options against a table: every family named by the
+// options or a filter must exist (storage.ErrInvalidArgument otherwise).
+func newRowReader(t *table, nowMs int64, opts []storage.ReadOption) (*rowReader, error) {
+	o, err := storage.NewReadOptions(opts...)
+	if err != nil {
+		return nil, err
+	}
+	r := &rowReader{t: t, o: o, nowMs: nowMs}
+	for _, name := range o.Families {
+		if _, err := t.family(name); err != nil {
+			return nil, err
+		}
+		r.wanted = append(r.wanted, name)
+	}
+	slices.Sort(r.wanted)
+	r.wanted = slices.Compact(r.wanted)
+	for _, f := range o.Filters {
+		switch f := f.(type) {
+		case storage.ColumnValueFilter:
+			if _, err := t.family(f.Family); err != nil {
+				return nil, err
+			}
+			r.valueFilters = append(r.valueFilters, f)
+		case storage.KeyOnlyFilter:
+			r.keyOnly = true
+		case storage.ColumnRangeFilter:
+			r.ranges = append(r.ranges, f)
+		default:
+			return nil, fmt.Errorf("%w: unsupported filter %T", storage.ErrInvalidArgument, f)
+		}
+	}
+	r.filterValues = make([][]byte, len(r.valueFilters))
+	r.filterPresent = make([]bool, len(r.valueFilters))
+	return r, nil
+}
+
+// wants reports whether family f is selected, and if not, the next selected family
+// after it ("" if none).
+func (r *rowReader) wants(f []byte) (ok bool, next string) {
+	if r.wanted == nil {
+		return true, ""
+	}
+	i, found := slices.BinarySearch(r.wanted, string(f))
+	if found {
+		return true, ""
+	}
+	if i < len(r.wanted) {
+		return false, r.wanted[i]
+	}
+	return false, ""
+}
+
+// inRanges reports whether every ColumnRangeFilter contains qualifier q.
+func (r *rowReader) inRanges(q []byte) bool {
+	for _, f := range r.ranges {
+		if !f.Contains(q) {
+			return false
+		}
+	}
+	return true
+}
+
+// readRow reads the row whose key prefix is the first rowLen bytes of the
+// iterator's current key, leaving the iterator on the first key after the row (or
+// exhausted). It reports whether the row has cells and passes the filters.
+func (r *rowReader) readRow(it *pebble.Iterator, rowLen int) (storage.Row, bool, error) {
+	var row storage.Row
+	rp := bytes.Clone(it.Key()[:rowLen])
+	rowKey, _, err := readEscaped(rp[tablePfx:], nil)
+	if err != nil {
+		return row, false, err
+	}
+	row.Key = bytes.Clone(rowKey)
+	if row.Key == nil {
+		row.Key = []byte{}
+	}
+	for i := range r.valueFilters {
+		r.filterValues[i], r.filterPresent[i] = nil, false
+	}
+	if r.lastCells > 0 {
+		row.Cells = make([]storage.Cell, 0, r.lastCells)
+	}
+	var (
+		col      []byte // column prefix (row prefix, family, qualifier) of the current column
+		fam      *family
+		versions int // versions of the column seen so far
+		returned int // versions of the column returned so far
+		arena    []byte
+	)
+	for ok := it.Valid(); ok && bytes.HasPrefix(it.Key(), rp); {
+		k := it.Key()
+		p, err := parseCellSuffix(k[rowLen:], r.scratch[:])
+		if err != nil {
+			return row, false, fmt.Errorf("%w %x", err, k)
+		}
+		if col == nil || !bytes.Equal(k[:rowLen+p.colLen], col) {
+			// A new column; perhaps a new family.
+			if fam == nil || fam.name != string(p.family) {
+				want, next := r.wants(p.family)
+				fam = r.t.families[string(p.family)]
+				if !want || fam == nil {
+					// Skip to the next selected family, or past the row.
+					if next != "" {
+						ok = it.SeekGE(appendEscaped(bytes.Clone(rp), []byte(next)))
+					} else {
+						ok = it.SeekGE(prefixEnd(rp))
+					}
+					fam, col = nil, nil
+					continue
+				}
+			}
+			col = append(col[:0], k[:rowLen+p.colLen]...)
+			versions, returned = 0, 0
+		}
+		versions++
+		if versions > fam.versions || p.ts < fam.oldest(r.nowMs) {
+			// Hidden, and so is every older version of the column.
+			ok = it.SeekGE(prefixEnd(col))
+			continue
+		}
+		if p.ts >= r.o.MaxTimestamp {
+			ok = it.Next()
+			continue
+		}
+		if p.ts < r.o.MinTimestamp {
+			// Older versions are older still.
+			ok = it.SeekGE(prefixEnd(col))
+			continue
+		}
+		var value []byte
+		if len(r.valueFilters) > 0 {
+			if value, err = it.ValueAndErr(); err != nil {
+				return row, false, err
+			}
+			for i, f := range r.valueFilters {
+				if !r.filterPresent[i] && f.Family == fam.name && bytes.Equal(f.Qualifier, p.qualifier) {
+					r.filterValues[i], r.filterPresent[i] = bytes.Clone(value), true
+				}
+			}
+		}
+		if returned < r.o.MaxVersions && r.inRanges(p.qualifier) {
+			returned++
+			c := storage.Cell{Family: fam.name, Timestamp: p.ts}
+			c.Qualifier, arena = copyTo(arena, p.qualifier)
+			switch {
+			case r.keyOnly:
+				value = nil
+			case value == nil:
+				if value, err = it.ValueAndErr(); err != nil {
+					return row, false, err
+				}
+			}
+			c.Value, arena = copyTo(arena, value)
+			row.Cells = append(row.Cells, c)
+		}
+		ok = it.Next()
+	}
+	if err := it.Error(); err != nil {
+		return row, false, err
+	}
+	r.lastCells = len(row.Cells)
+	for i, f := range r.valueFilters {
+		if !f.Matches(r.filterValues[i], r.filterPresent[i]) {
+			return row, false, nil
+		}
+	}
+	return row, len(row.Cells) > 0, nil
+}
+
+// copyTo copies b to the end of arena and returns the copy, capped so that appending
+// to it cannot overwrite the next copy, and the grown arena. Copying a row's
+// qualifiers and values into a few shared allocations instead of two per cell
+// keeps scans cheap; the arena only grows, so earlier copies stay valid. An empty b
+// yields an empty, non-nil copy.
+func copyTo(arena, b []byte) (cp, grown []byte) {
+	if arena == nil || cap(arena)-len(arena) < len(b) {
+		arena = make([]byte, 0, max(4096, 2*len(b)))
+	}
+	start := len(arena)
+	arena = append(arena, b...)
+	return arena[start:len(arena):len(arena)], arena
+}
+
+// Get reads one row; a missing row is a Row with its Key and no cells. Scan limits
+// (RowLimit, CellLimit) do not apply.
+func (s *Store) Get(ctx context.Context, tableName string, row []byte, opts ...storage.ReadOption) (storage.Row, error) {
+	rows, err := s.getRows(ctx, "get", tableName, [][]byte{row}, opts)
+	if err != nil {
+		return storage.Row{}, err
+	}
+	return rows[0], nil
+}
+
+// GetRows reads several rows through one Pebble iterator: one Row per requested key,
+// in request order, each with its Key set.
+func (s *Store) GetRows(ctx context.Context, tableName string, rows [][]byte, opts ...storage.ReadOption) ([]storage.Row, error) {
+	return s.getRows(ctx, "get rows", tableName, rows, opts)
+}
+
+func (s *Store) getRows(ctx context.Context, op, tableName string, keys [][]byte, opts []storage.ReadOption) ([]storage.Row, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("embedded: %s %s: %w", op, tableName, err)
+	}
+	for _, k := range keys {
+		if len(k) == 0 || len(k) > storage.MaxRowKeyLen {
+			return nil, fmt.Errorf("embedded: %s %s: %w: row key of %d bytes (must be 1 to %d)",
+				op, tableName, storage.ErrInvalidArgument, len(k), storage.MaxRowKeyLen)
+		}
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	t, err := s.tableLocked(tableName)
+	if err != nil {
+		return nil, fmt.Errorf("embedded: %s %s: %w", op, tableName, err)
+	}
+	r, err := newRowReader(t, s.now().UnixMilli(), opts)
+	if err != nil {
+		return nil, fmt.Errorf("embedded: %s %s: %w", op, tableName, err)
+	}
+	it, err := s.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: t.prefix, UpperBound: t.end()})
+	if err != nil {
+		return nil, fmt.Errorf("embedded: %s %s: %w", op, tableName, err)
+	}
+	defer it.Close()
+	out := make([]storage.Row, len(keys))
+	for i, k := range keys {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("embedded: %s %s: %w", op, tableName, err)
+		}
+		out[i].Key = bytes.Clone(k)
+		rp := rowPrefix(t.prefix, k)
+		if !it.SeekGE(rp) || !bytes.HasPrefix(it.Key(), rp) {
+			if err := it.Error(); err != nil {
+				return nil, fmt.Errorf("embedded: %s %s: %w", op, tableName, err)
+			}
+			continue
+		}
+		row, ok, err := r.readRow(it, len(rp))
+		if err != nil {
+			return nil, fmt.Errorf("embedded: %s %s: %w", op, tableName, err)
+		}
+		if ok {
+			out[i].Cells = row.Cells
+		}
+	}
+	return out, nil
+}
+
+// Scan streams rows with start <= key < stop, one row in memory at a time. An empty
+// start or stop is open, as on HBase.
+func (s *Store) Scan(ctx context.Context, tableName string, start, stop []byte, opts ...storage.ReadOption) storage.Scanner {
+	sc := &scanner{table: tableName, ctx: ctx}
+	if err := ctx.Err(); err != nil {
+		sc.err = fmt.Errorf("embedded: scan %s: %w", tableName, err)
+		return sc
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	t, err := s.tableLocked(tableName)
+	if err != nil {
+		sc.err = fmt.Errorf("embedded: scan %s: %w", tableName, err)
+		return sc
+	}
+	if sc.reader, err = newRowReader(t, s.now().UnixMilli(), opts); err != nil {
+		sc.err = fmt.Errorf("embedded: scan %s: %w", tableName, err)
+		return sc
+	}
+	lower, upper := t.prefix, t.end()
+	if len(start) > 0 {
+		lower = rowPrefix(t.prefix, start)
+	}
+	if len(stop) > 0 {
+		upper = rowPrefix(t.prefix, stop)
+	}
+	if bytes.Compare(lower, upper) >= 0 {
+		sc.done = true
+		return sc
+	}
+	if sc.it, err = s.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: lower, UpperBound: upper}); err != nil {
+		sc.err = fmt.Errorf("embedded: scan %s: %w", tableName, err)
+		return sc
+	}
+	sc.it.First()
+	sc.store = s
+	s.scMu.Lock()
+	s.scanners[sc] = struct{}{}
+	s.scMu.Unlock()
+	return sc
+}
+
+// scanner is the storage.Scanner of Scan. Its mutex lets Store.Close end it from
+// another goroutine.
+type scanner struct {
+	table  string
+	ctx    context.Context
+	store  *Store // set while registered in store.scanners
+	reader *rowReader
+
+	mu    sync.Mutex
+	it    *pebble.Iterator // nil once released
+	row   storage.Row
+	rows  int // rows returned
+	cells int // cells returned
+	done  bool
+	err   error
+}
+
+func (sc *scanner) Next() bool {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	if sc.done || sc.err != nil || sc.it == nil {
+		sc.row = storage.Row{}
+		return false
+	}
+	o := sc.reader.o
+	for {
+		if err := sc.ctx.Err(); err != nil {
+			sc.finish(fmt.Errorf("embedded: scan %s: %w", sc.table, err))
+			return false
+		}
+		if !sc.it.Valid() {
+			if err := sc.it.Error(); err != nil {
+				sc.finish(fmt.Errorf("embedded: scan %s: %w", sc.table, err))
+			} else {
+				sc.finish(nil)
+			}
+			return false
+		}
+		rowLen, err := rowPrefixLen(sc.it.Key())
+		if err != nil {
+			sc.finish(fmt.Errorf("embedded: scan %s: %w %x", sc.table, err, sc.it.Key()))
+			return false
+		}
+		row, ok, err := sc.reader.readRow(sc.it, rowLen)
+		if err != nil {
+			sc.finish(fmt.Errorf("embedded: scan %s: %w", sc.table, err))
+			return false
+		}
+		if !ok {
+			continue
+		}
+		sc.rows++
+		if o.CellLimit > 0 && sc.cells+len(row.Cells) >= o.CellLimit {
+			row.Cells = row.Cells[:o.CellLimit-sc.cells]
+			sc.done = true
+		}
+		sc.cells += len(row.Cells)
+		if o.RowLimit > 0 && sc.rows >= o.RowLimit {
+			sc.done = true
+		}
+		sc.row = row
+		if sc.done {
+			sc.finish(nil)
+		}
+		return true
+	}
+}
+
+// finish ends the scan, recording err (already wrapped) if it is the first, and
+// releasing the iterator. sc.mu must be held.
+func (sc *scanner) finish(err error) {
+	sc.done = true
+	if sc.err == nil {
+		sc.err = err
+	}
+	if sc.it != nil {
+		if cerr := sc.it.Close(); cerr != nil && sc.err == nil {
+			sc.err = fmt.Errorf("embedded: scan %s: %w", sc.table, cerr)
+		}
+		sc.it = nil
+	}
+	if sc.store != nil {
+		sc.store.scMu.Lock()
+		delete(sc.store.scanners, sc) // a no-op once Close took the registry (nil map)
+		sc.store.scMu.Unlock()
+		sc.store = nil
+	}
+}
+
+// abort is Store.Close ending a scan that is still open.
+func (sc *scanner) abort(err error) {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	if sc.it != nil {
+		sc.finish(err)
+	}
+}
+
+func (sc *scanner) Row() storage.Row {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	return sc.row
+}
+
+func (sc *scanner) Err() error {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	return sc.err
+}
+
+func (sc *scanner) Close() error {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	sc.finish(nil)
+	return nil
+}

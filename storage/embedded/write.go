@@ -1,0 +1,241 @@
+package embedded
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/hbtsdb/hbtsdb/storage"
+)
+
+// Apply validates every mutation, then writes them all in one Pebble batch,
+// committed atomically with fsync. If any mutation is invalid nothing is written
+// and the error wraps a *storage.BatchError naming each invalid one. Mutations
+// apply in order: a delete removes the puts before it in the same batch.
+func (s *Store) Apply(ctx context.Context, tableName string, mutations []storage.Mutation) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("embedded: apply %s: %w", tableName, err)
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	t, err := s.tableLocked(tableName)
+	if err != nil {
+		return fmt.Errorf("embedded: apply %s: %w", tableName, err)
+	}
+	var failed []storage.MutationError
+	indexed := false // whether a delete needs to read the batch it is part of
+	for i, m := range mutations {
+		err := m.Validate()
+		if err == nil && m.Kind != storage.KindDeleteRow {
+			_, err = t.family(m.Family)
+		}
+		if err != nil {
+			failed = append(failed, storage.MutationError{Index: i, Err: err})
+		}
+		if (m.Kind == storage.KindDeleteFamily || m.Kind == storage.KindDeleteRow) && m.Timestamp < storage.MaxTimestamp {
+			indexed = true
+		}
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("embedded: apply %s: %w", tableName, &storage.BatchError{Failed: failed, Total: len(mutations)})
+	}
+	if len(mutations) == 0 {
+		return nil
+	}
+	var b *pebble.Batch
+	if indexed {
+		b = s.db.NewIndexedBatch()
+	} else {
+		b = s.db.NewBatch()
+	}
+	defer b.Close()
+	var key []byte
+	for i, m := range mutations {
+		if i%1024 == 0 {
+			if err := ctx.Err(); err != nil {
+				return fmt.Errorf("embedded: apply %s: %w", tableName, err)
+			}
+		}
+		if key, err = addMutation(b, t, m, key[:0]); err != nil {
+			return fmt.Errorf("embedded: apply %s: %w", tableName, err)
+		}
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return fmt.Errorf("embedded: apply %s: %w", tableName, err)
+	}
+	return nil
+}
+
+// addMutation adds one valid mutation to b, building keys in buf, which it returns
+// for reuse (Pebble copies keys and values into the batch). A family or row delete
+// up to a timestamp below MaxTimestamp reads b, which must then be indexed.
+func addMutation(b *pebble.Batch, t *table, m storage.Mutation, buf []byte) ([]byte, error) {
+	buf = append(buf, t.prefix...)
+	buf = appendEscaped(buf, m.Row)
+	switch m.Kind {
+	case storage.KindPut:
+		buf = appendColumn(buf, m.Family, m.Qualifier)
+		buf = appendTimestamp(buf, m.Timestamp)
+		return buf, b.Set(buf, m.Value, nil)
+	case storage.KindDeleteColumn:
+		// Versions are ordered newest first, so those with ts <= upTo are the tail of
+		// the column: [col|^upTo, end of col).
+		buf = appendColumn(buf, m.Family, m.Qualifier)
+		end := prefixEnd(buf)
+		buf = appendTimestamp(buf, m.Timestamp)
+		return buf, b.DeleteRange(buf, end, nil)
+	case storage.KindDeleteFamily:
+		buf = appendEscaped(buf, []byte(m.Family))
+		return buf, deleteUpTo(b, buf, m.Timestamp)
+	case storage.KindDeleteRow:
+		return buf, deleteUpTo(b, buf, m.Timestamp)
+	}
+	return buf, fmt.Errorf("%w: unknown mutation kind %d", storage.ErrInvalidArgument, m.Kind)
+}
+
+// deleteUpTo deletes the cells under prefix with a timestamp <= upTo: all of them
+// with one range deletion when upTo is MaxTimestamp, else one by one, reading b
+// (an indexed batch) so that puts earlier in the batch are seen.
+func deleteUpTo(b *pebble.Batch, prefix []byte, upTo int64) error {
+	end := prefixEnd(prefix)
+	if upTo >= storage.MaxTimestamp {
+		return b.DeleteRange(prefix, end, nil)
+	}
+	it, err := b.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: end})
+	if err != nil {
+		return err
+	}
+	var doomed [][]byte
+	for it.First(); it.Valid(); it.Next() {
+		k := it.Key()
+		ts := int64(^binary.BigEndian.Uint64(k[len(k)-tsLen:]))
+		if ts <= upTo {
+			doomed = append(doomed, bytes.Clone(k))
+		}
+	}
+	if err := firstErr(it.Error(), it.Close()); err != nil {
+		return err
+	}
+	for _, k := range doomed {
+		if err := b.Delete(k, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Increment adds delta to the 8-byte big-endian integer in a cell (absent: 0) and
+// writes the sum at the store clock's now (or at the current value's timestamp if
+// that is newer, so the sum is always the newest version), with fsync.
+func (s *Store) Increment(ctx context.Context, tableName string, row []byte, familyName string, qualifier []byte, delta int64) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, fmt.Errorf("embedded: increment %s: %w", tableName, err)
+	}
+	now := s.now().UnixMilli()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, f, err := s.checkCell(tableName, storage.Put(row, familyName, qualifier, now, nil))
+	if err != nil {
+		return 0, fmt.Errorf("embedded: increment %s: %w", tableName, err)
+	}
+	col := appendColumn(rowPrefix(t.prefix, row), familyName, qualifier)
+	cur, curTs, found, err := s.newestVisible(col, f, now)
+	if err != nil {
+		return 0, fmt.Errorf("embedded: increment %s: %w", tableName, err)
+	}
+	var sum int64
+	if found {
+		if len(cur) != 8 {
+			return 0, fmt.Errorf("embedded: increment %s: %w: cell %s:%q of row %q holds %d bytes, not an 8-byte counter",
+				tableName, storage.ErrInvalidArgument, familyName, qualifier, row, len(cur))
+		}
+		sum = int64(binary.BigEndian.Uint64(cur))
+		now = max(now, curTs)
+	}
+	sum += delta
+	if err := s.db.Set(appendTimestamp(col, now), binary.BigEndian.AppendUint64(nil, uint64(sum)), pebble.Sync); err != nil {
+		return 0, fmt.Errorf("embedded: increment %s: %w", tableName, err)
+	}
+	return sum, nil
+}
+
+// CheckAndPut writes put if the newest visible value of its cell equals expected
+// (nil or empty expected: the cell is absent or empty), atomically, with fsync.
+func (s *Store) CheckAndPut(ctx context.Context, tableName string, expected []byte, put storage.Mutation) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, fmt.Errorf("embedded: check and put %s: %w", tableName, err)
+	}
+	if put.Kind != storage.KindPut {
+		return false, fmt.Errorf("embedded: check and put %s: %w: mutation is a %s, not a put", tableName, storage.ErrInvalidArgument, put.Kind)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, f, err := s.checkCell(tableName, put)
+	if err != nil {
+		return false, fmt.Errorf("embedded: check and put %s: %w", tableName, err)
+	}
+	col := appendColumn(rowPrefix(t.prefix, put.Row), put.Family, put.Qualifier)
+	cur, _, found, err := s.newestVisible(col, f, s.now().UnixMilli())
+	if err != nil {
+		return false, fmt.Errorf("embedded: check and put %s: %w", tableName, err)
+	}
+	if len(expected) == 0 {
+		if found && len(cur) > 0 {
+			return false, nil
+		}
+	} else if !found || !bytes.Equal(cur, expected) {
+		return false, nil
+	}
+	if err := s.db.Set(appendTimestamp(col, put.Timestamp), put.Value, pebble.Sync); err != nil {
+		return false, fmt.Errorf("embedded: check and put %s: %w", tableName, err)
+	}
+	return true, nil
+}
+
+// checkCell validates a put-shaped mutation against the catalog; s.mu must be held.
+func (s *Store) checkCell(tableName string, m storage.Mutation) (*table, *family, error) {
+	t, err := s.tableLocked(tableName)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := m.Validate(); err != nil {
+		return nil, nil, err
+	}
+	f, err := t.family(m.Family)
+	if err != nil {
+		return nil, nil, err
+	}
+	return t, f, nil
+}
+
+// newestVisible reads the newest version of the column with key prefix col that is
+// not expired at nowMs. The newest version is always within MaxVersions, and if it
+// is expired every older one is too. The value is a copy.
+func (s *Store) newestVisible(col []byte, f *family, nowMs int64) (value []byte, ts int64, found bool, err error) {
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: col, UpperBound: prefixEnd(col)})
+	if err != nil {
+		return nil, 0, false, err
+	}
+	if it.First() {
+		k := it.Key()
+		ts = int64(^binary.BigEndian.Uint64(k[len(k)-tsLen:]))
+		if ts >= f.oldest(nowMs) {
+			var v []byte
+			v, err = it.ValueAndErr()
+			value, found = bytes.Clone(v), err == nil
+		}
+	}
+	return value, ts, found, firstErr(err, it.Error(), it.Close())
+}
+
+func firstErr(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
