@@ -18,9 +18,12 @@ type ReadOptions struct {
 	// [MinTimestamp, MaxTimestamp), as HBase's TimeRange does.
 	MinTimestamp, MaxTimestamp int64
 	// MaxVersions is how many versions of each column to return [1]; a family's own
-	// MaxVersions still caps it.
+	// MaxVersions still caps it. Versions beyond the family's MaxVersions are gone:
+	// a TimeRange that excludes the newest versions does not bring older ones back
+	// (on HBase it might until the next flush; never rely on it).
 	MaxVersions int
-	// RowLimit ends a scan after this many rows (0: no limit).
+	// RowLimit ends a scan after this many rows (0: no limit). Get and GetRows
+	// ignore RowLimit and CellLimit.
 	RowLimit int
 	// CellLimit ends a scan once this many cells were returned; the row that reaches
 	// the limit is cut short (0: no limit).

@@ -101,7 +101,7 @@ type FamilySpec struct {
 	// MaxVersions is how many versions of a column are kept and readable [1].
 	MaxVersions int
 	// TTL hides and eventually removes cells whose timestamp + TTL is before now.
-	// Zero keeps cells forever. HBase counts TTL in whole seconds.
+	// Zero keeps cells forever. It must be a whole number of seconds, HBase's unit.
 	TTL time.Duration
 	// Compression of HBase store files: NONE, SNAPPY, GZ, LZ4, ZSTD [NONE].
 	Compression string
@@ -130,6 +130,10 @@ func (s TableSpec) Validate() error {
 		seen[f.Name] = true
 		if f.MaxVersions < 0 || f.TTL < 0 {
 			return fmt.Errorf("%w: table %s: family %s has a negative MaxVersions or TTL", ErrInvalidArgument, s.Name, f.Name)
+		}
+		if f.TTL%time.Second != 0 {
+			return fmt.Errorf("%w: table %s: family %s TTL %s is not a whole number of seconds (HBase counts TTL in seconds)",
+				ErrInvalidArgument, s.Name, f.Name, f.TTL)
 		}
 	}
 	for i := 1; i < len(s.SplitKeys); i++ {

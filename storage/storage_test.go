@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 )
 
 func TestPrefixEnd(t *testing.T) {
@@ -94,6 +95,25 @@ func TestFilters(t *testing.T) {
 	for q, want := range map[string]bool{"a": false, "b": true, "c": true, "d": false, "e": false} {
 		if r.Contains([]byte(q)) != want {
 			t.Errorf("Contains(%s) != %v", q, want)
+		}
+	}
+}
+
+func TestTableSpecValidate(t *testing.T) {
+	ok := TableSpec{Name: "t", Families: []FamilySpec{{Name: "f", TTL: time.Hour}}, SplitKeys: [][]byte{{1}, {2}}}
+	if err := ok.Validate(); err != nil {
+		t.Fatalf("valid spec: %v", err)
+	}
+	for want, spec := range map[string]TableSpec{
+		"invalid argument: table name is empty":                                                                       {Families: []FamilySpec{{Name: "f"}}},
+		"invalid argument: table t has no families":                                                                   {Name: "t"},
+		"invalid argument: table t: family f declared twice":                                                          {Name: "t", Families: []FamilySpec{{Name: "f"}, {Name: "f"}}},
+		`invalid argument: table t: family name "a:b" is empty or contains ':'`:                                       {Name: "t", Families: []FamilySpec{{Name: "a:b"}}},
+		"invalid argument: table t: family f TTL 1.5s is not a whole number of seconds (HBase counts TTL in seconds)": {Name: "t", Families: []FamilySpec{{Name: "f", TTL: 1500 * time.Millisecond}}},
+		"invalid argument: table t: split keys not sorted and unique at 1":                                            {Name: "t", Families: []FamilySpec{{Name: "f"}}, SplitKeys: [][]byte{{2}, {1}}},
+	} {
+		if err := spec.Validate(); err == nil || err.Error() != want {
+			t.Errorf("Validate(%+v) = %v, want %q", spec, err, want)
 		}
 	}
 }
