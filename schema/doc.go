@@ -1,0 +1,52 @@
+// Package schema owns hbtsdb's physical layout: the names of tables and column
+// families, the codecs of row keys, qualifiers and values, and the schema meta row
+// that records the settings a store was created with. Everything that knows how a
+// byte of a key or cell is arranged lives here, so that write/, query/, index/ and
+// downsample/ agree by construction.
+//
+// Apart from meta.go, which reads and writes the meta row through a storage.Store,
+// the package is pure functions, fuzzed (fuzz_test.go). It imports only the standard
+// library and storage/ (for Store, TableSpec and Cell); it must never import a
+// backend (storage/hbase, storage/embedded, gohbase, Pebble) or a package above it.
+//
+// # Tables
+//
+// Logical names (storage/hbase adds its prefix: tsdb-data, ...):
+//
+//	data    row = salt | esc(host) 0x00 | esc(metric) 0x00 | seriesID(8) | ^bucketStart(8)
+//	        r: raw samples   qualifier = offset(4) in the bucket, value = float64 bits(8)
+//	        c: chunks        a sealed bucket, compressed (written by compaction)
+//	        t: tags          qualifier = label name, value = label value
+//	series  0x00 "next-id"            i:next = highest series ID handed out
+//	        0x01 | canonical labels   i:id   = seriesID(8)
+//	        0x02 | seriesID(8)        l:l    = canonical labels
+//	index   row = day(4) | esc(name) 0x00 | esc(value) 0x00, p:<seriesID(8)> = empty
+//	rollup  families m5 and h1 (5-minute and 1-hour aggregates)
+//	meta    row "schema": m:format_version, m:bucket_width_ms, m:salt_buckets, m:claim
+//
+// All integers are big-endian, so that byte order is numeric order. Variable-length
+// strings inside keys are escaped and terminated (escape.go) so that keys sort as
+// the tuples they encode and a prefix never matches a longer host, metric or label.
+// Each file states the invariants of its layout next to the code that keeps them:
+// escape.go (escaping and why it preserves order), datakey.go (data rows), raw.go
+// (raw samples), index.go (tag index), series.go (series registry), tables.go (table
+// and family specs), settings.go and meta.go (the meta row and its creation).
+//
+// # Conventions
+//
+// Encoders are append-style, as strconv.AppendInt: they append to dst and return the
+// extended slice, allocating nothing when dst has room, because the write path
+// builds a row key, a qualifier and a value for every sample. Decoders accept exactly
+// what the encoders write and nothing else, so that a decoded value re-encodes to
+// the same bytes; on anything else they return an error wrapping ErrMalformed.
+// Timestamps are milliseconds since the Unix epoch, as everywhere in hbtsdb.
+//
+// # Settings
+//
+// A store's layout depends on settings (Settings) fixed when it is created: the
+// format version, the bucket width [1h] and the number of salt buckets [16 on HBase,
+// 1 embedded]. They live in the meta row and never change silently: Open, Check and
+// Create refuse a process configured differently, naming both values (ErrMismatch).
+// Table options (TableOptions: retentions, compression) are applied when the tables
+// are created and are not recorded.
+package schema

@@ -1,0 +1,243 @@
+package schema
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/hbtsdb/hbtsdb/storage"
+)
+
+// Creating and checking the schema meta row.
+//
+// Invariants:
+//
+//   - The meta row is written only after every table of Tables exists, so a
+//     complete meta row means the schema was created.
+//   - The settings of a store are decided by one atomic step: the check-and-put of
+//     the claim cell (expected absent). Whoever wins it fixes the settings; every
+//     other creator reads the claim and compares. The three readable cells are then
+//     written, by any creator, from the claim, in one Apply (one row, so atomic on
+//     both backends): they are complete or absent, and always equal the claim.
+//   - format_version present means the row is complete. A claim without the three
+//     cells is a creation that was interrupted (or is in progress); Check reports it
+//     as not created, and Create completes it from the claim, never from its own
+//     settings, so the stored settings are always exactly one creator's.
+
+// Create creates every table of the schema (EnsureTable; existing tables are left
+// as they are) and then the schema meta row with settings want. opts.SaltBuckets of 0
+// means want.SaltBuckets; any other value must equal it. Create is idempotent and
+// safe against concurrent creators: if the store already has (or another process
+// concurrently claims) other settings, it returns an error wrapping ErrMismatch that
+// names both values.
+func Create(ctx context.Context, st storage.Store, want Settings, opts TableOptions) error {
+	if err := want.Validate(); err != nil {
+		return err
+	}
+	if opts.SaltBuckets == 0 {
+		opts.SaltBuckets = want.SaltBuckets
+	}
+	if opts.SaltBuckets != want.SaltBuckets {
+		return fmt.Errorf("schema: table options for %d salt buckets, settings for %d: %w", opts.SaltBuckets, want.SaltBuckets, storage.ErrInvalidArgument)
+	}
+	if err := opts.Validate(); err != nil {
+		return err
+	}
+	for _, spec := range Tables(opts) {
+		if _, err := st.EnsureTable(ctx, spec); err != nil {
+			return fmt.Errorf("schema: create table %s: %w", spec.Name, err)
+		}
+	}
+
+	row := []byte(MetaSchemaRow)
+	m, err := readMetaRow(ctx, st)
+	if err != nil {
+		return err
+	}
+	if m.complete {
+		return compare(m.settings, want)
+	}
+
+	if !m.hasClaim {
+		won, err := st.CheckAndPut(ctx, TableMeta, nil,
+			storage.Put(row, FamilyMeta, []byte(QualifierSchemaClaim), time.Now().UnixMilli(), []byte(want.String())))
+		if err != nil {
+			return fmt.Errorf("schema: claim the meta row: %w", err)
+		}
+		if won {
+			m.hasClaim, m.claim = true, want
+		} else {
+			// Another creator won: its claim decides.
+			if m, err = readMetaRow(ctx, st); err != nil {
+				return err
+			}
+			if m.complete {
+				return compare(m.settings, want)
+			}
+			if !m.hasClaim {
+				return fmt.Errorf("schema: lost the race to claim the meta row, but it has no claim: %w", storage.ErrUnavailable)
+			}
+		}
+	}
+	if m.claimErr != nil {
+		return m.claimErr
+	}
+	claimed := m.claim
+
+	// Write (or rewrite, identically) the readable cells from the claim.
+	now := time.Now().UnixMilli()
+	cells := SettingsCells(claimed)
+	muts := make([]storage.Mutation, len(cells))
+	for i, c := range cells {
+		muts[i] = storage.Put(row, FamilyMeta, c.Qualifier, now, c.Value)
+	}
+	if err := st.Apply(ctx, TableMeta, muts); err != nil {
+		return fmt.Errorf("schema: write the meta row: %w", err)
+	}
+	return compare(claimed, want)
+}
+
+// Read returns the settings the store was created with. A store without the meta
+// table or a complete meta row yields an error wrapping ErrNotCreated; a store of a
+// newer format, one wrapping ErrUnsupportedFormat.
+func Read(ctx context.Context, st storage.Store) (Settings, error) {
+	m, err := readMetaRow(ctx, st)
+	switch {
+	case err != nil:
+		return Settings{}, err
+	case m.complete:
+		return m.settings, nil
+	case m.hasClaim:
+		return Settings{}, fmt.Errorf("schema: the store's creation was interrupted (meta row %s has a claim for %q but no settings): "+
+			"run `tsdb schema create` to complete it, or enable schema auto-create: %w", MetaSchemaRow, m.claimText, ErrNotCreated)
+	default:
+		return Settings{}, fmt.Errorf("schema: the store has no schema (no meta row %s in table %s): "+
+			"run `tsdb schema create`, or enable schema auto-create: %w", MetaSchemaRow, TableMeta, ErrNotCreated)
+	}
+}
+
+// Check reads the store's settings and compares them with want. It returns the
+// store's settings (when they could be read) and an error wrapping ErrNotCreated,
+// ErrUnsupportedFormat or ErrMismatch when the store cannot be used with want. It does
+// not check that the other tables exist: Create makes them before the meta row.
+func Check(ctx context.Context, st storage.Store, want Settings) (Settings, error) {
+	if err := want.Validate(); err != nil {
+		return Settings{}, err
+	}
+	got, err := Read(ctx, st)
+	if err != nil {
+		return got, err
+	}
+	return got, compare(got, want)
+}
+
+// Open prepares a store for use with settings want: it checks the meta row, and if
+// the schema was not created and autoCreate is set, creates it with want and opts
+// (see Create). It returns the store's settings, which equal want on success.
+func Open(ctx context.Context, st storage.Store, want Settings, opts TableOptions, autoCreate bool) (Settings, error) {
+	got, err := Check(ctx, st, want)
+	if err == nil || !autoCreate || !errors.Is(err, ErrNotCreated) {
+		return got, err
+	}
+	if err := Create(ctx, st, want, opts); err != nil {
+		return Settings{}, err
+	}
+	return Check(ctx, st, want)
+}
+
+// metaRow is what readMetaRow found.
+type metaRow struct {
+	complete bool // format_version present; settings decoded
+	settings Settings
+	hasClaim bool // claim cell present
+	claim    Settings
+	claimErr error // the claim did not parse
+	// claimText is the claim as stored, for messages.
+	claimText string
+}
+
+// readMetaRow reads the schema meta row. A missing meta table is ErrNotCreated, an
+// unreadable complete row an error (ErrMalformed or ErrUnsupportedFormat).
+func readMetaRow(ctx context.Context, st storage.Store) (metaRow, error) {
+	var m metaRow
+	r, err := st.Get(ctx, TableMeta, []byte(MetaSchemaRow), storage.Families(FamilyMeta))
+	if errors.Is(err, storage.ErrTableNotFound) {
+		return m, fmt.Errorf("schema: the store has no schema (no table %s): run `tsdb schema create`, or enable schema auto-create: %w",
+			TableMeta, ErrNotCreated)
+	}
+	if err != nil {
+		return m, fmt.Errorf("schema: read the meta row: %w", err)
+	}
+	for _, c := range r.Cells {
+		if c.Family != FamilyMeta {
+			continue
+		}
+		switch string(c.Qualifier) {
+		case QualifierFormatVersion:
+			m.complete = true
+		case QualifierSchemaClaim:
+			if !m.hasClaim {
+				m.hasClaim, m.claimText = true, string(c.Value)
+			}
+		}
+	}
+	if m.hasClaim {
+		m.claim, m.claimErr = ParseSettings(m.claimText)
+		if m.claimErr != nil {
+			m.claimErr = fmt.Errorf("schema: meta row claim: %w", m.claimErr)
+		}
+	}
+	if m.complete {
+		if m.settings, err = DecodeSettings(r.Cells); err != nil {
+			return m, err
+		}
+	}
+	return m, nil
+}
+
+// compare returns nil if the store's settings got equal want, else an error wrapping
+// ErrMismatch (or ErrUnsupportedFormat) that names both values of every difference
+// and the flag that would fix it.
+func compare(got, want Settings) error {
+	if got.FormatVersion > CurrentFormatVersion {
+		return fmt.Errorf("schema: the store has format version %d, newer than the %d this binary supports; upgrade hbtsdb: %w",
+			got.FormatVersion, CurrentFormatVersion, ErrUnsupportedFormat)
+	}
+	var diffs []string
+	if got.FormatVersion != want.FormatVersion {
+		diffs = append(diffs, fmt.Sprintf("schema: format version: the store was created with %d, this process uses %d, and there is no migration between them",
+			got.FormatVersion, want.FormatVersion))
+	}
+	if got.BucketWidth != want.BucketWidth {
+		diffs = append(diffs, fmt.Sprintf("schema: bucket width: the store was created with %s, this process is configured with %s: start with --schema.bucket-width=%s or use another store",
+			shortDuration(got.BucketWidth), shortDuration(want.BucketWidth), shortDuration(got.BucketWidth)))
+	}
+	if got.SaltBuckets != want.SaltBuckets {
+		diffs = append(diffs, fmt.Sprintf("schema: salt buckets: the store was created with %d, this process is configured with %d: start with --schema.salt-buckets=%d or use another store",
+			got.SaltBuckets, want.SaltBuckets, got.SaltBuckets))
+	}
+	if len(diffs) == 0 {
+		return nil
+	}
+	return mismatchError(strings.Join(diffs, "; "))
+}
+
+// mismatchError is a settings mismatch; its message is complete in itself.
+type mismatchError string
+
+func (e mismatchError) Error() string { return string(e) }
+func (e mismatchError) Unwrap() error { return ErrMismatch }
+
+// shortDuration writes d as a flag value without zero units: 1h, 1h30m, 90s.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = s[:len(s)-2]
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = s[:len(s)-2]
+	}
+	return s
+}

@@ -1,0 +1,362 @@
+package schema_test
+
+import (
+	"context"
+	"errors"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hbtsdb/hbtsdb/schema"
+	"github.com/hbtsdb/hbtsdb/storage"
+	"github.com/hbtsdb/hbtsdb/storage/embedded"
+)
+
+// newStore opens an empty embedded store for one test.
+func newStore(t *testing.T) storage.Store {
+	t.Helper()
+	st, err := embedded.Open(context.Background(), t.TempDir(), embedded.Options{SweepInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := st.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return st
+}
+
+func withSalt(s schema.Settings, buckets int) schema.Settings {
+	s.SaltBuckets = buckets
+	return s
+}
+
+func TestAStoreWithoutSchemaIsNotCreated(t *testing.T) {
+	ctx := context.Background()
+	st := newStore(t)
+	want := schema.DefaultEmbeddedSettings()
+	for name, err := range map[string]error{
+		"Check": func() error { _, err := schema.Check(ctx, st, want); return err }(),
+		"Read":  func() error { _, err := schema.Read(ctx, st); return err }(),
+		"Open without auto-create": func() error {
+			_, err := schema.Open(ctx, st, want, schema.TableOptions{}, false)
+			return err
+		}(),
+	} {
+		if !errors.Is(err, schema.ErrNotCreated) || !strings.Contains(err.Error(), "tsdb schema create") {
+			t.Errorf("%s on an empty store: %v; want ErrNotCreated telling to run tsdb schema create", name, err)
+		}
+	}
+	if tables, err := st.ListTables(ctx); err != nil || len(tables) != 0 {
+		t.Errorf("checking created tables %v, %v", tables, err)
+	}
+	// A meta table without the row is not created either.
+	if _, err := st.EnsureTable(ctx, schema.Tables(schema.DefaultTableOptions())[4]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := schema.Check(ctx, st, want); !errors.Is(err, schema.ErrNotCreated) {
+		t.Errorf("Check with an empty meta table: %v; want ErrNotCreated", err)
+	}
+}
+
+func TestCreateMakesTablesAndAReadableMetaRow(t *testing.T) {
+	ctx := context.Background()
+	st := newStore(t)
+	want := schema.Settings{FormatVersion: 1, BucketWidth: 2 * time.Hour, SaltBuckets: 4}
+	opts := schema.DefaultTableOptions()
+	opts.SaltBuckets = 0 // taken from the settings
+	if err := schema.Create(ctx, st, want, opts); err != nil {
+		t.Fatal(err)
+	}
+	tables, err := st.ListTables(ctx)
+	if err != nil || !slices.Equal(tables, []string{"data", "index", "meta", "rollup", "series"}) {
+		t.Errorf("tables after Create: %v, %v", tables, err)
+	}
+	row, err := st.Get(ctx, schema.TableMeta, []byte(schema.MetaSchemaRow))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, c := range row.Cells {
+		got[c.Family+":"+string(c.Qualifier)] = string(c.Value)
+	}
+	wantCells := map[string]string{
+		"m:format_version":  "1",
+		"m:bucket_width_ms": "7200000",
+		"m:salt_buckets":    "4",
+		"m:claim":           "format_version=1 bucket_width_ms=7200000 salt_buckets=4",
+	}
+	if len(got) != len(wantCells) {
+		t.Errorf("meta row %v, want %v", got, wantCells)
+	}
+	for k, v := range wantCells {
+		if got[k] != v {
+			t.Errorf("meta row %s = %q, want %q", k, got[k], v)
+		}
+	}
+	if s, err := schema.Check(ctx, st, want); err != nil || s != want {
+		t.Errorf("Check after Create = %+v, %v", s, err)
+	}
+	if err := schema.Create(ctx, st, want, opts); err != nil {
+		t.Errorf("a second Create with the same settings: %v", err)
+	}
+	if s, err := schema.Open(ctx, st, want, opts, false); err != nil || s != want {
+		t.Errorf("Open after Create = %+v, %v", s, err)
+	}
+}
+
+func TestOpenAutoCreates(t *testing.T) {
+	ctx := context.Background()
+	st := newStore(t)
+	want := schema.DefaultEmbeddedSettings()
+	s, err := schema.Open(ctx, st, want, schema.DefaultTableOptions(), true)
+	if err == nil {
+		t.Fatalf("Open with table options for 16 salt buckets and settings for 1 = %+v, want an error", s)
+	}
+	opts := schema.DefaultTableOptions()
+	opts.SaltBuckets = want.SaltBuckets
+	if s, err := schema.Open(ctx, st, want, opts, true); err != nil || s != want {
+		t.Fatalf("Open with auto-create = %+v, %v", s, err)
+	}
+	if s, err := schema.Open(ctx, st, want, opts, false); err != nil || s != want {
+		t.Errorf("a second Open = %+v, %v", s, err)
+	}
+}
+
+func TestAMismatchNamesBothValuesAndTheFix(t *testing.T) {
+	ctx := context.Background()
+	st := newStore(t)
+	created := schema.DefaultHBaseSettings()
+	if err := schema.Create(ctx, st, created, schema.DefaultTableOptions()); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		want schema.Settings
+		msg  string
+	}{
+		{"salt buckets", withSalt(created, 1),
+			"schema: salt buckets: the store was created with 16, this process is configured with 1: start with --schema.salt-buckets=16 or use another store"},
+		{"bucket width", schema.Settings{FormatVersion: 1, BucketWidth: 30 * time.Minute, SaltBuckets: 16},
+			"schema: bucket width: the store was created with 1h, this process is configured with 30m: start with --schema.bucket-width=1h or use another store"},
+		{"both", schema.Settings{FormatVersion: 1, BucketWidth: 90 * time.Second, SaltBuckets: 2},
+			"schema: bucket width: the store was created with 1h, this process is configured with 1m30s: start with --schema.bucket-width=1h or use another store; " +
+				"schema: salt buckets: the store was created with 16, this process is configured with 2: start with --schema.salt-buckets=16 or use another store"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := schema.Check(ctx, st, tc.want)
+			if !errors.Is(err, schema.ErrMismatch) || err.Error() != tc.msg {
+				t.Errorf("Check = %v\nwant ErrMismatch: %s", err, tc.msg)
+			}
+			if got != created {
+				t.Errorf("Check returned %+v, want the store's %+v", got, created)
+			}
+			opts := schema.DefaultTableOptions()
+			opts.SaltBuckets = tc.want.SaltBuckets
+			for name, err := range map[string]error{
+				"Create": schema.Create(ctx, st, tc.want, opts),
+				"Open":   func() error { _, err := schema.Open(ctx, st, tc.want, opts, true); return err }(),
+			} {
+				if !errors.Is(err, schema.ErrMismatch) {
+					t.Errorf("%s = %v, want ErrMismatch", name, err)
+				}
+			}
+		})
+	}
+}
+
+func TestConcurrentCreatorsSettleOnOneClaim(t *testing.T) {
+	ctx := context.Background()
+	for round := range 5 {
+		st := newStore(t)
+		a := schema.DefaultEmbeddedSettings()
+		b := withSalt(a, 8)
+		errs := make([]error, 8)
+		var wg sync.WaitGroup
+		for i := range errs {
+			wg.Go(func() {
+				want := a
+				if i%2 == 1 {
+					want = b
+				}
+				opts := schema.DefaultTableOptions()
+				opts.SaltBuckets = want.SaltBuckets
+				errs[i] = schema.Create(ctx, st, want, opts)
+			})
+		}
+		wg.Wait()
+		stored, err := schema.Read(ctx, st)
+		if err != nil {
+			t.Fatalf("round %d: Read after racing creators: %v", round, err)
+		}
+		if stored != a && stored != b {
+			t.Fatalf("round %d: stored settings %+v are neither creator's", round, stored)
+		}
+		for i, err := range errs {
+			won := (i%2 == 0) == (stored == a)
+			if won && err != nil || !won && !errors.Is(err, schema.ErrMismatch) {
+				t.Errorf("round %d: creator %d (settings of the stored side: %v) got %v", round, i, won, err)
+			}
+		}
+	}
+}
+
+func TestCreateCompletesAnInterruptedCreationFromItsClaim(t *testing.T) {
+	ctx := context.Background()
+	st := newStore(t)
+	for _, spec := range schema.Tables(schema.TableOptions{SaltBuckets: 1}) {
+		if _, err := st.EnsureTable(ctx, spec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A creator that claimed 4 salt buckets, then died before writing the row.
+	claimed := withSalt(schema.DefaultEmbeddedSettings(), 4)
+	ok, err := st.CheckAndPut(ctx, schema.TableMeta, nil, storage.Put([]byte(schema.MetaSchemaRow), schema.FamilyMeta,
+		[]byte(schema.QualifierSchemaClaim), 1, []byte(claimed.String())))
+	if err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	if _, err := schema.Check(ctx, st, claimed); !errors.Is(err, schema.ErrNotCreated) || !strings.Contains(err.Error(), "interrupted") {
+		t.Errorf("Check of an interrupted creation: %v; want ErrNotCreated saying it was interrupted", err)
+	}
+	// Another creator, configured differently, completes the claimed settings and
+	// reports the mismatch.
+	if err := schema.Create(ctx, st, schema.DefaultEmbeddedSettings(), schema.TableOptions{SaltBuckets: 1}); !errors.Is(err, schema.ErrMismatch) {
+		t.Errorf("Create against another's claim = %v, want ErrMismatch", err)
+	}
+	if s, err := schema.Check(ctx, st, claimed); err != nil || s != claimed {
+		t.Errorf("Check of the completed row = %+v, %v; want %+v", s, err, claimed)
+	}
+}
+
+func TestAMalformedClaimIsReported(t *testing.T) {
+	ctx := context.Background()
+	st := newStore(t)
+	opts := schema.TableOptions{SaltBuckets: 1}
+	for _, spec := range schema.Tables(opts) {
+		if _, err := st.EnsureTable(ctx, spec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := st.Apply(ctx, schema.TableMeta, []storage.Mutation{
+		storage.Put([]byte(schema.MetaSchemaRow), schema.FamilyMeta, []byte(schema.QualifierSchemaClaim), 1, []byte("salt_buckets=1")),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := schema.Create(ctx, st, schema.DefaultEmbeddedSettings(), opts); !errors.Is(err, schema.ErrMalformed) {
+		t.Errorf("Create against a malformed claim = %v, want ErrMalformed", err)
+	}
+	if _, err := schema.Read(ctx, st); !errors.Is(err, schema.ErrNotCreated) {
+		t.Errorf("Read with only a malformed claim = %v, want ErrNotCreated", err)
+	}
+}
+
+func TestANewerFormatIsRefused(t *testing.T) {
+	ctx := context.Background()
+	st := newStore(t)
+	want := schema.DefaultEmbeddedSettings()
+	if _, err := schema.Open(ctx, st, want, schema.TableOptions{SaltBuckets: 1}, true); err != nil {
+		t.Fatal(err)
+	}
+	err := st.Apply(ctx, schema.TableMeta, []storage.Mutation{
+		storage.Put([]byte(schema.MetaSchemaRow), schema.FamilyMeta, []byte(schema.QualifierFormatVersion), time.Now().UnixMilli()+1000, []byte("2")),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, err := range map[string]error{
+		"Check": func() error { _, err := schema.Check(ctx, st, want); return err }(),
+		"Open": func() error {
+			_, err := schema.Open(ctx, st, want, schema.TableOptions{SaltBuckets: 1}, true)
+			return err
+		}(),
+		"Create": schema.Create(ctx, st, want, schema.TableOptions{SaltBuckets: 1}),
+	} {
+		if !errors.Is(err, schema.ErrUnsupportedFormat) || !strings.Contains(err.Error(), "upgrade") {
+			t.Errorf("%s of a format 2 store: %v; want ErrUnsupportedFormat", name, err)
+		}
+	}
+}
+
+func TestCreateRejectsInvalidSettings(t *testing.T) {
+	ctx := context.Background()
+	st := newStore(t)
+	bad := schema.Settings{FormatVersion: 1, BucketWidth: 7 * time.Hour, SaltBuckets: 1}
+	if err := schema.Create(ctx, st, bad, schema.TableOptions{}); !errors.Is(err, storage.ErrInvalidArgument) {
+		t.Errorf("Create with a 7h bucket: %v", err)
+	}
+	if tables, _ := st.ListTables(ctx); len(tables) != 0 {
+		t.Errorf("a rejected Create made tables %v", tables)
+	}
+}
+
+// TestTheLayoutInARealStore writes raw samples under data row keys and reads them
+// back the way readers will: the newest row of a series first, values bit-exact.
+func TestTheLayoutInARealStore(t *testing.T) {
+	ctx := context.Background()
+	st := newStore(t)
+	settings := schema.DefaultEmbeddedSettings()
+	if _, err := schema.Open(ctx, st, settings, schema.TableOptions{SaltBuckets: 1}, true); err != nil {
+		t.Fatal(err)
+	}
+	width := settings.BucketWidth
+	now := time.Now().UnixMilli()
+	stale := math.Float64frombits(0x7ff0000000000002)
+	type sample struct {
+		host string
+		id   uint64
+		ts   int64
+		v    float64
+	}
+	samples := []sample{
+		{"a", 1, now - 3*width.Milliseconds(), 1},
+		{"a", 1, now - width.Milliseconds(), 2},
+		{"a", 1, now, stale},
+		{"a\x00b", 1, now + 1, 99}, // a host that has "a" as a prefix
+		{"a", 2, now + 2, 98},      // another series of the same metric
+	}
+	var muts []storage.Mutation
+	for _, s := range samples {
+		bs := schema.BucketStart(s.ts, width)
+		row := schema.DataRowKey(nil, schema.DataKey{Salt: schema.Salt(s.host, 1), Host: s.host, Metric: "up", SeriesID: s.id, BucketStart: bs})
+		q, err := schema.AppendRawQualifier(nil, s.ts-bs, width)
+		if err != nil {
+			t.Fatal(err)
+		}
+		muts = append(muts, storage.Put(row, schema.FamilyRaw, q, s.ts, schema.AppendRawValue(nil, s.v)))
+	}
+	if err := st.Apply(ctx, schema.TableData, muts); err != nil {
+		t.Fatal(err)
+	}
+	prefix := schema.SeriesPrefix(nil, schema.Salt("a", 1), "a", "up", 1)
+	sc := st.Scan(ctx, schema.TableData, prefix, storage.PrefixEnd(prefix), storage.RowLimit(1))
+	defer sc.Close()
+	if !sc.Next() {
+		t.Fatalf("no row for the series: %v", sc.Err())
+	}
+	row := sc.Row()
+	k, err := schema.ParseDataRowKey(row.Key)
+	if err != nil || k.Host != "a" || k.SeriesID != 1 || k.BucketStart != schema.BucketStart(now, width) {
+		t.Fatalf("first row of the series is %+v, %v; want the newest bucket of series 1 on host a", k, err)
+	}
+	if len(row.Cells) != 1 {
+		t.Fatalf("newest row has %d cells, want 1", len(row.Cells))
+	}
+	c := row.Cells[0]
+	off, err := schema.DecodeRawQualifier(c.Qualifier, width)
+	if err != nil || k.BucketStart+off != now || c.Timestamp != now {
+		t.Errorf("cell at offset %d (%v), timestamp %d; want the sample at %d", off, err, c.Timestamp, now)
+	}
+	v, err := schema.DecodeRawValue(c.Value)
+	if err != nil || math.Float64bits(v) != 0x7ff0000000000002 {
+		t.Errorf("stale marker came back as %#x, %v", math.Float64bits(v), err)
+	}
+	if sc.Next() {
+		t.Errorf("a row limit of 1 returned more rows")
+	}
+}

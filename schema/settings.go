@@ -1,0 +1,214 @@
+package schema
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hbtsdb/hbtsdb/storage"
+)
+
+// The schema meta row: table TableMeta, row MetaSchemaRow, family FamilyMeta.
+//
+//	format_version   decimal text, e.g. "1"
+//	bucket_width_ms  decimal text, e.g. "3600000"
+//	salt_buckets     decimal text, e.g. "16"
+//	claim            the three as Settings.String writes them, e.g.
+//	                 "format_version=1 bucket_width_ms=3600000 salt_buckets=16"
+//
+// Decimal text keeps the row readable in `hbase shell` (get 'tsdb-meta', 'schema').
+// Numbers are written as strconv.Itoa writes them and read back only in that form (no
+// sign, no leading zeros, no spaces), so that a value that decodes re-encodes to the
+// same bytes. The claim cell is what makes creation atomic; see Create in meta.go.
+
+// Schema settings and their defaults.
+const (
+	// CurrentFormatVersion is the layout version this package reads and writes.
+	CurrentFormatVersion = 1
+	// DefaultBucketWidth is the default time span of one data row.
+	DefaultBucketWidth = time.Hour
+	// MinBucketWidth and MaxBucketWidth bound the bucket width.
+	MinBucketWidth = time.Minute
+	MaxBucketWidth = 24 * time.Hour
+	// DefaultSaltBucketsHBase spreads writes over 16 pre-split regions on HBase.
+	DefaultSaltBucketsHBase = 16
+	// DefaultSaltBucketsEmbedded is 1: a local store has nothing to spread.
+	DefaultSaltBucketsEmbedded = 1
+)
+
+// Names of the schema meta row and its columns.
+const (
+	MetaSchemaRow          = "schema"
+	QualifierFormatVersion = "format_version"
+	QualifierBucketWidth   = "bucket_width_ms"
+	QualifierSaltBuckets   = "salt_buckets"
+	QualifierSchemaClaim   = "claim"
+)
+
+// Settings are the layout parameters a store is created with. They never change
+// afterwards: every process that opens the store must use the same (Check).
+type Settings struct {
+	// FormatVersion is the layout version [CurrentFormatVersion].
+	FormatVersion int
+	// BucketWidth is the time span of one data row [1h]: a whole number of seconds
+	// in [1m, 24h] that divides 24h, so that buckets never straddle a day.
+	BucketWidth time.Duration
+	// SaltBuckets is the number of salt values, in [1, 256]
+	// [DefaultSaltBucketsHBase on HBase, DefaultSaltBucketsEmbedded embedded].
+	SaltBuckets int
+}
+
+// DefaultHBaseSettings are the defaults for a store on HBase.
+func DefaultHBaseSettings() Settings {
+	return Settings{FormatVersion: CurrentFormatVersion, BucketWidth: DefaultBucketWidth, SaltBuckets: DefaultSaltBucketsHBase}
+}
+
+// DefaultEmbeddedSettings are the defaults for an embedded store.
+func DefaultEmbeddedSettings() Settings {
+	return Settings{FormatVersion: CurrentFormatVersion, BucketWidth: DefaultBucketWidth, SaltBuckets: DefaultSaltBucketsEmbedded}
+}
+
+// Validate reports what is wrong with s, wrapping storage.ErrInvalidArgument, or
+// ErrUnsupportedFormat for a format version this binary does not know.
+func (s Settings) Validate() error {
+	switch {
+	case s.FormatVersion > CurrentFormatVersion:
+		return fmt.Errorf("schema: format version %d is newer than the %d this binary supports; upgrade hbtsdb: %w",
+			s.FormatVersion, CurrentFormatVersion, ErrUnsupportedFormat)
+	case s.FormatVersion < 1:
+		return fmt.Errorf("schema: format version %d is unknown; this binary supports 1 to %d: %w", s.FormatVersion, CurrentFormatVersion, ErrUnsupportedFormat)
+	case s.BucketWidth < MinBucketWidth || s.BucketWidth > MaxBucketWidth:
+		return fmt.Errorf("schema: bucket width %s outside [%s, %s]: %w", s.BucketWidth, MinBucketWidth, MaxBucketWidth, storage.ErrInvalidArgument)
+	case s.BucketWidth%time.Second != 0:
+		return fmt.Errorf("schema: bucket width %s is not a whole number of seconds: %w", s.BucketWidth, storage.ErrInvalidArgument)
+	case MaxBucketWidth%s.BucketWidth != 0:
+		return fmt.Errorf("schema: bucket width %s does not divide 24h evenly, so buckets would straddle days: %w", s.BucketWidth, storage.ErrInvalidArgument)
+	case s.BucketWidth.Milliseconds() > math.MaxUint32:
+		// Unreachable with MaxBucketWidth = 24h; kept as the invariant raw
+		// qualifiers rely on.
+		return fmt.Errorf("schema: bucket width %s: offsets would not fit 4 bytes: %w", s.BucketWidth, storage.ErrInvalidArgument)
+	case s.SaltBuckets < 1 || s.SaltBuckets > MaxSaltBuckets:
+		return fmt.Errorf("schema: salt buckets %d outside [1, %d]: %w", s.SaltBuckets, MaxSaltBuckets, storage.ErrInvalidArgument)
+	}
+	return nil
+}
+
+// String writes s as "format_version=1 bucket_width_ms=3600000 salt_buckets=16",
+// the form of the claim cell; ParseSettings reads it back.
+func (s Settings) String() string {
+	var b strings.Builder
+	for i, c := range SettingsCells(s) {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.Write(c.Qualifier)
+		b.WriteByte('=')
+		b.Write(c.Value)
+	}
+	return b.String()
+}
+
+// ParseSettings reads settings written by Settings.String (and nothing else: the
+// three fields in that order, single spaces) and validates them. It fails, wrapping
+// ErrMalformed, or ErrUnsupportedFormat for a newer format version.
+func ParseSettings(text string) (Settings, error) {
+	fields := strings.Split(text, " ")
+	cells := make([]storage.Cell, 0, len(fields))
+	for _, f := range fields {
+		q, v, ok := strings.Cut(f, "=")
+		if !ok {
+			return Settings{}, fmt.Errorf("schema: settings %q: field %q is not name=value: %w", text, f, ErrMalformed)
+		}
+		cells = append(cells, storage.Cell{Family: FamilyMeta, Qualifier: []byte(q), Value: []byte(v)})
+	}
+	s, err := DecodeSettings(cells)
+	if err != nil {
+		return s, err
+	}
+	if s.String() != text {
+		return Settings{}, fmt.Errorf("schema: settings %q are not in canonical form %q: %w", text, s.String(), ErrMalformed)
+	}
+	return s, nil
+}
+
+// SettingsCells encodes s as the cells of the schema meta row (family FamilyMeta,
+// qualifiers format_version, bucket_width_ms and salt_buckets in that order,
+// timestamp 0 for the caller to set). It does not validate s.
+func SettingsCells(s Settings) []storage.Cell {
+	cell := func(q string, v int64) storage.Cell {
+		return storage.Cell{Family: FamilyMeta, Qualifier: []byte(q), Value: strconv.AppendInt(nil, v, 10)}
+	}
+	return []storage.Cell{
+		cell(QualifierFormatVersion, int64(s.FormatVersion)),
+		cell(QualifierBucketWidth, s.BucketWidth.Milliseconds()),
+		cell(QualifierSaltBuckets, int64(s.SaltBuckets)),
+	}
+}
+
+// DecodeSettings decodes settings from the cells of the schema meta row, using the
+// first (newest) cell of each column and ignoring columns it does not know. It fails,
+// wrapping ErrUnsupportedFormat, when format_version is newer than
+// CurrentFormatVersion (whatever the other cells hold), and wrapping ErrMalformed
+// when a column is missing, is not canonical decimal text, or the settings do not
+// pass Validate.
+func DecodeSettings(cells []storage.Cell) (Settings, error) {
+	var vals [3][]byte
+	var seen [3]bool
+	for _, c := range cells {
+		if c.Family != FamilyMeta {
+			continue
+		}
+		var i int
+		switch string(c.Qualifier) {
+		case QualifierFormatVersion:
+			i = 0
+		case QualifierBucketWidth:
+			i = 1
+		case QualifierSaltBuckets:
+			i = 2
+		default:
+			continue
+		}
+		if !seen[i] {
+			vals[i], seen[i] = c.Value, true
+		}
+	}
+	names := [3]string{QualifierFormatVersion, QualifierBucketWidth, QualifierSaltBuckets}
+	var n [3]int64
+	for i := range vals {
+		if !seen[i] {
+			return Settings{}, fmt.Errorf("schema: meta row lacks %s: %w", names[i], ErrMalformed)
+		}
+		v, err := parseDecimal(vals[i])
+		if err != nil {
+			return Settings{}, fmt.Errorf("schema: meta row %s: %w", names[i], err)
+		}
+		n[i] = v
+		// Check the version first: a newer layout may give the other cells other
+		// meanings, or have none of them.
+		if i == 0 && v > CurrentFormatVersion {
+			return Settings{}, fmt.Errorf("schema: the store has format version %d, newer than the %d this binary supports; upgrade hbtsdb: %w",
+				v, CurrentFormatVersion, ErrUnsupportedFormat)
+		}
+	}
+	if n[1] > int64(MaxBucketWidth/time.Millisecond) || n[2] > MaxSaltBuckets {
+		return Settings{}, fmt.Errorf("schema: meta row bucket_width_ms=%d salt_buckets=%d out of range: %w", n[1], n[2], ErrMalformed)
+	}
+	s := Settings{FormatVersion: int(n[0]), BucketWidth: time.Duration(n[1]) * time.Millisecond, SaltBuckets: int(n[2])}
+	if err := s.Validate(); err != nil {
+		return Settings{}, fmt.Errorf("schema: meta row: %w: %w", err, ErrMalformed)
+	}
+	return s, nil
+}
+
+// parseDecimal reads a non-negative integer written by strconv.AppendInt: digits
+// only, no leading zero (except "0" itself), within int64.
+func parseDecimal(b []byte) (int64, error) {
+	v, err := strconv.ParseInt(string(b), 10, 64)
+	if err != nil || v < 0 || strconv.FormatInt(v, 10) != string(b) {
+		return 0, fmt.Errorf("%q is not a canonical decimal number: %w", b, ErrMalformed)
+	}
+	return v, nil
+}

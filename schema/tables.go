@@ -1,0 +1,175 @@
+package schema
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/hbtsdb/hbtsdb/storage"
+)
+
+// Logical table names. storage/hbase maps them to physical names with its prefix
+// (tsdb-data, ...); the embedded store uses them as they are.
+const (
+	// TableData holds one row per (series, time bucket): raw samples, chunks and
+	// promoted tags.
+	TableData = "data"
+	// TableSeries is the series registry: labels <-> series ID.
+	TableSeries = "series"
+	// TableIndex is the tag index: per day, label pair -> series IDs.
+	TableIndex = "index"
+	// TableRollup holds downsampled series, one family per resolution.
+	TableRollup = "rollup"
+	// TableMeta holds the schema meta row, worker checkpoints and leases, and metric
+	// metadata.
+	TableMeta = "meta"
+)
+
+// Column families.
+const (
+	// FamilyRaw (data table): raw samples, see raw.go.
+	FamilyRaw = "r"
+	// FamilyChunk (data table): a sealed bucket as one compressed chunk, written by
+	// compaction.
+	FamilyChunk = "c"
+	// FamilyTags (data table): the series' labels promoted to columns; qualifier =
+	// label name, value = label value, so a ColumnValueFilter can select rows by tag.
+	FamilyTags = "t"
+	// FamilyPostings (index table): qualifier = series ID, see index.go.
+	FamilyPostings = "p"
+	// FamilyRollup5m and FamilyRollup1h (rollup table): 5-minute and 1-hour
+	// aggregates, each family with its own retention.
+	FamilyRollup5m = "m5"
+	FamilyRollup1h = "h1"
+	// FamilyMeta (meta table): everything of the meta table, see meta.go.
+	FamilyMeta = "m"
+)
+
+// Defaults of TableOptions.
+const (
+	DefaultRawRetention      = 400 * 24 * time.Hour
+	DefaultRollup5mRetention = 730 * 24 * time.Hour
+	DefaultRollup1hRetention = 0 // forever
+	DefaultCompression       = "NONE"
+	// DefaultBlockEncoding is used for the data, index and rollup tables, whose
+	// keys share long prefixes.
+	DefaultBlockEncoding = "FAST_DIFF"
+	DefaultBloomFilter   = "ROW"
+)
+
+// TableOptions are the table settings fixed when the tables are created (HBase has
+// no ModifyTable through gohbase, so changing them later is an operator's job in the
+// HBase shell). Start from DefaultTableOptions; a zero retention keeps data forever.
+type TableOptions struct {
+	// RawRetention is the TTL of the data table's families [400 days]. The index
+	// keeps entries one day longer, so that a posting outlives its day's samples.
+	RawRetention time.Duration
+	// Rollup5mRetention is the TTL of the 5-minute rollups [730 days].
+	Rollup5mRetention time.Duration
+	// Rollup1hRetention is the TTL of the 1-hour rollups [0: forever].
+	Rollup1hRetention time.Duration
+	// Compression of HBase store files: NONE, SNAPPY, GZ, LZ4, ZSTD ["NONE", which
+	// needs no native codec on the region servers; "" means the same]. The embedded
+	// store ignores it.
+	Compression string
+	// SaltBuckets is the number of salt buckets, which must equal the schema
+	// setting: the data and rollup tables are pre-split into this many regions, one
+	// per salt byte [DefaultSaltBucketsHBase].
+	SaltBuckets int
+}
+
+// DefaultTableOptions returns the documented defaults, with SaltBuckets set to
+// DefaultSaltBucketsHBase; the embedded store uses DefaultSaltBucketsEmbedded.
+func DefaultTableOptions() TableOptions {
+	return TableOptions{
+		RawRetention:      DefaultRawRetention,
+		Rollup5mRetention: DefaultRollup5mRetention,
+		Rollup1hRetention: DefaultRollup1hRetention,
+		Compression:       DefaultCompression,
+		SaltBuckets:       DefaultSaltBucketsHBase,
+	}
+}
+
+// Validate reports what is wrong with the options, wrapping storage.ErrInvalidArgument.
+func (o TableOptions) Validate() error {
+	if o.RawRetention < 0 || o.Rollup5mRetention < 0 || o.Rollup1hRetention < 0 {
+		return fmt.Errorf("schema: negative retention: %w", storage.ErrInvalidArgument)
+	}
+	if o.SaltBuckets < 1 || o.SaltBuckets > MaxSaltBuckets {
+		return fmt.Errorf("schema: salt buckets %d outside [1, %d]: %w", o.SaltBuckets, MaxSaltBuckets, storage.ErrInvalidArgument)
+	}
+	return nil
+}
+
+// Tables returns the specs of every table of the schema, in the order they are
+// created: data, series, index, rollup, meta. Every family keeps one version; TTLs
+// come from o (the series registry and the meta table never expire). The data and
+// rollup tables are pre-split at the salt bytes 1 .. SaltBuckets-1 so that every salt
+// starts in its own region; with one salt bucket they are not split. o should pass
+// Validate; Tables clamps SaltBuckets into [1, MaxSaltBuckets].
+func Tables(o TableOptions) []storage.TableSpec {
+	compression := o.Compression
+	if compression == "" {
+		compression = DefaultCompression
+	}
+	fam := func(name string, ttl time.Duration, blockEncoding string) storage.FamilySpec {
+		return storage.FamilySpec{
+			Name:          name,
+			MaxVersions:   1,
+			TTL:           ttl,
+			Compression:   compression,
+			BlockEncoding: blockEncoding,
+			BloomFilter:   DefaultBloomFilter,
+		}
+	}
+	indexTTL := time.Duration(0)
+	if o.RawRetention > 0 {
+		indexTTL = o.RawRetention + 24*time.Hour
+	}
+	return []storage.TableSpec{
+		{
+			Name: TableData,
+			Families: []storage.FamilySpec{
+				fam(FamilyRaw, o.RawRetention, DefaultBlockEncoding),
+				fam(FamilyChunk, o.RawRetention, DefaultBlockEncoding),
+				fam(FamilyTags, o.RawRetention, DefaultBlockEncoding),
+			},
+			SplitKeys: saltSplitKeys(o.SaltBuckets),
+		},
+		{
+			Name: TableSeries,
+			Families: []storage.FamilySpec{
+				fam(FamilySeriesID, 0, "NONE"),
+				fam(FamilySeriesLabels, 0, "NONE"),
+			},
+		},
+		{
+			Name:     TableIndex,
+			Families: []storage.FamilySpec{fam(FamilyPostings, indexTTL, DefaultBlockEncoding)},
+		},
+		{
+			Name: TableRollup,
+			Families: []storage.FamilySpec{
+				fam(FamilyRollup5m, o.Rollup5mRetention, DefaultBlockEncoding),
+				fam(FamilyRollup1h, o.Rollup1hRetention, DefaultBlockEncoding),
+			},
+			SplitKeys: saltSplitKeys(o.SaltBuckets),
+		},
+		{
+			Name:     TableMeta,
+			Families: []storage.FamilySpec{fam(FamilyMeta, 0, "NONE")},
+		},
+	}
+}
+
+// saltSplitKeys returns {1}, {2}, ..., {buckets-1}: region i starts at salt byte i.
+func saltSplitKeys(buckets int) [][]byte {
+	buckets = min(max(buckets, 1), MaxSaltBuckets)
+	if buckets == 1 {
+		return nil
+	}
+	keys := make([][]byte, buckets-1)
+	for i := range keys {
+		keys[i] = []byte{byte(i + 1)}
+	}
+	return keys
+}
