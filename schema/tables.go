@@ -58,7 +58,8 @@ const (
 
 // TableOptions are the table settings fixed when the tables are created (HBase has
 // no ModifyTable through gohbase, so changing them later is an operator's job in the
-// HBase shell). Start from DefaultTableOptions; a zero retention keeps data forever.
+// HBase shell). Start from DefaultTableOptions. Retentions are whole numbers of
+// seconds (HBase's unit of TTL); a zero retention keeps data forever.
 type TableOptions struct {
 	// RawRetention is the TTL of the data table's families [400 days]. The index
 	// keeps entries one day longer, so that a posting outlives its day's samples.
@@ -91,8 +92,14 @@ func DefaultTableOptions() TableOptions {
 
 // Validate reports what is wrong with the options, wrapping storage.ErrInvalidArgument.
 func (o TableOptions) Validate() error {
-	if o.RawRetention < 0 || o.Rollup5mRetention < 0 || o.Rollup1hRetention < 0 {
-		return fmt.Errorf("schema: negative retention: %w", storage.ErrInvalidArgument)
+	for _, r := range []struct {
+		name string
+		d    time.Duration
+	}{{"raw", o.RawRetention}, {"5m rollup", o.Rollup5mRetention}, {"1h rollup", o.Rollup1hRetention}} {
+		if r.d < 0 || r.d%time.Second != 0 {
+			// HBase counts TTL in whole seconds (storage.FamilySpec).
+			return fmt.Errorf("schema: %s retention %s is negative or not a whole number of seconds: %w", r.name, r.d, storage.ErrInvalidArgument)
+		}
 	}
 	if o.SaltBuckets < 1 || o.SaltBuckets > MaxSaltBuckets {
 		return fmt.Errorf("schema: salt buckets %d outside [1, %d]: %w", o.SaltBuckets, MaxSaltBuckets, storage.ErrInvalidArgument)

@@ -87,6 +87,15 @@ func TestTablesOptions(t *testing.T) {
 	if err := (schema.TableOptions{SaltBuckets: 0}).Validate(); err == nil {
 		t.Error("0 salt buckets validate")
 	}
+	if err := (schema.TableOptions{SaltBuckets: 1, RawRetention: 1500 * time.Millisecond}).Validate(); err == nil {
+		t.Error("a retention of 1.5s validates")
+	}
+	if err := (schema.TableOptions{SaltBuckets: 1, Rollup1hRetention: -time.Hour}).Validate(); err == nil {
+		t.Error("a negative retention validates")
+	}
+	if err := schema.DefaultTableOptions().Validate(); err != nil {
+		t.Errorf("the default options: %v", err)
+	}
 	if err := (schema.TableOptions{SaltBuckets: 257}).Validate(); err == nil {
 		t.Error("257 salt buckets validate")
 	}
