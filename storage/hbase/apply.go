@@ -1,0 +1,288 @@
+package hbase
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/tsuna/gohbase/hrpc"
+
+	"github.com/hbtsdb/hbtsdb/storage"
+)
+
+// errNotSent marks the mutations of an Apply that were not sent because an earlier
+// part of the batch failed.
+var errNotSent = errors.New("not sent: an earlier part of the batch failed")
+
+// mutateCall is one gohbase Mutate and the indices of the batch's mutations it
+// carries. gohbase gives a Mutate a single timestamp, so a call groups the
+// mutations of one row, kind and timestamp.
+type mutateCall struct {
+	kind   storage.MutationKind
+	row    []byte
+	ts     int64
+	values map[string]map[string][]byte
+	idx    []int
+}
+
+// rowPhase is what the current phase holds for one row: its open calls by kind and
+// timestamp.
+type rowPhase struct {
+	calls      map[callKey]*mutateCall
+	hasPut     bool
+	hasDeletes bool
+}
+
+type callKey struct {
+	kind storage.MutationKind
+	ts   int64
+}
+
+// plan groups a batch into calls and orders the calls into phases, which Apply
+// sends one after the other.
+//
+// Invariant: within a phase, the calls on one row commute, so gohbase may send them
+// in any order, to any region, retry any of them, and the outcome is the one of the
+// batch's order. Puts commute with puts (two puts of the same cell have the same
+// row and timestamp, so they share a call, in which the later value wins) and
+// deletes with deletes; a put and a delete of the same row do not, so a put after
+// a delete of its row, or a delete after a put, opens a new phase. A batch of puts
+// (the write path) is a single phase; compaction's "write the chunk, delete the raw
+// cells" is two.
+func plan(muts []storage.Mutation) [][]*mutateCall {
+	var (
+		phases [][]*mutateCall
+		cur    []*mutateCall
+		rows   = make(map[string]*rowPhase)
+	)
+	for i, m := range muts {
+		st := rows[string(m.Row)]
+		isPut := m.Kind == storage.KindPut
+		if st != nil && (isPut && st.hasDeletes || !isPut && st.hasPut) {
+			phases = append(phases, cur)
+			cur = nil
+			clear(rows)
+			st = nil
+		}
+		if st == nil {
+			st = &rowPhase{calls: make(map[callKey]*mutateCall)}
+			rows[string(m.Row)] = st
+		}
+		if isPut {
+			st.hasPut = true
+		} else {
+			st.hasDeletes = true
+		}
+		key := callKey{m.Kind, m.Timestamp}
+		c := st.calls[key]
+		if c == nil {
+			c = &mutateCall{kind: m.Kind, row: m.Row, ts: m.Timestamp}
+			st.calls[key] = c
+			cur = append(cur, c)
+		}
+		c.idx = append(c.idx, i)
+		switch m.Kind {
+		case storage.KindPut, storage.KindDeleteColumn:
+			if c.values == nil {
+				c.values = make(map[string]map[string][]byte)
+			}
+			q := c.values[m.Family]
+			if q == nil {
+				q = make(map[string][]byte)
+				c.values[m.Family] = q
+			}
+			if m.Kind == storage.KindPut {
+				q[string(m.Qualifier)] = nonNil(m.Value)
+			} else {
+				q[string(m.Qualifier)] = nil
+			}
+		case storage.KindDeleteFamily:
+			if c.values == nil {
+				c.values = make(map[string]map[string][]byte)
+			}
+			c.values[m.Family] = nil // gohbase: a family without qualifiers is a family delete
+		case storage.KindDeleteRow:
+			// values stay nil: gohbase deletes the whole row
+		}
+	}
+	if len(cur) > 0 {
+		phases = append(phases, cur)
+	}
+	return phases
+}
+
+func nonNil(b []byte) []byte {
+	if b == nil {
+		return []byte{}
+	}
+	return b
+}
+
+// mutate builds the gohbase Mutate of c.
+func (c *mutateCall) mutate(ctx context.Context, table []byte) (*hrpc.Mutate, error) {
+	ts := hrpc.TimestampUint64(uint64(c.ts))
+	if c.kind == storage.KindPut {
+		return hrpc.NewPut(ctx, table, c.row, c.values, ts)
+	}
+	// A delete with a timestamp removes every version up to it (HBase's
+	// DeleteColumns, DeleteFamily and a row Delete with a timestamp).
+	return hrpc.NewDel(ctx, table, c.row, c.values, ts)
+}
+
+// Apply writes the mutations to table. Each row's mutations are applied atomically
+// by HBase, the batch as a whole is not; see plan for how the batch's order is kept.
+// A batch with an invalid mutation is rejected whole, before anything is sent.
+func (s *Store) Apply(ctx context.Context, table string, mutations []storage.Mutation) error {
+	ctx, done, err := s.begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	htable, err := s.tableName(table)
+	if err != nil {
+		return fmt.Errorf("hbase: apply to %s: %w", table, err)
+	}
+	var failed []storage.MutationError
+	for i, m := range mutations {
+		if err := m.Validate(); err != nil {
+			failed = append(failed, storage.MutationError{Index: i, Err: err})
+		}
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("hbase: apply to %s: %w", htable, &storage.BatchError{Failed: failed, Total: len(mutations)})
+	}
+
+	// Calls are sent in chunks, phase after phase. After a chunk with a failure the
+	// rest is not sent: the caller retries the whole batch anyway, and a failure
+	// such as a missing table would otherwise cost every call a meta lookup.
+	var chunks [][]*mutateCall
+	for _, phase := range plan(mutations) {
+		for start := 0; start < len(phase); start += s.opts.MaxBatchCalls {
+			chunks = append(chunks, phase[start:min(start+s.opts.MaxBatchCalls, len(phase))])
+		}
+	}
+	for n, chunk := range chunks {
+		if failed = s.sendMutations(ctx, htable, chunk, failed); len(failed) == 0 {
+			continue
+		}
+		for _, rest := range chunks[n+1:] {
+			for _, c := range rest {
+				for _, i := range c.idx {
+					failed = append(failed, storage.MutationError{Index: i, Err: errNotSent})
+				}
+			}
+		}
+		break
+	}
+	if len(failed) == 0 {
+		return nil
+	}
+	slices.SortFunc(failed, func(a, b storage.MutationError) int { return a.Index - b.Index })
+	return fmt.Errorf("hbase: apply to %s: %w", htable, &storage.BatchError{Failed: failed, Total: len(mutations)})
+}
+
+// sendMutations sends calls in one SendBatch and appends a MutationError for each
+// mutation of a failed call to failed.
+func (s *Store) sendMutations(ctx context.Context, table []byte, calls []*mutateCall, failed []storage.MutationError) []storage.MutationError {
+	batch := make([]hrpc.Call, 0, len(calls))
+	sent := make([]*mutateCall, 0, len(calls))
+	for _, c := range calls {
+		m, err := c.mutate(ctx, table)
+		if err != nil {
+			for _, i := range c.idx {
+				failed = append(failed, storage.MutationError{Index: i, Err: fmt.Errorf("%w: %v", storage.ErrInvalidArgument, err)})
+			}
+			continue
+		}
+		batch = append(batch, m)
+		sent = append(sent, c)
+	}
+	if len(batch) == 0 {
+		return failed
+	}
+	res, ok := s.client.SendBatch(ctx, batch)
+	if ok {
+		return failed
+	}
+	for j, r := range res {
+		if r.Error == nil {
+			continue
+		}
+		err := classify(ctx, r.Error)
+		for _, i := range sent[j].idx {
+			failed = append(failed, storage.MutationError{Index: i, Err: err})
+		}
+	}
+	return failed
+}
+
+// checkCell validates the address of an Increment or CheckAndPut.
+func checkCell(row []byte, family string) error {
+	switch {
+	case len(row) == 0:
+		return fmt.Errorf("%w: empty row key", storage.ErrInvalidArgument)
+	case len(row) > storage.MaxRowKeyLen:
+		return fmt.Errorf("%w: row key of %d bytes exceeds %d", storage.ErrInvalidArgument, len(row), storage.MaxRowKeyLen)
+	case family == "":
+		return fmt.Errorf("%w: no family", storage.ErrInvalidArgument)
+	}
+	return nil
+}
+
+// Increment adds delta to the 8-byte big-endian counter at (row, family, qualifier)
+// with HBase's Increment, which is atomic within the row and stamps the cell with
+// the region server's clock.
+func (s *Store) Increment(ctx context.Context, table string, row []byte, family string, qualifier []byte, delta int64) (int64, error) {
+	ctx, done, err := s.begin(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer done()
+	htable, err := s.tableName(table)
+	if err == nil {
+		err = checkCell(row, family)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("hbase: increment in %s: %w", table, err)
+	}
+	inc, err := hrpc.NewIncSingle(ctx, htable, row, family, string(qualifier), delta)
+	if err != nil {
+		return 0, fmt.Errorf("hbase: increment in %s: %w", table, err)
+	}
+	v, err := s.client.Increment(inc)
+	if err != nil {
+		return 0, fmt.Errorf("hbase: increment in %s: %w", htable, classify(ctx, err))
+	}
+	return v, nil
+}
+
+// CheckAndPut is HBase's checkAndPut with an EQUAL comparison on the put's own
+// column; HBase reads "expected is empty" as "the column is absent or empty".
+func (s *Store) CheckAndPut(ctx context.Context, table string, expected []byte, put storage.Mutation) (bool, error) {
+	ctx, done, err := s.begin(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer done()
+	htable, err := s.tableName(table)
+	if err == nil {
+		err = put.Validate()
+	}
+	if err == nil && put.Kind != storage.KindPut {
+		err = fmt.Errorf("%w: check-and-put of a %s, want a put", storage.ErrInvalidArgument, put.Kind)
+	}
+	if err != nil {
+		return false, fmt.Errorf("hbase: check and put in %s: %w", table, err)
+	}
+	values := map[string]map[string][]byte{put.Family: {string(put.Qualifier): nonNil(put.Value)}}
+	m, err := hrpc.NewPut(ctx, htable, put.Row, values, hrpc.TimestampUint64(uint64(put.Timestamp)))
+	if err != nil {
+		return false, fmt.Errorf("hbase: check and put in %s: %w", table, err)
+	}
+	ok, err := s.client.CheckAndPut(m, put.Family, string(put.Qualifier), expected)
+	if err != nil {
+		return false, fmt.Errorf("hbase: check and put in %s: %w", htable, classify(ctx, err))
+	}
+	return ok, nil
+}

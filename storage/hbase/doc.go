@@ -1,0 +1,72 @@
+// Package hbase implements storage.Store on Apache HBase (2.x) through gohbase
+// (github.com/tsuna/gohbase), the only package of hbtsdb that imports gohbase:
+// nothing above storage/ may import it, or know that HBase is underneath.
+//
+// # Mapping
+//
+// A logical table "data" is the HBase table "<TablePrefix>data" ("tsdb-data") in
+// the default namespace; gohbase can neither create namespaces nor address tables
+// in other ones. ListTables reports the tables carrying the prefix, without it.
+// A storage.FamilySpec becomes a column family with VERSIONS, TTL (in seconds;
+// zero is FOREVER), COMPRESSION, DATA_BLOCK_ENCODING, BLOOMFILTER and
+// NEW_VERSION_BEHAVIOR => 'true'; TableSpec.SplitKeys pre-split the table.
+// ShellCommands prints the same schema as `hbase shell` create commands.
+//
+// NEW_VERSION_BEHAVIOR (HBASE-15968) is what makes a put that arrives after a
+// delete visible even when its timestamp is older than the delete's, as
+// storage/doc.go promises: HBase then orders a delete and a put by sequence id,
+// not by timestamp alone. gohbase's NewCreateTable silently drops family
+// attributes it has no default for, this one among them, so EnsureTable sends
+// gohbase's request with the families rewritten (createTableCall) and waits for
+// the master's procedure itself.
+//
+// Mutations become hrpc.Mutate calls, one per (row, kind, timestamp), since a
+// gohbase Mutate carries one timestamp: puts of a row at one timestamp share a
+// call, DeleteColumn is a DeleteColumns of the qualifier up to the timestamp,
+// DeleteFamily a family delete and DeleteRow a whole-row delete, both up to the
+// timestamp. Apply sends the calls with SendBatch, at most Options.MaxBatchCalls
+// at a time, in phases (see plan): HBase gives all mutations of one multi request
+// to a region the same sequence id, so a put after a delete of the same row in one
+// request would be hidden by the delete despite NEW_VERSION_BEHAVIOR; a put that
+// follows a delete of its row (or a delete that follows a put) therefore goes in a
+// later round trip. Get is an hrpc.Get, GetRows a SendBatch of Gets, Scan an
+// hrpc.Scan over [start, stop) whose pieces of a row gohbase joins into whole rows;
+// families, time range and versions map to the request's own fields, and filters
+// to SingleColumnValueFilter (latest version only), KeyOnlyFilter and
+// ColumnRangeFilter, in a MUST_PASS_ALL FilterList when there are several.
+// RowLimit and CellLimit are applied by the scanner (the smaller is also sent as
+// the number of rows per round trip). Increment is an HBase Increment,
+// CheckAndPut an HBase checkAndPut with an EQUAL BinaryComparator.
+//
+// # What is atomic
+//
+// HBase applies all the mutations of one row in one call atomically, and each
+// call of a batch independently: an Apply that fails may have stored any subset of
+// its rows (storage.BatchError names the mutations that failed or were not sent).
+// Callers retry the whole batch, which puts with explicit timestamps make safe.
+// Increment and CheckAndPut are atomic with every other write to their row. A
+// batch with an invalid mutation is rejected before anything is sent.
+//
+// # Errors
+//
+// Errors wrap storage's sentinels (see classify): gohbase.TableNotFound and
+// TableNotFoundException are storage.ErrTableNotFound; NoSuchColumnFamilyException
+// and HBase's other DoNotRetryIOExceptions (a cell not 8 bytes wide for Increment,
+// an unknown compression, ...) are storage.ErrInvalidArgument; gohbase's
+// retryable, region and server errors, unreachable region servers and an expired
+// context are storage.ErrUnavailable; a cancelled context is context.Canceled; any
+// call after Close, or interrupted by it, is storage.ErrClosed. Messages are one
+// line: a Java exception is cut to its class and message, without the stack.
+//
+// # Lifecycle
+//
+// Open checks, under its context's deadline, that ZooKeeper names a master and an
+// hbase:meta region server that accept connections, that the master lists tables
+// and that hbase:meta can be read; otherwise it fails with storage.ErrUnavailable
+// and the ZooKeeper address. It checks ZooKeeper before handing the address to
+// gohbase because gohbase retries a missing ZooKeeper or master forever, in
+// goroutines no Close stops. Close cancels the operations in flight, waits for
+// them, closes gohbase's client, the admin client's master connection (gohbase's
+// AdminClient has no Close) and marks the admin and meta regions dead so that
+// gohbase stops retrying them.
+package hbase
