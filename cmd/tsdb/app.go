@@ -1,0 +1,174 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/alecthomas/kingpin/v2"
+	"github.com/prometheus/common/model"
+)
+
+// app is the parsed command line: the kingpin application, the flags every command
+// shares, and the action of each command.
+type app struct {
+	kp       *kingpin.Application
+	out      io.Writer // the command's standard output
+	common   *commonFlags
+	actions  map[string]func(context.Context, *slog.Logger) error
+	exited   bool // --help or --version already answered
+	exitCode int
+}
+
+func newApp(stdout, stderr io.Writer) *app {
+	a := &app{
+		kp: kingpin.New("tsdb", "hbtsdb: a Prometheus-compatible time-series store on Apache HBase.\n\n"+
+			"Prometheus remote-writes to it and remote-reads from it; Grafana queries it with PromQL.\n"+
+			"Without --storage it runs on an embedded store in ./data; with --storage=hbase:<zk quorum>\n"+
+			"many tsdb processes share one HBase cluster. Every flag has an environment twin shown\n"+
+			"in brackets, e.g. --storage is $TSDB_STORAGE."),
+		actions: map[string]func(context.Context, *slog.Logger) error{},
+		out:     stdout,
+	}
+	a.kp.UsageWriter(stdout).ErrorWriter(stderr)
+	a.kp.Terminate(func(code int) { a.exited, a.exitCode = true, code })
+	a.kp.HelpFlag.Short('h')
+	a.common = registerCommonFlags(a.kp)
+	registerServe(a)
+	registerSchema(a)
+	registerVersion(a)
+	return a
+}
+
+// envName is the environment twin of a flag: --schema.salt-buckets is
+// TSDB_SCHEMA_SALT_BUCKETS.
+func envName(flag string) string {
+	return "TSDB_" + strings.ToUpper(strings.NewReplacer(".", "_", "-", "_").Replace(flag))
+}
+
+// flagger registers flags with their environment twins on an app or a command.
+type flagger interface {
+	Flag(name, help string) *kingpin.FlagClause
+}
+
+func flag(on flagger, name, help string) *kingpin.FlagClause {
+	return on.Flag(name, help).Envar(envName(name))
+}
+
+// durationValue is a kingpin value for Prometheus-style durations: 90s, 15m, 1h,
+// 400d, 2y. Zero means "forever" where a flag says so.
+type durationValue time.Duration
+
+func (d *durationValue) Set(s string) error {
+	v, err := model.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("%q is not a duration like 30s, 15m, 1h, 400d: %w", s, err)
+	}
+	*d = durationValue(v)
+	return nil
+}
+
+func (d *durationValue) String() string { return model.Duration(*d).String() }
+
+func durationFlag(c *kingpin.FlagClause, def string) *time.Duration {
+	c.Default(def)
+	v := new(time.Duration)
+	c.SetValue((*durationValue)(v))
+	return v
+}
+
+// commonFlags are the flags every command shares: where the store is, the schema
+// it must have, and logging.
+type commonFlags struct {
+	storage          *string
+	hbaseTablePrefix *string
+	hbaseZKTimeout   *time.Duration
+	hbaseRPCTimeout  *time.Duration
+
+	bucketWidth  *time.Duration
+	saltBuckets  *int
+	compression  *string
+	rawRetention *time.Duration
+	m5Retention  *time.Duration
+	h1Retention  *time.Duration
+
+	logLevel  *string
+	logFormat *string
+}
+
+func registerCommonFlags(kp *kingpin.Application) *commonFlags {
+	return &commonFlags{
+		storage: flag(kp, "storage", "Where data lives: embedded:<dir> (a local directory, one process at a time) "+
+			"or hbase:<zk quorum>[/<znode root>] (e.g. hbase:zk1:2181,zk2:2181/hbase).").
+			Default("embedded:./data").String(),
+		hbaseTablePrefix: flag(kp, "hbase.table-prefix", "Prefix of hbtsdb's table names in HBase's default namespace.").
+			Default("tsdb-").String(),
+		hbaseZKTimeout: durationFlag(flag(kp, "hbase.zookeeper-timeout", "ZooKeeper session timeout."), "30s"),
+		hbaseRPCTimeout: durationFlag(flag(kp, "hbase.rpc-timeout", "How long one HBase region call (lookup or read) may take "+
+			"before it is retried elsewhere."), "30s"),
+
+		bucketWidth: durationFlag(flag(kp, "schema.bucket-width", "Time span of one data row. Fixed when the store is created."), "1h"),
+		saltBuckets: flag(kp, "schema.salt-buckets", "Number of salt buckets (pre-split regions) of the data table; "+
+			"0 means 16 on HBase and 1 embedded. Fixed when the store is created.").Default("0").Int(),
+		compression: flag(kp, "schema.compression", "HBase compression of new tables: NONE, SNAPPY, GZ, LZ4 or ZSTD "+
+			"(the codec must be installed on the region servers).").Default("NONE").Enum("NONE", "SNAPPY", "GZ", "LZ4", "ZSTD"),
+		rawRetention: durationFlag(flag(kp, "retention.raw", "How long raw samples are kept (HBase TTL of new tables); 0 keeps them forever."), "400d"),
+		m5Retention:  durationFlag(flag(kp, "retention.5m", "How long 5-minute rollups are kept; 0 keeps them forever."), "730d"),
+		h1Retention:  durationFlag(flag(kp, "retention.1h", "How long 1-hour rollups are kept; 0 keeps them forever."), "0s"),
+
+		logLevel:  flag(kp, "log.level", "Log level.").Default("info").Enum("debug", "info", "warn", "error"),
+		logFormat: flag(kp, "log.format", "Log format.").Default("logfmt").Enum("logfmt", "json"),
+	}
+}
+
+func (c *commonFlags) logger(w io.Writer) (*slog.Logger, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*c.logLevel)); err != nil {
+		return nil, fmt.Errorf("--log.level: %w", err)
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	if *c.logFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return slog.New(slog.NewTextHandler(w, opts)), nil
+}
+
+// normalizeBoolFlags rewrites --flag=true and --flag=false of boolean flags into the
+// --flag and --no-flag forms kingpin parses, so that both spellings work.
+func (a *app) normalizeBoolFlags(args []string) []string {
+	isBool := map[string]bool{}
+	model := a.kp.Model()
+	for _, f := range model.Flags {
+		isBool[f.Name] = f.IsBoolFlag()
+	}
+	var walk func(cmds []*kingpin.CmdModel)
+	walk = func(cmds []*kingpin.CmdModel) {
+		for _, c := range cmds {
+			for _, f := range c.Flags {
+				isBool[f.Name] = f.IsBoolFlag()
+			}
+			walk(c.Commands)
+		}
+	}
+	walk(model.Commands)
+
+	out := make([]string, 0, len(args))
+	for _, arg := range args {
+		name, value, ok := strings.Cut(strings.TrimPrefix(arg, "--"), "=")
+		if ok && strings.HasPrefix(arg, "--") && isBool[name] {
+			if b, err := strconv.ParseBool(value); err == nil {
+				if b {
+					arg = "--" + name
+				} else {
+					arg = "--no-" + name
+				}
+			}
+		}
+		out = append(out, arg)
+	}
+	return out
+}

@@ -1,0 +1,328 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hbtsdb/hbtsdb/storage/embedded"
+	"github.com/hbtsdb/hbtsdb/testing/hbasetest"
+)
+
+// TestMain lets the test binary act as the tsdb binary in a child process, so that
+// serve's signal handling is tested on a real process.
+func TestMain(m *testing.M) {
+	if os.Getenv("TSDB_TEST_BE_TSDB") == "1" {
+		main()
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// tsdb runs one command line in-process and returns its exit code, stdout and stderr.
+func tsdb(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), args, &stdout, &stderr)
+	return code, stdout.String(), stderr.String()
+}
+
+func TestHelpListsCommandsAndEnvironmentTwins(t *testing.T) {
+	code, out, _ := tsdb(t, "--help")
+	if code != 0 {
+		t.Fatalf("--help exited %d", code)
+	}
+	for _, want := range []string{"serve", "schema create", "schema check", "version",
+		"($TSDB_STORAGE)", "($TSDB_SCHEMA_SALT_BUCKETS)", "($TSDB_HBASE_TABLE_PREFIX)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("tsdb --help does not mention %q", want)
+		}
+	}
+	code, out, _ = tsdb(t, "serve", "--help")
+	if code != 0 || !strings.Contains(out, "--listen=\":9201\"") || !strings.Contains(out, "($TSDB_LISTEN)") ||
+		!strings.Contains(out, "($TSDB_SCHEMA_AUTO_CREATE)") {
+		t.Fatalf("tsdb serve --help exited %d:\n%s", code, out)
+	}
+}
+
+func TestEnvironmentTwinSetsFlag(t *testing.T) {
+	t.Setenv("TSDB_STORAGE", "nope:x")
+	code, _, stderr := tsdb(t, "schema", "check")
+	if code != 1 || !strings.Contains(stderr, `unknown --storage "nope:x"`) {
+		t.Fatalf("TSDB_STORAGE=nope:x: exit %d, stderr %q", code, stderr)
+	}
+}
+
+func TestBadCommandLines(t *testing.T) {
+	for _, tc := range []struct {
+		args     []string
+		code     int
+		inStderr string
+	}{
+		{[]string{"bogus"}, 2, `tsdb: expected command but got "bogus" (see tsdb --help)`},
+		{[]string{}, 2, "command not specified"},
+		{[]string{"schema", "check", "--storage=foo:bar"}, 1, `tsdb schema check: unknown --storage "foo:bar": use embedded:<dir>`},
+		{[]string{"schema", "check", "--storage=embedded:"}, 1, `names no directory`},
+		{[]string{"schema", "create", "--schema.bucket-width=7m", "--storage=embedded:" + t.TempDir()}, 1, "bucket width"},
+		{[]string{"serve", "--shutdown-timeout=soon"}, 2, `"soon" is not a duration`},
+	} {
+		code, _, stderr := tsdb(t, tc.args...)
+		if code != tc.code || !strings.Contains(stderr, tc.inStderr) {
+			t.Errorf("tsdb %v: exit %d, stderr %q; want exit %d and %q", tc.args, code, stderr, tc.code, tc.inStderr)
+		}
+	}
+}
+
+func TestVersion(t *testing.T) {
+	code, out, _ := tsdb(t, "version")
+	if code != 0 || !strings.HasPrefix(out, "tsdb 0.1.0-dev (revision ") || !strings.Contains(out, "schema format 1)") {
+		t.Fatalf("tsdb version: exit %d, %q", code, out)
+	}
+}
+
+func TestSchemaCreatePrintNeedsNoStore(t *testing.T) {
+	// Port 1 on loopback answers nothing: --print must not try to connect.
+	code, out, stderr := tsdb(t, "schema", "create", "--print", "--storage=hbase:127.0.0.1:1", "--hbase.table-prefix=m-")
+	if code != 0 {
+		t.Fatalf("schema create --print: exit %d, %s", code, stderr)
+	}
+	for _, want := range []string{
+		"# hbtsdb schema format 1: bucket width 1h0m0s, 16 salt buckets; paste into `hbase shell`.\n",
+		"create 'm-data', ",
+		"create 'm-meta', ",
+		"put 'm-meta', 'schema', 'm:format_version', '1'\n",
+		"put 'm-meta', 'schema', 'm:bucket_width_ms', '3600000'\n",
+		"put 'm-meta', 'schema', 'm:salt_buckets', '16'\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("schema create --print lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestSchemaCreateAndCheckEmbedded(t *testing.T) {
+	store := "--storage=embedded:" + t.TempDir()
+	if code, _, stderr := tsdb(t, "schema", "check", store); code != 1 || !strings.Contains(stderr, "tsdb schema create") {
+		t.Fatalf("check before create: exit %d, stderr %q; want 1 and advice to run tsdb schema create", code, stderr)
+	}
+	if code, _, stderr := tsdb(t, "schema", "create", store); code != 0 {
+		t.Fatalf("schema create: exit %d: %s", code, stderr)
+	}
+	code, out, stderr := tsdb(t, "schema", "check", "--print", store)
+	if code != 0 {
+		t.Fatalf("schema check: exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(out, "format_version: 1\nbucket_width: 1h0m0s\nsalt_buckets: 1\ntables: data index meta rollup series\n") {
+		t.Fatalf("schema check --print = %q", out)
+	}
+	code, _, stderr = tsdb(t, "schema", "check", store, "--schema.salt-buckets=4")
+	if code != 1 || !strings.Contains(stderr, "the store was created with 1, this process is configured with 4") {
+		t.Fatalf("check with other salt buckets: exit %d, stderr %q", code, stderr)
+	}
+}
+
+func TestLockedEmbeddedDirectory(t *testing.T) {
+	dir := t.TempDir()
+	st, err := embedded.Open(context.Background(), dir, embedded.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	code, _, stderr := tsdb(t, "schema", "create", "--storage=embedded:"+dir)
+	if code != 1 || !strings.Contains(stderr, "is already open in this process") {
+		t.Fatalf("schema create on a locked directory: exit %d, stderr %q", code, stderr)
+	}
+}
+
+// server is a tsdb serve child process.
+type server struct {
+	cmd    *exec.Cmd
+	addr   string
+	mu     sync.Mutex
+	stderr bytes.Buffer
+	done   chan error
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func startServe(t *testing.T, args ...string) *server {
+	t.Helper()
+	s := &server{addr: freeAddr(t), done: make(chan error, 1)}
+	s.cmd = exec.Command(os.Args[0], append([]string{"serve", "--listen=" + s.addr}, args...)...)
+	s.cmd.Env = append(os.Environ(), "TSDB_TEST_BE_TSDB=1")
+	pipe, err := s.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		sc := bufio.NewScanner(pipe)
+		for sc.Scan() {
+			s.mu.Lock()
+			s.stderr.WriteString(sc.Text() + "\n")
+			s.mu.Unlock()
+		}
+		s.done <- s.cmd.Wait()
+	}()
+	t.Cleanup(func() {
+		_ = s.cmd.Process.Kill()
+	})
+	return s
+}
+
+func (s *server) log() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stderr.String()
+}
+
+// get returns the status and body of a GET, or 0 if the server does not answer.
+func (s *server) get(path string) (int, string) {
+	resp, err := http.Get("http://" + s.addr + path)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+// waitFor polls path until it answers with code.
+func (s *server) waitFor(t *testing.T, path string, code int, within time.Duration) string {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		got, body := s.get(path)
+		if got == code {
+			return body
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s answered %d %q, want %d; server log:\n%s", path, got, body, code, s.log())
+		}
+		select {
+		case err := <-s.done:
+			t.Fatalf("server exited (%v) before %s answered %d; log:\n%s", err, path, code, s.log())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// stop sends SIGTERM and returns the exit error.
+func (s *server) stop(t *testing.T) error {
+	t.Helper()
+	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-s.done:
+		return err
+	case <-time.After(60 * time.Second):
+		t.Fatalf("server did not stop within 60s of SIGTERM; log:\n%s", s.log())
+		return nil
+	}
+}
+
+func TestServeEmbeddedLifecycle(t *testing.T) {
+	dir := t.TempDir()
+	s := startServe(t, "--storage=embedded:"+dir)
+	if body := s.waitFor(t, "/-/ready", 200, 30*time.Second); body != "hbtsdb is Ready.\n" {
+		t.Fatalf("/-/ready = %q", body)
+	}
+	if code, body := s.get("/-/healthy"); code != 200 || body != "hbtsdb is Healthy.\n" {
+		t.Fatalf("/-/healthy = %d %q", code, body)
+	}
+	if err := s.stop(t); err != nil {
+		t.Fatalf("serve exited with %v after SIGTERM; log:\n%s", err, s.log())
+	}
+	if log := s.log(); !strings.Contains(log, `msg="store ready"`) || !strings.Contains(log, "msg=stopped") {
+		t.Fatalf("serve log lacks the ready and stopped lines:\n%s", log)
+	}
+	// The store was closed: the directory can be opened again, and holds the schema.
+	if code, _, stderr := tsdb(t, "schema", "check", "--storage=embedded:"+dir); code != 0 {
+		t.Fatalf("schema check after serve: exit %d: %s", code, stderr)
+	}
+}
+
+func TestServeRefusesMissingSchemaWithoutAutoCreate(t *testing.T) {
+	s := startServe(t, "--storage=embedded:"+t.TempDir(), "--schema.auto-create=false")
+	select {
+	case err := <-s.done:
+		if err == nil || !strings.Contains(s.log(), "tsdb schema create") {
+			t.Fatalf("serve exited with %v; want a failure advising tsdb schema create; log:\n%s", err, s.log())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("serve kept running on a store without schema; log:\n%s", s.log())
+	}
+}
+
+func TestServeWaitsForUnreachableHBase(t *testing.T) {
+	// Nothing listens on this port: serve must stay up, not ready, and say why.
+	zk := freeAddr(t)
+	s := startServe(t, "--storage=hbase:"+zk, "--storage.retry-max-backoff=1s")
+	s.waitFor(t, "/-/healthy", 200, 30*time.Second)
+	body := s.waitFor(t, "/-/ready", 503, 30*time.Second)
+	if !strings.Contains(body, "hbtsdb is not ready") {
+		t.Fatalf("/-/ready = %q", body)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for !strings.Contains(s.log(), "store unavailable, retrying") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no retry logged; log:\n%s", s.log())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if _, body := s.get("/-/ready"); !strings.Contains(body, "waiting for the store hbase:"+zk) {
+		t.Fatalf("/-/ready does not name the store it waits for: %q", body)
+	}
+	if err := s.stop(t); err != nil {
+		t.Fatalf("serve exited with %v after SIGTERM; log:\n%s", err, s.log())
+	}
+}
+
+func TestOneShotCommandFailsOnUnreachableHBase(t *testing.T) {
+	zk := freeAddr(t)
+	code, _, stderr := tsdb(t, "schema", "check", "--storage=hbase:"+zk, "--hbase.zookeeper-timeout=2s", "--hbase.rpc-timeout=2s")
+	if code != 1 || !strings.Contains(stderr, zk) {
+		t.Fatalf("schema check on an unreachable HBase: exit %d, stderr %q; want 1 naming %s", code, stderr, zk)
+	}
+}
+
+func TestServeOnRealHBase(t *testing.T) {
+	zk := hbasetest.ZooKeeper(t)
+	prefix := fmt.Sprintf("cmd%d-", time.Now().UnixNano())
+	t.Cleanup(func() { hbasetest.DropPrefix(t, zk, prefix) })
+	s := startServe(t, "--storage=hbase:"+zk, "--hbase.table-prefix="+prefix, "--schema.salt-buckets=4")
+	s.waitFor(t, "/-/ready", 200, 120*time.Second)
+	if err := s.stop(t); err != nil {
+		t.Fatalf("serve exited with %v after SIGTERM; log:\n%s", err, s.log())
+	}
+	code, out, stderr := tsdb(t, "schema", "check", "--print", "--storage=hbase:"+zk, "--hbase.table-prefix="+prefix, "--schema.salt-buckets=4")
+	if code != 0 || !strings.Contains(out, "salt_buckets: 4\ntables: data index meta rollup series\n") {
+		t.Fatalf("schema check on HBase: exit %d, out %q, stderr %q", code, out, stderr)
+	}
+	code, _, stderr = tsdb(t, "schema", "check", "--storage=hbase:"+zk, "--hbase.table-prefix="+prefix)
+	if code != 1 || !strings.Contains(stderr, "the store was created with 4, this process is configured with 16") {
+		t.Fatalf("check with default salt buckets: exit %d, stderr %q", code, stderr)
+	}
+}

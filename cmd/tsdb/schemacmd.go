@@ -1,0 +1,100 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+
+	"github.com/hbtsdb/hbtsdb/schema"
+	"github.com/hbtsdb/hbtsdb/storage/hbase"
+)
+
+func registerSchema(a *app) {
+	cmd := a.kp.Command("schema", "Create or check hbtsdb's tables and schema settings.")
+
+	create := cmd.Command("create", "Create the tables and write the schema meta row (bucket width, salt buckets, format version).\n\n"+
+		"Existing tables are left as they are. With --print nothing is touched: the hbase shell commands that\n"+
+		"create the same tables and meta row are printed, for operators who create tables by hand.")
+	printCreate := flag(create, "print", "Print the hbase shell commands instead of creating anything.").Bool()
+	a.actions[create.FullCommand()] = func(ctx context.Context, logger *slog.Logger) error {
+		if *printCreate {
+			return printSchema(a.out, a.common)
+		}
+		return createSchema(ctx, a.common, logger)
+	}
+
+	check := cmd.Command("check", "Check that the tables exist and that the store's schema settings match this process's flags.\n\n"+
+		"Exits 1 naming both values when they differ.")
+	printCheck := flag(check, "print", "Also print the settings and tables found.").Bool()
+	a.actions[check.FullCommand()] = func(ctx context.Context, logger *slog.Logger) error {
+		return checkSchema(ctx, a.out, a.common, *printCheck, logger)
+	}
+}
+
+func printSchema(w io.Writer, c *commonFlags) error {
+	addr, err := c.address()
+	if err != nil {
+		return err
+	}
+	settings := c.schemaSettings(addr)
+	if err := c.validate(settings); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "# hbtsdb schema format %d: bucket width %s, %d salt buckets; paste into `hbase shell`.\n",
+		settings.FormatVersion, settings.BucketWidth, settings.SaltBuckets)
+	fmt.Fprint(w, hbase.ShellCommands(*c.hbaseTablePrefix, schema.Tables(c.tableOptions(settings))))
+	for _, cell := range schema.SettingsCells(settings) {
+		fmt.Fprintf(w, "put '%s%s', '%s', '%s:%s', '%s'\n", *c.hbaseTablePrefix, schema.TableMeta,
+			schema.MetaSchemaRow, schema.FamilyMeta, cell.Qualifier, cell.Value)
+	}
+	return nil
+}
+
+func createSchema(ctx context.Context, c *commonFlags, logger *slog.Logger) error {
+	addr, err := c.address()
+	if err != nil {
+		return err
+	}
+	settings := c.schemaSettings(addr)
+	if err := c.validate(settings); err != nil {
+		return err
+	}
+	st, err := c.openStore(ctx, addr, logger)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if err := schema.Create(ctx, st, settings, c.tableOptions(settings)); err != nil {
+		return err
+	}
+	logger.Info("schema ready", "storage", addr.String(), "bucket_width", settings.BucketWidth, "salt_buckets", settings.SaltBuckets)
+	return nil
+}
+
+func checkSchema(ctx context.Context, w io.Writer, c *commonFlags, print bool, logger *slog.Logger) error {
+	addr, err := c.address()
+	if err != nil {
+		return err
+	}
+	want := c.schemaSettings(addr)
+	st, err := c.openStore(ctx, addr, logger)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	got, err := schema.Check(ctx, st, want)
+	if err != nil {
+		return err
+	}
+	tables, err := st.ListTables(ctx)
+	if err != nil {
+		return fmt.Errorf("list tables of %s: %w", addr, err)
+	}
+	if print {
+		fmt.Fprintf(w, "storage: %s\nformat_version: %d\nbucket_width: %s\nsalt_buckets: %d\ntables: %s\n",
+			addr, got.FormatVersion, got.BucketWidth, got.SaltBuckets, strings.Join(tables, " "))
+	}
+	return nil
+}

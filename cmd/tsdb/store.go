@@ -1,0 +1,62 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/hbtsdb/hbtsdb/schema"
+	"github.com/hbtsdb/hbtsdb/storage"
+	"github.com/hbtsdb/hbtsdb/storage/backend"
+)
+
+// address parses --storage.
+func (c *commonFlags) address() (backend.Address, error) {
+	return backend.Parse(*c.storage)
+}
+
+// openStore opens the store --storage names.
+func (c *commonFlags) openStore(ctx context.Context, addr backend.Address, logger *slog.Logger) (storage.Store, error) {
+	return backend.Open(ctx, addr, backend.Options{
+		HBaseTablePrefix:      *c.hbaseTablePrefix,
+		HBaseZooKeeperTimeout: *c.hbaseZKTimeout,
+		HBaseRPCTimeout:       *c.hbaseRPCTimeout,
+		Logger:                logger,
+	})
+}
+
+// schemaSettings are the schema settings this process is configured with; the salt
+// bucket default depends on the backend.
+func (c *commonFlags) schemaSettings(addr backend.Address) schema.Settings {
+	salt := *c.saltBuckets
+	if salt == 0 {
+		salt = schema.DefaultSaltBucketsEmbedded
+		if addr.Kind == backend.HBase {
+			salt = schema.DefaultSaltBucketsHBase
+		}
+	}
+	return schema.Settings{
+		FormatVersion: schema.CurrentFormatVersion,
+		BucketWidth:   *c.bucketWidth,
+		SaltBuckets:   salt,
+	}
+}
+
+// tableOptions are the settings of the tables this process would create.
+func (c *commonFlags) tableOptions(settings schema.Settings) schema.TableOptions {
+	return schema.TableOptions{
+		RawRetention:      *c.rawRetention,
+		Rollup5mRetention: *c.m5Retention,
+		Rollup1hRetention: *c.h1Retention,
+		Compression:       *c.compression,
+		SaltBuckets:       settings.SaltBuckets,
+	}
+}
+
+// validate checks the schema flags before anything is opened.
+func (c *commonFlags) validate(settings schema.Settings) error {
+	if err := settings.Validate(); err != nil {
+		return fmt.Errorf("schema flags: %w", err)
+	}
+	return nil
+}
