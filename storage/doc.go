@@ -26,10 +26,17 @@
 // timestamps are idempotent. Increment and CheckAndPut are atomic with respect to all
 // other writes to the same row.
 //
-// Deletes remove the versions that exist when the delete is applied. A put that
-// arrives after a delete is visible even if its timestamp is older than the delete's
-// (HBase families are created with NEW_VERSION_BEHAVIOR so that HBase agrees; see
-// storage/hbase).
+// # Deletes
+//
+// A delete up to timestamp T removes every version <= T of what it covers (a
+// column, a family or a row) and leaves newer versions alone. On HBase a delete is
+// a tombstone: until the next major compaction it also hides versions <= T written
+// after it, while the embedded store removes what exists and later puts are
+// visible. So callers never write at a timestamp <= T into something they deleted
+// up to T: compaction deletes each raw column up to that cell's own timestamp, so
+// that a late sample (at another qualifier) or a re-sent one (at the same cell,
+// already compacted) is never lost. HBase's NEW_VERSION_BEHAVIOR would make the
+// backends agree, but it made scans several times slower (see storage/hbase).
 //
 // # Errors
 //

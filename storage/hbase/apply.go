@@ -26,60 +26,33 @@ type mutateCall struct {
 	idx    []int
 }
 
-// rowPhase is what the current phase holds for one row: its open calls by kind and
-// timestamp.
-type rowPhase struct {
-	calls      map[callKey]*mutateCall
-	hasPut     bool
-	hasDeletes bool
-}
-
 type callKey struct {
+	row  string
 	kind storage.MutationKind
 	ts   int64
 }
 
-// plan groups a batch into calls and orders the calls into phases, which Apply
-// sends one after the other.
+// plan groups a batch into calls, one per (row, kind, timestamp), in the order of
+// each call's first mutation. Two puts of the same cell share a call, in which the
+// later value wins, as it does on the embedded store.
 //
-// Invariant: within a phase, the calls on one row commute, so gohbase may send them
-// in any order, to any region, retry any of them, and the outcome is the one of the
-// batch's order. Puts commute with puts (two puts of the same cell have the same
-// row and timestamp, so they share a call, in which the later value wins) and
-// deletes with deletes; a put and a delete of the same row do not, so a put after
-// a delete of its row, or a delete after a put, opens a new phase. A batch of puts
-// (the write path) is a single phase; compaction's "write the chunk, delete the raw
-// cells" is two.
-func plan(muts []storage.Mutation) [][]*mutateCall {
+// The calls of one batch may be sent in any order, retried, and (within a region)
+// given one sequence id by HBase: without NEW_VERSION_BEHAVIOR a delete up to T
+// hides every version <= T of what it covers whatever the order, and leaves newer
+// versions alone, so the order of puts and deletes in a batch does not change the
+// outcome.
+func plan(muts []storage.Mutation) []*mutateCall {
 	var (
-		phases [][]*mutateCall
-		cur    []*mutateCall
-		rows   = make(map[string]*rowPhase)
+		calls []*mutateCall
+		byKey = make(map[callKey]*mutateCall)
 	)
 	for i, m := range muts {
-		st := rows[string(m.Row)]
-		isPut := m.Kind == storage.KindPut
-		if st != nil && (isPut && st.hasDeletes || !isPut && st.hasPut) {
-			phases = append(phases, cur)
-			cur = nil
-			clear(rows)
-			st = nil
-		}
-		if st == nil {
-			st = &rowPhase{calls: make(map[callKey]*mutateCall)}
-			rows[string(m.Row)] = st
-		}
-		if isPut {
-			st.hasPut = true
-		} else {
-			st.hasDeletes = true
-		}
-		key := callKey{m.Kind, m.Timestamp}
-		c := st.calls[key]
+		key := callKey{string(m.Row), m.Kind, m.Timestamp}
+		c := byKey[key]
 		if c == nil {
 			c = &mutateCall{kind: m.Kind, row: m.Row, ts: m.Timestamp}
-			st.calls[key] = c
-			cur = append(cur, c)
+			byKey[key] = c
+			calls = append(calls, c)
 		}
 		c.idx = append(c.idx, i)
 		switch m.Kind {
@@ -106,10 +79,7 @@ func plan(muts []storage.Mutation) [][]*mutateCall {
 			// values stay nil: gohbase deletes the whole row
 		}
 	}
-	if len(cur) > 0 {
-		phases = append(phases, cur)
-	}
-	return phases
+	return calls
 }
 
 func nonNil(b []byte) []byte {
@@ -131,7 +101,7 @@ func (c *mutateCall) mutate(ctx context.Context, table []byte) (*hrpc.Mutate, er
 }
 
 // Apply writes the mutations to table. Each row's mutations are applied atomically
-// by HBase, the batch as a whole is not; see plan for how the batch's order is kept.
+// by HBase, the batch as a whole is not (see plan).
 // A batch with an invalid mutation is rejected whole, before anything is sent.
 func (s *Store) Apply(ctx context.Context, table string, mutations []storage.Mutation) error {
 	ctx, done, err := s.begin(ctx)
@@ -153,14 +123,13 @@ func (s *Store) Apply(ctx context.Context, table string, mutations []storage.Mut
 		return fmt.Errorf("hbase: apply to %s: %w", htable, &storage.BatchError{Failed: failed, Total: len(mutations)})
 	}
 
-	// Calls are sent in chunks, phase after phase. After a chunk with a failure the
-	// rest is not sent: the caller retries the whole batch anyway, and a failure
-	// such as a missing table would otherwise cost every call a meta lookup.
+	// Calls are sent in chunks. After a chunk with a failure the rest is not sent:
+	// the caller retries the whole batch anyway, and a failure such as a missing
+	// table would otherwise cost every call a meta lookup.
 	var chunks [][]*mutateCall
-	for _, phase := range plan(mutations) {
-		for start := 0; start < len(phase); start += s.opts.MaxBatchCalls {
-			chunks = append(chunks, phase[start:min(start+s.opts.MaxBatchCalls, len(phase))])
-		}
+	calls := plan(mutations)
+	for start := 0; start < len(calls); start += s.opts.MaxBatchCalls {
+		chunks = append(chunks, calls[start:min(start+s.opts.MaxBatchCalls, len(calls))])
 	}
 	for n, chunk := range chunks {
 		if failed = s.sendMutations(ctx, htable, chunk, failed); len(failed) == 0 {

@@ -16,8 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tsuna/gohbase"
-	"github.com/tsuna/gohbase/hrpc"
 
 	"github.com/hbtsdb/hbtsdb/storage"
 	"github.com/hbtsdb/hbtsdb/storage/storagetest"
@@ -202,8 +200,8 @@ func TestShellCommands(t *testing.T) {
 		},
 	}
 	got := ShellCommands("tsdb-", specs)
-	want := `create 'tsdb-data', {NAME => 'r', VERSIONS => 1, TTL => 3600, COMPRESSION => 'SNAPPY', DATA_BLOCK_ENCODING => 'NONE', BLOOMFILTER => 'ROW', NEW_VERSION_BEHAVIOR => 'true'}, {NAME => 'c', VERSIONS => 2, COMPRESSION => 'NONE', DATA_BLOCK_ENCODING => 'FAST_DIFF', BLOOMFILTER => 'ROWCOL', NEW_VERSION_BEHAVIOR => 'true'}, SPLITS => ["\x01", "\x02", "a\x22b\x5C\x23{x}'", "\x7F\xFF\x00"]
-create 'tsdb-meta', {NAME => 'm', VERSIONS => 1, TTL => 172800, COMPRESSION => 'NONE', DATA_BLOCK_ENCODING => 'NONE', BLOOMFILTER => 'ROW', NEW_VERSION_BEHAVIOR => 'true'}
+	want := `create 'tsdb-data', {NAME => 'r', VERSIONS => 1, TTL => 3600, COMPRESSION => 'SNAPPY', DATA_BLOCK_ENCODING => 'NONE', BLOOMFILTER => 'ROW'}, {NAME => 'c', VERSIONS => 2, COMPRESSION => 'NONE', DATA_BLOCK_ENCODING => 'FAST_DIFF', BLOOMFILTER => 'ROWCOL'}, SPLITS => ["\x01", "\x02", "a\x22b\x5C\x23{x}'", "\x7F\xFF\x00"]
+create 'tsdb-meta', {NAME => 'm', VERSIONS => 1, TTL => 172800, COMPRESSION => 'NONE', DATA_BLOCK_ENCODING => 'NONE', BLOOMFILTER => 'ROW'}
 `
 	if got != want {
 		t.Errorf("ShellCommands:\n got: %s\nwant: %s", got, want)
@@ -213,36 +211,32 @@ create 'tsdb-meta', {NAME => 'm', VERSIONS => 1, TTL => 172800, COMPRESSION => '
 	}
 }
 
-func TestPlanKeepsOrderAcrossPutsAndDeletes(t *testing.T) {
+func TestPlanGroupsByRowKindAndTimestamp(t *testing.T) {
 	r1, r2 := []byte("r1"), []byte("r2")
 	muts := []storage.Mutation{
-		storage.Put(r1, "f", []byte("a"), 5, []byte("1")), // 0
-		storage.Put(r1, "f", []byte("b"), 5, []byte("2")), // 0: same row and timestamp
-		storage.Put(r2, "f", []byte("a"), 6, []byte("3")), // 0
-		storage.Put(r1, "f", []byte("a"), 5, []byte("4")), // 0: overwrites index 0
-		storage.DeleteColumn(r2, "f", []byte("a"), 10),    // 1: delete after a put of r2
-		storage.DeleteColumn(r2, "f", []byte("b"), 10),    // 1: merged
-		storage.Put(r1, "f", []byte("c"), 7, []byte("5")), // 1: r1 has no delete in phase 1
-		storage.Put(r2, "f", []byte("a"), 6, []byte("6")), // 2: put after a delete of r2
-		storage.DeleteRow(r1, 100),                        // 3: delete after a put of r1
-		storage.DeleteFamily(r1, "f", 100),                // 3
+		storage.Put(r1, "f", []byte("a"), 5, []byte("1")),
+		storage.Put(r1, "f", []byte("b"), 5, []byte("2")), // same row and timestamp: same call
+		storage.Put(r2, "f", []byte("a"), 6, []byte("3")),
+		storage.Put(r1, "f", []byte("a"), 5, []byte("4")), // overwrites index 0
+		storage.DeleteColumn(r2, "f", []byte("a"), 10),
+		storage.DeleteColumn(r2, "f", []byte("b"), 10), // merged with the delete above
+		storage.Put(r1, "f", []byte("c"), 7, []byte("5")),
+		storage.DeleteRow(r1, 100),
+		storage.DeleteFamily(r1, "f", 100),
 	}
-	phases := plan(muts)
+	calls := plan(muts)
 	var got []string
-	for p, phase := range phases {
-		for _, c := range phase {
-			got = append(got, fmt.Sprintf("%d:%s@%d%v", p, c.row, c.ts, c.idx))
-		}
+	for _, c := range calls {
+		got = append(got, fmt.Sprintf("%s:%s@%d%v", c.kind, c.row, c.ts, c.idx))
 	}
 	want := []string{
-		"0:r1@5[0 1 3]", "0:r2@6[2]",
-		"1:r2@10[4 5]", "1:r1@7[6]",
-		"2:r2@6[7]", "2:r1@100[8]", "2:r1@100[9]", // r1's put is in an earlier phase
+		"put:r1@5[0 1 3]", "put:r2@6[2]", "delete-column:r2@10[4 5]", "put:r1@7[6]",
+		"delete-row:r1@100[7]", "delete-family:r1@100[8]",
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("plan:\n got %v\nwant %v", got, want)
 	}
-	if v := string(phases[0][0].values["f"]["a"]); v != "4" {
+	if v := string(calls[0].values["f"]["a"]); v != "4" {
 		t.Errorf("two puts of one cell: the call carries %q, want the later %q", v, "4")
 	}
 }
@@ -461,43 +455,28 @@ func TestEnsureTableRejects(t *testing.T) {
 	}
 }
 
-// TestNewVersionBehavior checks what storage/doc.go promises and NEW_VERSION_BEHAVIOR
-// provides: a put arriving after a delete is visible even though its timestamp is
-// older than the delete's. It also shows why createTable cannot use gohbase's
-// CreateTable: a table created by it does not get the setting, and hides the put.
-func TestNewVersionBehavior(t *testing.T) {
+// TestDeleteHidesOlderPutsWrittenLater pins HBase's delete semantics that
+// storage/doc.go documents: without NEW_VERSION_BEHAVIOR, a delete up to T hides a
+// put at a timestamp <= T written after it (until a major compaction), and leaves
+// a later put at a newer timestamp visible.
+func TestDeleteHidesOlderPutsWrittenLater(t *testing.T) {
 	s := openTestStore(t)
 	ctx := ctxT(t)
-	ensure(t, s, "nvb", "f")
+	ensure(t, s, "tomb", "f")
 	row, q := []byte("row"), []byte("q")
-	apply(t, s, "nvb", storage.Put(row, "f", q, 5, []byte("old")))
-	apply(t, s, "nvb", storage.DeleteColumn(row, "f", q, 10))
-	apply(t, s, "nvb", storage.Put(row, "f", q, 5, []byte("new")))
-	got, err := s.Get(ctx, "nvb", row)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if cellsString(got) != "f:q@5=new" {
-		t.Errorf("put after a delete with an older timestamp: row is %q, want f:q@5=new", cellsString(got))
-	}
-
-	// The same through gohbase's own CreateTable.
-	plain := s.opts.TablePrefix + "plain"
-	admin := gohbase.NewAdminClient(testZK(t))
-	if err := admin.CreateTable(hrpc.NewCreateTable(ctx, []byte(plain), map[string]map[string]string{
-		"f": {"VERSIONS": "3", "NEW_VERSION_BEHAVIOR": "true"},
-	})); err != nil {
-		t.Fatal(err)
-	}
-	apply(t, s, "plain", storage.Put(row, "f", q, 5, []byte("old")))
-	apply(t, s, "plain", storage.DeleteColumn(row, "f", q, 10))
-	apply(t, s, "plain", storage.Put(row, "f", q, 5, []byte("new")))
-	got, err = s.Get(ctx, "plain", row)
+	apply(t, s, "tomb", storage.Put(row, "f", q, 5, []byte("old")))
+	apply(t, s, "tomb", storage.DeleteColumn(row, "f", q, 10))
+	apply(t, s, "tomb", storage.Put(row, "f", q, 5, []byte("hidden")))
+	got, err := s.Get(ctx, "tomb", row)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(got.Cells) != 0 {
-		t.Logf("gohbase's CreateTable now keeps NEW_VERSION_BEHAVIOR (row %q): createTableCall may be simplified", cellsString(got))
+		t.Fatalf("put at 5 after a delete up to 10: row is %q, want it hidden", cellsString(got))
+	}
+	apply(t, s, "tomb", storage.Put(row, "f", q, 11, []byte("new")))
+	if got, err = s.Get(ctx, "tomb", row); err != nil || cellsString(got) != "f:q@11=new" {
+		t.Fatalf("put at 11 after a delete up to 10: row is %q (%v), want f:q@11=new", cellsString(got), err)
 	}
 }
 
@@ -505,37 +484,40 @@ func TestApplyInOneBatch(t *testing.T) {
 	s := openTestStore(t)
 	ctx := ctxT(t)
 	ensure(t, s, "b", "f", "g")
-	row := []byte("row")
-	for _, tc := range []struct {
+	for n, tc := range []struct {
 		name string
 		muts []storage.Mutation
 		want string
 	}{
 		{"put then delete of the cell", []storage.Mutation{
-			storage.Put(row, "f", []byte("a"), 5, []byte("1")),
-			storage.DeleteColumn(row, "f", []byte("a"), 10),
+			storage.Put(nil, "f", []byte("a"), 5, []byte("1")),
+			storage.DeleteColumn(nil, "f", []byte("a"), 10),
 		}, ""},
-		{"delete then put with an older timestamp", []storage.Mutation{
-			storage.DeleteColumn(row, "f", []byte("a"), 10),
-			storage.Put(row, "f", []byte("a"), 5, []byte("2")),
-		}, "f:a@5=2"},
+		{"delete then put with a newer timestamp", []storage.Mutation{
+			storage.DeleteColumn(nil, "f", []byte("a"), 10),
+			storage.Put(nil, "f", []byte("a"), 15, []byte("2")),
+		}, "f:a@15=2"},
 		{"two puts of one cell", []storage.Mutation{
-			storage.Put(row, "f", []byte("a"), 5, []byte("3")),
-			storage.Put(row, "f", []byte("a"), 5, []byte("4")),
+			storage.Put(nil, "f", []byte("a"), 5, []byte("3")),
+			storage.Put(nil, "f", []byte("a"), 5, []byte("4")),
 		}, "f:a@5=4"},
 		{"family and row deletes", []storage.Mutation{
-			storage.Put(row, "f", []byte("a"), 5, []byte("5")),
-			storage.Put(row, "f", []byte("b"), 20, []byte("6")),
-			storage.Put(row, "g", []byte("a"), 5, []byte("7")),
-			storage.DeleteFamily(row, "f", 10),
+			storage.Put(nil, "f", []byte("a"), 5, []byte("5")),
+			storage.Put(nil, "f", []byte("b"), 20, []byte("6")),
+			storage.Put(nil, "g", []byte("a"), 5, []byte("7")),
+			storage.DeleteFamily(nil, "f", 10),
 		}, "f:b@20=6 g:a@5=7"},
 		{"row delete up to a timestamp", []storage.Mutation{
-			storage.Put(row, "f", []byte("a"), 30, []byte("8")),
-			storage.DeleteRow(row, 25),
+			storage.Put(nil, "f", []byte("a"), 30, []byte("8")),
+			storage.DeleteRow(nil, 25),
 		}, "f:a@30=8"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			apply(t, s, "b", storage.DeleteRow(row, storage.MaxTimestamp))
+			// Each case has a row of its own: a delete's tombstone outlives the case.
+			row := fmt.Appendf(nil, "row%d", n)
+			for i := range tc.muts {
+				tc.muts[i].Row = row
+			}
 			apply(t, s, "b", tc.muts...)
 			got, err := s.Get(ctx, "b", row)
 			if err != nil {

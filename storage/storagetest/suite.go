@@ -57,7 +57,7 @@ func cases() []testCase {
 		{"TimeRange is half-open", testTimeRange},
 		{"DeleteColumn removes versions up to its timestamp", testDeleteColumn},
 		{"DeleteFamily and DeleteRow remove up to their timestamp", testDeleteFamilyAndRow},
-		{"a put after a delete is visible even with an older timestamp", testPutAfterDelete},
+		{"a delete leaves newer versions and later newer puts visible", testDeleteThenNewerPut},
 		{"TTL hides expired cells on get and scan", testTTL},
 		{"increment starts from an absent cell", testIncrementFromAbsent},
 		{"increment of a cell that is not 8 bytes is ErrInvalidArgument", testIncrementWrongWidth},
@@ -447,16 +447,21 @@ func testDeleteFamilyAndRow(t *testing.T, st storage.Store) {
 	equalStrings(t, "rows after deleting r2 whole", rowKeys(scanAll(t, st, nil, nil)), []string{`"r1"`})
 }
 
-func testPutAfterDelete(t *testing.T, st storage.Store) {
-	createTable(t, st, simpleSpec)
-	apply(t, st, put("r", "a", "q", 100, "old"))
+func testDeleteThenNewerPut(t *testing.T, st storage.Store) {
+	createTable(t, st, storage.TableSpec{Name: table, Families: []storage.FamilySpec{{Name: "a", MaxVersions: 5}}})
+	apply(t, st, put("r", "a", "q", 100, "old"), put("r", "a", "q", 2000, "newer"), put("r", "a", "late", 50, "other column"))
 	apply(t, st, storage.DeleteColumn([]byte("r"), "a", []byte("q"), 1000))
-	if r := get(t, st, "r"); len(r.Cells) != 0 {
-		t.Fatalf("after delete: %v", cellStrings(r))
-	}
-	// A late sample re-written after compaction deleted its bucket must not vanish.
-	apply(t, st, put("r", "a", "q", 500, "late"))
-	equalStrings(t, "put after delete", cellStrings(get(t, st, "r")), []string{`a:"q"@500="late"`})
+	equalStrings(t, "after delete", cellStrings(get(t, st, "r", storage.MaxVersions(5))),
+		[]string{`a:"late"@50="other column"`, `a:"q"@2000="newer"`})
+	// What compaction relies on: a sample written later at a newer timestamp, or
+	// at another qualifier with an older one, is visible (storage/doc.go, Deletes).
+	apply(t, st, put("r", "a", "q", 1001, "just after"), put("r", "a", "late2", 10, "another column"))
+	equalStrings(t, "puts after delete", cellStrings(get(t, st, "r", storage.MaxVersions(5))), []string{
+		`a:"late"@50="other column"`,
+		`a:"late2"@10="another column"`,
+		`a:"q"@2000="newer"`,
+		`a:"q"@1001="just after"`,
+	})
 }
 
 func testTTL(t *testing.T, st storage.Store) {

@@ -102,6 +102,11 @@ write_conf() {
   <property><name>hbase.wal.provider</name><value>filesystem</value></property>
   <property><name>hbase.master.procedurestore.provider</name><value>region</value></property>
   <property><name>hbase.regionserver.handler.count</name><value>16</value></property>
+  <!-- A loaded 2-core CI machine can pause the JVM for seconds; with the default
+       40 s ZooKeeper session a pause expires the region server's session and
+       standalone HBase shuts itself down. -->
+  <property><name>zookeeper.session.timeout</name><value>180000</value></property>
+  <property><name>hbase.zookeeper.property.maxSessionTimeout</name><value>180000</value></property>
   <property><name>hbase.hregion.memstore.flush.size</name><value>67108864</value></property>
 </configuration>
 EOF
