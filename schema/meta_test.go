@@ -13,10 +13,11 @@ import (
 	"github.com/hbtsdb/hbtsdb/schema"
 	"github.com/hbtsdb/hbtsdb/storage"
 	"github.com/hbtsdb/hbtsdb/storage/embedded"
+	"github.com/hbtsdb/hbtsdb/testing/hbasetest"
 )
 
-// newStore opens an empty embedded store for one test.
-func newStore(t *testing.T) storage.Store {
+// newEmbeddedStore opens an empty embedded store for one test.
+func newEmbeddedStore(t *testing.T) storage.Store {
 	t.Helper()
 	st, err := embedded.Open(context.Background(), t.TempDir(), embedded.Options{SweepInterval: -1})
 	if err != nil {
@@ -30,12 +31,49 @@ func newStore(t *testing.T) storage.Store {
 	return st
 }
 
+var metaTests = []struct {
+	name string
+	run  func(*testing.T, func(*testing.T) storage.Store)
+}{
+	{"AStoreWithoutSchemaIsNotCreated", testAStoreWithoutSchemaIsNotCreated},
+	{"CreateMakesTablesAndAReadableMetaRow", testCreateMakesTablesAndAReadableMetaRow},
+	{"OpenAutoCreates", testOpenAutoCreates},
+	{"AMismatchNamesBothValuesAndTheFix", testAMismatchNamesBothValuesAndTheFix},
+	{"ConcurrentCreatorsSettleOnOneClaim", testConcurrentCreatorsSettleOnOneClaim},
+	{"CreateCompletesAnInterruptedCreationFromItsClaim", testCreateCompletesAnInterruptedCreationFromItsClaim},
+	{"AMalformedClaimIsReported", testAMalformedClaimIsReported},
+	{"ANewerFormatIsRefused", testANewerFormatIsRefused},
+	{"CreateRejectsInvalidSettings", testCreateRejectsInvalidSettings},
+	{"TheLayoutInARealStore", testTheLayoutInARealStore},
+}
+
+func newHBaseStore(t *testing.T) storage.Store { return hbasetest.NewStore(t) }
+
+// TestMetaRow runs every meta-row test on both backends: the schema meta row must
+// behave the same on the embedded store and on a real HBase.
+func TestMetaRow(t *testing.T) {
+	backends := []struct {
+		name     string
+		newStore func(*testing.T) storage.Store
+	}{{"embedded", newEmbeddedStore}, {"hbase", newHBaseStore}}
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			for _, tc := range metaTests {
+				t.Run(tc.name, func(t *testing.T) {
+					t.Parallel()
+					tc.run(t, b.newStore)
+				})
+			}
+		})
+	}
+}
+
 func withSalt(s schema.Settings, buckets int) schema.Settings {
 	s.SaltBuckets = buckets
 	return s
 }
 
-func TestAStoreWithoutSchemaIsNotCreated(t *testing.T) {
+func testAStoreWithoutSchemaIsNotCreated(t *testing.T, newStore func(*testing.T) storage.Store) {
 	ctx := context.Background()
 	st := newStore(t)
 	want := schema.DefaultEmbeddedSettings()
@@ -63,7 +101,7 @@ func TestAStoreWithoutSchemaIsNotCreated(t *testing.T) {
 	}
 }
 
-func TestCreateMakesTablesAndAReadableMetaRow(t *testing.T) {
+func testCreateMakesTablesAndAReadableMetaRow(t *testing.T, newStore func(*testing.T) storage.Store) {
 	ctx := context.Background()
 	st := newStore(t)
 	want := schema.Settings{FormatVersion: 1, BucketWidth: 2 * time.Hour, SaltBuckets: 4}
@@ -109,7 +147,7 @@ func TestCreateMakesTablesAndAReadableMetaRow(t *testing.T) {
 	}
 }
 
-func TestOpenAutoCreates(t *testing.T) {
+func testOpenAutoCreates(t *testing.T, newStore func(*testing.T) storage.Store) {
 	ctx := context.Background()
 	st := newStore(t)
 	want := schema.DefaultEmbeddedSettings()
@@ -127,7 +165,7 @@ func TestOpenAutoCreates(t *testing.T) {
 	}
 }
 
-func TestAMismatchNamesBothValuesAndTheFix(t *testing.T) {
+func testAMismatchNamesBothValuesAndTheFix(t *testing.T, newStore func(*testing.T) storage.Store) {
 	ctx := context.Background()
 	st := newStore(t)
 	created := schema.DefaultHBaseSettings()
@@ -169,7 +207,7 @@ func TestAMismatchNamesBothValuesAndTheFix(t *testing.T) {
 	}
 }
 
-func TestConcurrentCreatorsSettleOnOneClaim(t *testing.T) {
+func testConcurrentCreatorsSettleOnOneClaim(t *testing.T, newStore func(*testing.T) storage.Store) {
 	ctx := context.Background()
 	for round := range 5 {
 		st := newStore(t)
@@ -205,7 +243,7 @@ func TestConcurrentCreatorsSettleOnOneClaim(t *testing.T) {
 	}
 }
 
-func TestCreateCompletesAnInterruptedCreationFromItsClaim(t *testing.T) {
+func testCreateCompletesAnInterruptedCreationFromItsClaim(t *testing.T, newStore func(*testing.T) storage.Store) {
 	ctx := context.Background()
 	st := newStore(t)
 	for _, spec := range schema.Tables(schema.TableOptions{SaltBuckets: 1}) {
@@ -233,7 +271,7 @@ func TestCreateCompletesAnInterruptedCreationFromItsClaim(t *testing.T) {
 	}
 }
 
-func TestAMalformedClaimIsReported(t *testing.T) {
+func testAMalformedClaimIsReported(t *testing.T, newStore func(*testing.T) storage.Store) {
 	ctx := context.Background()
 	st := newStore(t)
 	opts := schema.TableOptions{SaltBuckets: 1}
@@ -256,7 +294,7 @@ func TestAMalformedClaimIsReported(t *testing.T) {
 	}
 }
 
-func TestANewerFormatIsRefused(t *testing.T) {
+func testANewerFormatIsRefused(t *testing.T, newStore func(*testing.T) storage.Store) {
 	ctx := context.Background()
 	st := newStore(t)
 	want := schema.DefaultEmbeddedSettings()
@@ -283,7 +321,7 @@ func TestANewerFormatIsRefused(t *testing.T) {
 	}
 }
 
-func TestCreateRejectsInvalidSettings(t *testing.T) {
+func testCreateRejectsInvalidSettings(t *testing.T, newStore func(*testing.T) storage.Store) {
 	ctx := context.Background()
 	st := newStore(t)
 	bad := schema.Settings{FormatVersion: 1, BucketWidth: 7 * time.Hour, SaltBuckets: 1}
@@ -297,7 +335,7 @@ func TestCreateRejectsInvalidSettings(t *testing.T) {
 
 // TestTheLayoutInARealStore writes raw samples under data row keys and reads them
 // back the way readers will: the newest row of a series first, values bit-exact.
-func TestTheLayoutInARealStore(t *testing.T) {
+func testTheLayoutInARealStore(t *testing.T, newStore func(*testing.T) storage.Store) {
 	ctx := context.Background()
 	st := newStore(t)
 	settings := schema.DefaultEmbeddedSettings()
