@@ -13,7 +13,7 @@ import (
 	"github.com/hbtsdb/hbtsdb/schema"
 	"github.com/hbtsdb/hbtsdb/storage"
 	"github.com/hbtsdb/hbtsdb/storage/embedded"
-	"github.com/hbtsdb/hbtsdb/testing/hbasetest"
+	"github.com/hbtsdb/hbtsdb/testing/hbasestore"
 )
 
 // newEmbeddedStore opens an empty embedded store for one test.
@@ -47,7 +47,7 @@ var metaTests = []struct {
 	{"TheLayoutInARealStore", testTheLayoutInARealStore},
 }
 
-func newHBaseStore(t *testing.T) storage.Store { return hbasetest.NewStore(t) }
+func newHBaseStore(t *testing.T) storage.Store { return hbasestore.NewStore(t) }
 
 // TestMetaRow runs every meta-row test on both backends: the schema meta row must
 // behave the same on the embedded store and on a real HBase.

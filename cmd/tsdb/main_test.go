@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/hbtsdb/hbtsdb/storage/embedded"
+	"github.com/hbtsdb/hbtsdb/testing/hbasestore"
 	"github.com/hbtsdb/hbtsdb/testing/hbasetest"
 )
 
@@ -311,7 +312,7 @@ func TestOneShotCommandFailsOnUnreachableHBase(t *testing.T) {
 func TestServeOnRealHBase(t *testing.T) {
 	zk := hbasetest.ZooKeeper(t)
 	prefix := fmt.Sprintf("cmd%d-", time.Now().UnixNano())
-	t.Cleanup(func() { hbasetest.DropPrefix(t, zk, prefix) })
+	t.Cleanup(func() { hbasestore.DropPrefix(t, zk, prefix) })
 	s := startServe(t, "--storage=hbase:"+zk, "--hbase.table-prefix="+prefix, "--schema.salt-buckets=4")
 	s.waitFor(t, "/-/ready", 200, 120*time.Second)
 	if err := s.stop(t); err != nil {

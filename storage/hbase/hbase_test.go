@@ -3,50 +3,30 @@ package hbase
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"runtime"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-
 	"github.com/hbtsdb/hbtsdb/storage"
 	"github.com/hbtsdb/hbtsdb/storage/storagetest"
+	"github.com/hbtsdb/hbtsdb/testing/hbasetest"
 )
 
 // The tests talk to a real HBase; testing/hbase/hbase.sh starts one:
 //
 //	TSDB_TEST_HBASE_ZK=$(testing/hbase/hbase.sh start) go test -race ./storage/hbase/
 //
-// Without TSDB_TEST_HBASE_ZK they skip, unless TSDB_TEST_REQUIRE_HBASE=1 (CI), where
-// they fail.
-const (
-	envZK      = "TSDB_TEST_HBASE_ZK"
-	envRequire = "TSDB_TEST_REQUIRE_HBASE"
-)
-
-// testZK returns the ZooKeeper address of the test HBase, or skips (or fails) the
-// test when there is none.
+// Without it they skip, unless TSDB_TEST_REQUIRE_HBASE=1 (make test, CI), where they
+// fail (see testing/hbasetest).
 func testZK(t testing.TB) string {
 	t.Helper()
-	zk := os.Getenv(envZK)
-	if zk != "" {
-		return zk
-	}
-	msg := "no HBase for this test: set " + envZK + " to its ZooKeeper address, e.g. " +
-		envZK + "=$(testing/hbase/hbase.sh start) go test -race ./storage/hbase/"
-	if os.Getenv(envRequire) == "1" {
-		t.Fatal(msg + " (" + envRequire + "=1 forbids skipping)")
-	}
-	t.Skip(msg)
-	return ""
+	return hbasetest.ZooKeeper(t)
 }
 
 // testLogger logs warnings and errors to the test log.
@@ -61,15 +41,6 @@ func (w testWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// randomPrefix is a table prefix no other test or run uses.
-func randomPrefix(t testing.TB) string {
-	var b [5]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		t.Fatal(err)
-	}
-	return "t" + hex.EncodeToString(b[:]) + "-"
-}
-
 // openTestStore opens a store with a fresh table prefix on the test HBase.
 // Cleanup drops the tables under the prefix (through a new store if the test
 // closed this one), then closes the store.
@@ -78,7 +49,7 @@ func openTestStore(t testing.TB, tune ...func(*Options)) *Store {
 	zk := testZK(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	opts := Options{Quorum: zk, TablePrefix: randomPrefix(t), Logger: testLogger(t)}
+	opts := Options{Quorum: zk, TablePrefix: hbasetest.UniquePrefix("t"), Logger: testLogger(t)}
 	for _, f := range tune {
 		f(&opts)
 	}
@@ -297,7 +268,7 @@ func TestOpenCloseLeavesNoGoroutines(t *testing.T) {
 	zk := testZK(t)
 	before := runtime.NumGoroutine()
 	ctx := ctxT(t)
-	s, err := Open(ctx, Options{Quorum: zk, TablePrefix: randomPrefix(t), Logger: testLogger(t)})
+	s, err := Open(ctx, Options{Quorum: zk, TablePrefix: hbasetest.UniquePrefix("t"), Logger: testLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
