@@ -34,12 +34,8 @@ func registerSchema(a *app) {
 }
 
 func printSchema(w io.Writer, c *commonFlags) error {
-	addr, err := c.address()
+	_, settings, err := c.resolve()
 	if err != nil {
-		return err
-	}
-	settings := c.schemaSettings(addr)
-	if err := c.validate(settings); err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "# hbtsdb schema format %d: bucket width %s, %d salt buckets; paste into `hbase shell`.\n",
@@ -53,12 +49,8 @@ func printSchema(w io.Writer, c *commonFlags) error {
 }
 
 func createSchema(ctx context.Context, c *commonFlags, logger *slog.Logger) error {
-	addr, err := c.address()
+	addr, settings, err := c.resolve()
 	if err != nil {
-		return err
-	}
-	settings := c.schemaSettings(addr)
-	if err := c.validate(settings); err != nil {
 		return err
 	}
 	st, err := c.openStore(ctx, addr, logger)
@@ -74,11 +66,10 @@ func createSchema(ctx context.Context, c *commonFlags, logger *slog.Logger) erro
 }
 
 func checkSchema(ctx context.Context, w io.Writer, c *commonFlags, print bool, logger *slog.Logger) error {
-	addr, err := c.address()
+	addr, want, err := c.resolve()
 	if err != nil {
 		return err
 	}
-	want := c.schemaSettings(addr)
 	st, err := c.openStore(ctx, addr, logger)
 	if err != nil {
 		return err

@@ -84,12 +84,8 @@ func (s *storeState) ready(ctx context.Context) error {
 }
 
 func serve(ctx context.Context, c *commonFlags, f *serveFlags, logger *slog.Logger) error {
-	addr, err := c.address()
+	addr, settings, err := c.resolve()
 	if err != nil {
-		return err
-	}
-	settings := c.schemaSettings(addr)
-	if err := c.validate(settings); err != nil {
 		return err
 	}
 	ln, err := net.Listen("tcp", *f.listen)

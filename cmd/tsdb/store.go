@@ -10,9 +10,18 @@ import (
 	"github.com/hbtsdb/hbtsdb/storage/backend"
 )
 
-// address parses --storage.
-func (c *commonFlags) address() (backend.Address, error) {
-	return backend.Parse(*c.storage)
+// resolve parses --storage and returns the schema settings this process is
+// configured with for that backend, checked.
+func (c *commonFlags) resolve() (backend.Address, schema.Settings, error) {
+	addr, err := backend.Parse(*c.storage)
+	if err != nil {
+		return backend.Address{}, schema.Settings{}, err
+	}
+	settings := c.schemaSettings(addr)
+	if err := settings.Validate(); err != nil {
+		return backend.Address{}, schema.Settings{}, fmt.Errorf("schema flags: %w", err)
+	}
+	return addr, settings, nil
 }
 
 // openStore opens the store --storage names.
@@ -51,12 +60,4 @@ func (c *commonFlags) tableOptions(settings schema.Settings) schema.TableOptions
 		Compression:       *c.compression,
 		SaltBuckets:       settings.SaltBuckets,
 	}
-}
-
-// validate checks the schema flags before anything is opened.
-func (c *commonFlags) validate(settings schema.Settings) error {
-	if err := settings.Validate(); err != nil {
-		return fmt.Errorf("schema flags: %w", err)
-	}
-	return nil
 }

@@ -1,6 +1,8 @@
 package embedded
 
 import (
+	"github.com/hbtsdb/hbtsdb/storage"
+
 	"bytes"
 	"encoding/binary"
 	"errors"
@@ -185,12 +187,9 @@ func parseCellSuffix(b, scratch []byte) (parsedCell, error) {
 // do not consist only of 0xFF bytes (none of ours do: each ends with a terminator
 // or starts with a namespace byte below 0xFF).
 func prefixEnd(p []byte) []byte {
-	end := append([]byte(nil), p...)
-	for i := len(end) - 1; i >= 0; i-- {
-		if end[i] < 0xFF {
-			end[i]++
-			return end[:i+1]
-		}
+	end := storage.PrefixEnd(p)
+	if end == nil {
+		panic("embedded: prefixEnd of an all-0xFF prefix")
 	}
-	panic("embedded: prefixEnd of an all-0xFF prefix")
+	return end
 }
