@@ -1,0 +1,126 @@
+package write
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/labels"
+)
+
+// Sample is one float sample: T in milliseconds since the Unix epoch, V bit-exact
+// (a Prometheus stale marker keeps its NaN payload).
+type Sample struct {
+	T int64
+	V float64
+}
+
+// Series is one label set (with __name__) and its samples, in any order.
+type Series struct {
+	Labels  labels.Labels
+	Samples []Sample
+}
+
+// Metadata describes a metric family, as remote write sends it.
+type Metadata struct {
+	// Metric is the metric family name (the __name__ of its series).
+	Metric string
+	Type   model.MetricType
+	Help   string
+	Unit   string
+}
+
+// Request is one write: what one remote-write or /api/put request carries once
+// decoded. Native histograms and exemplars are not stored yet; the decoder counts
+// them so the response can say they were not written.
+type Request struct {
+	Series   []Series
+	Metadata []Metadata
+}
+
+// Limits bound what one request may carry. Zero means "no limit" for each field;
+// DefaultLimits gives the defaults the server runs with.
+type Limits struct {
+	// MaxSeriesPerRequest and MaxSamplesPerRequest bound a whole request; over
+	// them the request is rejected whole.
+	MaxSeriesPerRequest  int
+	MaxSamplesPerRequest int
+	// MaxLabelsPerSeries, MaxLabelNameLength and MaxLabelValueLength (bytes)
+	// bound each series; a series over them is rejected.
+	MaxLabelsPerSeries  int
+	MaxLabelNameLength  int
+	MaxLabelValueLength int
+	// MaxFutureSkew rejects samples more than this far ahead of the server's
+	// clock (Prometheus' own receiver allows 10m).
+	MaxFutureSkew time.Duration
+	// MaxAge rejects samples older than now - MaxAge (the raw retention: they
+	// would expire at once).
+	MaxAge time.Duration
+}
+
+// DefaultLimits are the server's default limits.
+func DefaultLimits() Limits {
+	return Limits{
+		MaxSeriesPerRequest:  100_000,
+		MaxSamplesPerRequest: 500_000,
+		MaxLabelsPerSeries:   64,
+		MaxLabelNameLength:   1024,
+		MaxLabelValueLength:  4096,
+		MaxFutureSkew:        10 * time.Minute,
+		MaxAge:               400 * 24 * time.Hour,
+	}
+}
+
+// Result says what a Write stored.
+type Result struct {
+	// SeriesWritten and SamplesWritten count what was durably stored.
+	SeriesWritten  int
+	SamplesWritten int
+	// Rejected lists the series and samples that were not written because they are
+	// invalid; the rest of the request was written. Empty when all was written.
+	Rejected []Rejection
+}
+
+// Rejection is one invalid series or sample of a request.
+type Rejection struct {
+	// Series is the index of the series in Request.Series; Sample the index of the
+	// sample in that series, or -1 when the whole series was rejected.
+	Series, Sample int
+	// Samples is how many samples the rejection dropped.
+	Samples int
+	// Reason says what is wrong, naming the series, e.g.
+	// `label name "" is empty in series {__name__="up", ""="x"}`.
+	Reason string
+}
+
+// ErrInvalid is wrapped by errors about the request itself (too many series, ...);
+// such a request is rejected whole and nothing of it is written. HTTP: 400.
+var ErrInvalid = errors.New("invalid write request")
+
+// RejectionError summarizes Result.Rejected as an error for a 400 response.
+func RejectionError(res Result) error {
+	if len(res.Rejected) == 0 {
+		return nil
+	}
+	const show = 10
+	var b strings.Builder
+	dropped := 0
+	for _, r := range res.Rejected {
+		dropped += r.Samples
+	}
+	fmt.Fprintf(&b, "%d samples rejected, %d written:", dropped, res.SamplesWritten)
+	for i, r := range res.Rejected {
+		if i == show {
+			fmt.Fprintf(&b, "; and %d more", len(res.Rejected)-show)
+			break
+		}
+		b.WriteString(" ")
+		b.WriteString(r.Reason)
+		if i < len(res.Rejected)-1 && i < show-1 {
+			b.WriteString(";")
+		}
+	}
+	return fmt.Errorf("%w: %s", ErrInvalid, b.String())
+}
