@@ -15,15 +15,24 @@ import (
 // part of the batch failed.
 var errNotSent = errors.New("not sent: an earlier part of the batch failed")
 
-// mutateCall is one gohbase Mutate and the indices of the batch's mutations it
-// carries. gohbase gives a Mutate a single timestamp, so a call groups the
-// mutations of one row, kind and timestamp.
+// mutateCall is one HBase mutation and the indices of the batch's mutations it
+// carries: all the puts of one row (a rowPut, whose cells keep their own
+// timestamps), or the deletes of one row, kind and timestamp (a gohbase Mutate,
+// which has a single timestamp).
 type mutateCall struct {
 	kind   storage.MutationKind
 	row    []byte
-	ts     int64
-	values map[string]map[string][]byte
+	ts     int64                        // deletes only
+	values map[string]map[string][]byte // deletes only
+	cells  []putCell                    // puts only
+	cellAt map[cellKey]int              // puts only: index in cells of each cell
 	idx    []int
+}
+
+// cellKey identifies a cell version within a row.
+type cellKey struct {
+	family, qualifier string
+	ts                int64
 }
 
 type callKey struct {
@@ -32,9 +41,10 @@ type callKey struct {
 	ts   int64
 }
 
-// plan groups a batch into calls, one per (row, kind, timestamp), in the order of
-// each call's first mutation. Two puts of the same cell share a call, in which the
-// later value wins, as it does on the embedded store.
+// plan groups a batch into calls, in the order of each call's first mutation: one
+// for all the puts of a row, one per (row, kind, timestamp) for deletes. Two puts
+// of the same cell version share a call, in which the later value wins, as it does
+// on the embedded store.
 //
 // The calls of one batch may be sent in any order, retried, and (within a region)
 // given one sequence id by HBase: without NEW_VERSION_BEHAVIOR a delete up to T
@@ -48,15 +58,30 @@ func plan(muts []storage.Mutation) []*mutateCall {
 	)
 	for i, m := range muts {
 		key := callKey{string(m.Row), m.Kind, m.Timestamp}
+		if m.Kind == storage.KindPut {
+			key.ts = 0 // a row's puts share one call whatever their timestamps
+		}
 		c := byKey[key]
 		if c == nil {
-			c = &mutateCall{kind: m.Kind, row: m.Row, ts: m.Timestamp}
+			c = &mutateCall{kind: m.Kind, row: m.Row, ts: key.ts}
 			byKey[key] = c
 			calls = append(calls, c)
 		}
 		c.idx = append(c.idx, i)
 		switch m.Kind {
-		case storage.KindPut, storage.KindDeleteColumn:
+		case storage.KindPut:
+			if c.cellAt == nil {
+				c.cellAt = make(map[cellKey]int)
+			}
+			ck := cellKey{m.Family, string(m.Qualifier), m.Timestamp}
+			cell := putCell{family: m.Family, qualifier: m.Qualifier, ts: m.Timestamp, value: m.Value}
+			if j, dup := c.cellAt[ck]; dup {
+				c.cells[j] = cell
+			} else {
+				c.cellAt[ck] = len(c.cells)
+				c.cells = append(c.cells, cell)
+			}
+		case storage.KindDeleteColumn:
 			if c.values == nil {
 				c.values = make(map[string]map[string][]byte)
 			}
@@ -65,11 +90,7 @@ func plan(muts []storage.Mutation) []*mutateCall {
 				q = make(map[string][]byte)
 				c.values[m.Family] = q
 			}
-			if m.Kind == storage.KindPut {
-				q[string(m.Qualifier)] = nonNil(m.Value)
-			} else {
-				q[string(m.Qualifier)] = nil
-			}
+			q[string(m.Qualifier)] = nil
 		case storage.KindDeleteFamily:
 			if c.values == nil {
 				c.values = make(map[string]map[string][]byte)
@@ -89,15 +110,14 @@ func nonNil(b []byte) []byte {
 	return b
 }
 
-// mutate builds the gohbase Mutate of c.
-func (c *mutateCall) mutate(ctx context.Context, table []byte) (*hrpc.Mutate, error) {
-	ts := hrpc.TimestampUint64(uint64(c.ts))
+// mutate builds the HBase call of c.
+func (c *mutateCall) mutate(ctx context.Context, table []byte) (hrpc.Call, error) {
 	if c.kind == storage.KindPut {
-		return hrpc.NewPut(ctx, table, c.row, c.values, ts)
+		return newRowPut(ctx, table, c.row, c.cells)
 	}
 	// A delete with a timestamp removes every version up to it (HBase's
 	// DeleteColumns, DeleteFamily and a row Delete with a timestamp).
-	return hrpc.NewDel(ctx, table, c.row, c.values, ts)
+	return hrpc.NewDel(ctx, table, c.row, c.values, hrpc.TimestampUint64(uint64(c.ts)))
 }
 
 // Apply writes the mutations to table. Each row's mutations are applied atomically

@@ -182,7 +182,7 @@ create 'tsdb-meta', {NAME => 'm', VERSIONS => 1, TTL => 172800, COMPRESSION => '
 	}
 }
 
-func TestPlanGroupsByRowKindAndTimestamp(t *testing.T) {
+func TestPlanGroupsPutsByRowAndDeletesByTimestamp(t *testing.T) {
 	r1, r2 := []byte("r1"), []byte("r2")
 	muts := []storage.Mutation{
 		storage.Put(r1, "f", []byte("a"), 5, []byte("1")),
@@ -201,14 +201,19 @@ func TestPlanGroupsByRowKindAndTimestamp(t *testing.T) {
 		got = append(got, fmt.Sprintf("%s:%s@%d%v", c.kind, c.row, c.ts, c.idx))
 	}
 	want := []string{
-		"put:r1@5[0 1 3]", "put:r2@6[2]", "delete-column:r2@10[4 5]", "put:r1@7[6]",
+		"put:r1@0[0 1 3 6]", "put:r2@0[2]", "delete-column:r2@10[4 5]",
 		"delete-row:r1@100[7]", "delete-family:r1@100[8]",
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("plan:\n got %v\nwant %v", got, want)
 	}
-	if v := string(calls[0].values["f"]["a"]); v != "4" {
-		t.Errorf("two puts of one cell: the call carries %q, want the later %q", v, "4")
+	var cells []string
+	for _, c := range calls[0].cells {
+		cells = append(cells, fmt.Sprintf("%s:%s@%d=%s", c.family, c.qualifier, c.ts, c.value))
+	}
+	// Two puts of one cell version: the later value, in the place of the first.
+	if want := []string{"f:a@5=4", "f:b@5=2", "f:c@7=5"}; !slices.Equal(cells, want) {
+		t.Errorf("cells of r1's put:\n got %v\nwant %v", cells, want)
 	}
 }
 
@@ -573,8 +578,10 @@ func TestApplyInChunks(t *testing.T) {
 			notSent++
 		}
 	}
-	if notSent != 18 {
-		t.Errorf("%d mutations not sent, want 18 (all but the first chunk of 7)", notSent)
+	// 25 puts over 10 rows are 10 calls (one per row); the first chunk of 7 calls
+	// carries rows r00-r06; the puts of r07, r08 and r09 (6 of them) are not sent.
+	if notSent != 6 {
+		t.Errorf("%d mutations not sent, want 6 (the puts of the rows after the first chunk of 7)", notSent)
 	}
 }
 

@@ -17,7 +17,7 @@ const (
 	DefaultZookeeperTimeout    = 30 * time.Second
 	DefaultRegionLookupTimeout = 30 * time.Second
 	DefaultRegionReadTimeout   = 30 * time.Second
-	DefaultFlushInterval       = 20 * time.Millisecond
+	DefaultFlushInterval       = time.Millisecond
 	DefaultRPCQueueSize        = 100
 	DefaultMaxBatchCalls       = 1000
 	DefaultProbeTimeout        = 30 * time.Second
@@ -47,7 +47,9 @@ type Options struct {
 	// connection is considered dead and the calls on it are retried elsewhere [30s].
 	RegionReadTimeout time.Duration
 	// FlushInterval is how long gohbase waits to fill a multi request before sending
-	// it to a region server [20ms].
+	// it to a region server [1ms]. Every Apply waits for its last, partial multi
+	// request; gohbase's own 20ms default cut batched-put throughput from 132k to
+	// 38k cells/s in storagetest's BatchPut (10 rows of 100 cells per Apply).
 	FlushInterval time.Duration
 	// RPCQueueSize is how many calls gohbase puts in one multi request [100].
 	RPCQueueSize int
