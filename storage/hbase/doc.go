@@ -21,9 +21,10 @@
 // flush and 586 ms instead of 219 ms after one. storage/doc.go (Deletes) says how
 // callers avoid depending on the difference.
 //
-// Mutations become hrpc.Mutate calls, one per (row, kind, timestamp), since a
-// gohbase Mutate carries one timestamp: puts of a row at one timestamp share a
-// call, DeleteColumn is a DeleteColumns of the qualifier up to the timestamp,
+// All the puts of a row in one Apply become one HBase Put whose cells keep their
+// own timestamps (rowPut writes the cell block itself: a gohbase Mutate carries a
+// single timestamp). Deletes are gohbase Mutates, one per (row, kind, timestamp):
+// DeleteColumn is a DeleteColumns of the qualifier up to the timestamp,
 // DeleteFamily a family delete and DeleteRow a whole-row delete, both up to the
 // timestamp. Apply sends the calls with SendBatch, at most Options.MaxBatchCalls
 // at a time (see plan). Get is an hrpc.Get, GetRows a SendBatch of Gets, Scan an
