@@ -1,6 +1,108 @@
 // Package promapi is hbtsdb's HTTP surface: the operational endpoints (/-/healthy,
-// /-/ready), and, as they land, Prometheus remote write and read, the Prometheus
-// HTTP API and the native JSON API. It wires requests to the layers below and maps
-// their errors to status codes in one place; it holds no storage logic and never
-// imports a storage backend.
+// /-/ready), the write endpoints (Prometheus remote write on POST /api/v1/write,
+// OpenTSDB's POST /api/put) and, as they land, remote read, the Prometheus HTTP API
+// and the rest of the native JSON API. It decodes requests, hands them to the
+// layers below (a Writer: write.Writer or db.DB) and maps their errors to status
+// codes in one place (statusOf); it holds no storage logic and never imports a
+// storage backend.
+//
+// # Remote write (POST /api/v1/write)
+//
+// Both protocols are served on one path: remote write 1.0
+// (https://prometheus.io/docs/specs/remote_write_spec/, prometheus.WriteRequest)
+// and 2.0 (https://prometheus.io/docs/specs/remote_write_spec_2_0/,
+// io.prometheus.write.v2.Request, chosen by Content-Type's proto parameter).
+// Content negotiation and the 2.0 X-Prometheus-Remote-Write-*-Written response
+// headers come from client_golang's remote.NewWriteHandler; the snappy decoding
+// middleware and the Store behind it are ours.
+//
+// Prometheus' own storage/remote.NewWriteHandler, which db.DB could plug into, is
+// not used, because its semantics do not fit what hbtsdb promises:
+//   - on 1.0 it drops series with invalid labels (no __name__, duplicate names,
+//     invalid UTF-8) and still answers 204, which the 1.0 spec forbids ("Receivers
+//     MUST return a HTTP 400 status code for write requests that contain any
+//     invalid samples") and which loses data silently;
+//   - its limits are constants: samples more than 10 minutes ahead are rejected,
+//     and the decoded body may be at most 32 MiB; ours are flags, and samples older
+//     than the raw retention are rejected too (they would expire at once);
+//   - it cannot say which sample of a partial write failed and why the way the
+//     write pipeline's Result does.
+//
+// Decisions, each following the spec line quoted:
+//   - Status codes. All written: 204 ("the status code SHOULD be 204 HTTP No
+//     Content", 2.0 Response). Any invalid series or sample: 400 with a
+//     human-readable message naming how many samples were rejected and why, the
+//     valid rest written ("Receivers MAY write valid samples within a write request
+//     that also contains some invalid or otherwise unwritten samples ... the
+//     Receiver MUST return non-2xx status code", 2.0 Partial Write; "MUST return a
+//     400 HTTP Bad Request status code for write requests that contain any invalid
+//     samples", 2.0 Invalid Samples). Unsupported Content-Type, proto message or
+//     Content-Encoding: 415 (2.0 Unsupported Request Content). A store that fails:
+//     503 when it is unavailable or closed, 500 otherwise, and nothing is
+//     acknowledged ("Senders MUST retry write requests on 5xx HTTP", 2.0 Retries
+//     & Backoff); a retried request rewrites the same cells, so it is idempotent,
+//     as "Retries on Partial Writes" requires. Too many requests in flight: 429
+//     with Retry-After, before the body is read ("Receivers MAY return a 429 ...
+//     MAY return the Retry-After header").
+//   - 4xx other than 429 means "do not retry" ("Senders MUST NOT retry on a 4xx
+//     HTTP status codes (other than 429), which MUST be used by Receivers to
+//     indicate that the write operation will never be able to succeed"), so every
+//     4xx here is something the sender must fix: malformed body, invalid data,
+//     limits.
+//   - Native histograms and exemplars are not stored yet. "Receivers MUST NOT
+//     return a 2xx HTTP status code if any of the pieces of sent data known to the
+//     Receiver (e.g. Samples, Histograms, Exemplars) were NOT written successfully"
+//     and "Receivers MAY NOT support certain metric types or samples ... MUST
+//     return a 400" (2.0 Response, Invalid Samples): a request carrying any is
+//     answered 400 naming how many histogram samples and exemplars were not
+//     written; its float samples are written, and on 2.0 the Written headers count
+//     exactly that (Histograms-Written and Exemplars-Written are 0). 1.0 has no
+//     headers, so the 400's message is the only account; 1.0 senders do not retry
+//     a 400, and Prometheus sends histograms and exemplars only when configured to
+//     (send_native_histograms, send_exemplars).
+//   - Symbols (2.0): symbols[0] must be "", every reference must be inside the
+//     table and labels_refs must hold pairs ("References MUST point to the
+//     existing index in the symbols string array", 2.0 Symbols). A message that
+//     breaks this is corrupt as a whole: 400, nothing written.
+//   - Created timestamps (2.0) are accepted and not stored; metadata
+//     (type/help/unit, per series in 2.0, per family in 1.0) is handed to the
+//     writer, once per metric name.
+//   - A missing Content-Type is 1.0's application/x-protobuf and a missing
+//     Content-Encoding is snappy, as client_golang and Prometheus treat them.
+//   - Body limits (--write.max-body-bytes, --write.max-decompressed-bytes): a
+//     Content-Length over the first is 413 before anything is read, as is a body
+//     that turns out larger; a snappy block states its decoded length in its
+//     header, which is checked against the second before decoding (400, as
+//     client_golang's SnappyDecodeMiddleware answers). An empty body, garbage, a
+//     truncated block or snappy's framed format (the specs require the block
+//     format) is 400.
+//
+// # OpenTSDB put (POST /api/put)
+//
+// The body is one datapoint object or an array of them, optionally gzip-encoded
+// (scollector sends gzip): {"metric": M, "timestamp": T, "value": V, "tags": {...}}.
+// The metric becomes __name__ and the tags the other labels. Following OpenTSDB
+// 2.4 (http://opentsdb.net/docs/build/html/api_http/put.html, PutDataPointRpc,
+// IncomingDataPoint.validate, TSDB.addPoint):
+//   - T is seconds when it fits in 32 bits, milliseconds in [1e12, 9999999999999]
+//     otherwise (OpenTSDB's SECOND_MASK rule), and must be positive; a JSON integer
+//     or a string of digits. V is a JSON number or a numeric string, parsed as a
+//     float64 (integers beyond 2^53 are rounded); NaN and ±Inf are rejected
+//     ("value is NaN or Infinite"), as OpenTSDB does. At least one tag is
+//     required. The error texts are OpenTSDB's.
+//   - Each datapoint stands alone: valid ones are written while invalid ones fail.
+//     Unparseable JSON fails the whole request. Datapoints with invalid UTF-8 fail
+//     (encoding/json would otherwise replace the bytes silently).
+//   - Responses: 204 when all were written; ?summary gives {"failed":F,"success":S}
+//     and ?details adds "errors":[{"datapoint":{...},"error":"..."}], with 200 when
+//     nothing failed and 400 when something did; without either, a failure is a 400
+//     with OpenTSDB's {"error":{"code":400,"message":"One or more data points had
+//     errors",...}}. Request-level failures use the same error object. A store
+//     failure is a 5xx (OpenTSDB reports it per datapoint instead): nothing is
+//     acknowledged and the client may retry.
+//
+// Both write endpoints share one concurrency bound and the body limits (see
+// WriteLimits); what a decoded request may carry is bounded by write.Limits in the
+// write pipeline. A rejected or failed request is logged in one line (warn for the
+// client's fault, error for the server's), never one line per sample.
 package promapi

@@ -20,6 +20,12 @@ type Options struct {
 	ReadyTimeout time.Duration
 	// Logger receives one line per failed request worth an operator's attention.
 	Logger *slog.Logger
+	// Writer stores what POST /api/v1/write and POST /api/put decode. nil answers
+	// them 503 (no store yet).
+	Writer Writer
+	// WriteLimits bound the write endpoints' requests; zero fields take the
+	// defaults of DefaultWriteLimits.
+	WriteLimits WriteLimits
 }
 
 // NewRouter returns the handler of every endpoint hbtsdb serves.
@@ -33,6 +39,9 @@ func NewRouter(opts Options) http.Handler {
 	r := mux.NewRouter()
 	r.HandleFunc("/-/healthy", healthy).Methods(http.MethodGet, http.MethodHead)
 	r.HandleFunc("/-/ready", ready(opts)).Methods(http.MethodGet, http.MethodHead)
+	wh := newWriteHandler(opts)
+	r.Handle("/api/v1/write", wh.remoteWrite()).Methods(http.MethodPost)
+	r.Handle("/api/put", wh.put()).Methods(http.MethodPost)
 	return recoverPanics(opts.Logger, r)
 }
 

@@ -7,13 +7,18 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
+
+	"github.com/alecthomas/units"
+	"github.com/prometheus/common/model"
 
 	"github.com/hbtsdb/hbtsdb/promapi"
 	"github.com/hbtsdb/hbtsdb/schema"
 	"github.com/hbtsdb/hbtsdb/storage"
 	"github.com/hbtsdb/hbtsdb/storage/backend"
+	"github.com/hbtsdb/hbtsdb/write"
 )
 
 type serveFlags struct {
@@ -21,6 +26,87 @@ type serveFlags struct {
 	autoCreate      *bool
 	shutdownTimeout *time.Duration
 	retryMax        *time.Duration
+	write           writeFlags
+}
+
+// writeFlags are the limits of the write endpoints (/api/v1/write, /api/put): the
+// HTTP side (promapi.WriteLimits) and what one request may carry (write.Limits).
+type writeFlags struct {
+	maxBodyBytes         *units.Base2Bytes
+	maxDecompressedBytes *units.Base2Bytes
+	maxConcurrent        *int
+	maxSeries            *int
+	maxSamples           *int
+	maxLabels            *int
+	maxLabelName         *int
+	maxLabelValue        *int
+	maxFutureSkew        *time.Duration
+}
+
+func registerWriteFlags(cmd flagger) writeFlags {
+	d, h := write.DefaultLimits(), promapi.DefaultWriteLimits()
+	itoa := strconv.Itoa
+	return writeFlags{
+		maxBodyBytes: flag(cmd, "write.max-body-bytes", "Largest write request body as sent (snappy- or gzip-compressed); "+
+			"larger is answered 413 before it is read.").Default(units.Base2Bytes(h.MaxBodyBytes).String()).Bytes(),
+		maxDecompressedBytes: flag(cmd, "write.max-decompressed-bytes", "Largest write request body once decompressed; "+
+			"larger is answered 400 before it is decoded.").Default(units.Base2Bytes(h.MaxDecompressedBytes).String()).Bytes(),
+		maxConcurrent: flag(cmd, "write.max-concurrent-requests", "Write requests served at once; one more is answered 429 "+
+			"with Retry-After before its body is read.").Default(itoa(h.MaxConcurrentRequests)).Int(),
+		maxSeries: flag(cmd, "write.max-series-per-request", "Most series in one write request; over it the request is "+
+			"rejected whole (400). 0: no limit.").Default(itoa(d.MaxSeriesPerRequest)).Int(),
+		maxSamples: flag(cmd, "write.max-samples-per-request", "Most samples in one write request; over it the request is "+
+			"rejected whole (400). 0: no limit.").Default(itoa(d.MaxSamplesPerRequest)).Int(),
+		maxLabels: flag(cmd, "write.max-labels-per-series", "Most labels (with __name__) of one series; a series over it "+
+			"is rejected. 0: no limit.").Default(itoa(d.MaxLabelsPerSeries)).Int(),
+		maxLabelName: flag(cmd, "write.max-label-name-length", "Longest label name in bytes; a series over it is rejected. "+
+			"0: no limit.").Default(itoa(d.MaxLabelNameLength)).Int(),
+		maxLabelValue: flag(cmd, "write.max-label-value-length", "Longest label value in bytes; a series over it is "+
+			"rejected. 0: no limit.").Default(itoa(d.MaxLabelValueLength)).Int(),
+		maxFutureSkew: durationFlag(flag(cmd, "write.max-future-skew", "Samples further than this ahead of the server's clock "+
+			"are rejected. Samples older than --retention.raw are rejected too: they would expire at once."),
+			model.Duration(d.MaxFutureSkew).String()),
+	}
+}
+
+// httpLimits are the limits of promapi's write endpoints.
+func (f writeFlags) httpLimits() promapi.WriteLimits {
+	return promapi.WriteLimits{
+		MaxBodyBytes:          int64(*f.maxBodyBytes),
+		MaxDecompressedBytes:  int64(*f.maxDecompressedBytes),
+		MaxConcurrentRequests: *f.maxConcurrent,
+	}
+}
+
+// limits are the limits of the write pipeline; maxAge is the raw retention (0:
+// kept forever, so no age limit).
+func (f writeFlags) limits(maxAge time.Duration) write.Limits {
+	return write.Limits{
+		MaxSeriesPerRequest:  *f.maxSeries,
+		MaxSamplesPerRequest: *f.maxSamples,
+		MaxLabelsPerSeries:   *f.maxLabels,
+		MaxLabelNameLength:   *f.maxLabelName,
+		MaxLabelValueLength:  *f.maxLabelValue,
+		MaxFutureSkew:        *f.maxFutureSkew,
+		MaxAge:               maxAge,
+	}
+}
+
+// check refuses limits that cannot work.
+func (f writeFlags) check() error {
+	switch {
+	case *f.maxBodyBytes <= 0:
+		return fmt.Errorf("--write.max-body-bytes must be positive, got %s", f.maxBodyBytes)
+	case *f.maxDecompressedBytes <= 0:
+		return fmt.Errorf("--write.max-decompressed-bytes must be positive, got %s", f.maxDecompressedBytes)
+	case *f.maxConcurrent <= 0:
+		return fmt.Errorf("--write.max-concurrent-requests must be positive, got %d", *f.maxConcurrent)
+	case *f.maxSeries < 0 || *f.maxSamples < 0 || *f.maxLabels < 0 || *f.maxLabelName < 0 || *f.maxLabelValue < 0:
+		return errors.New("--write.max-* limits must not be negative (0 means no limit)")
+	case *f.maxFutureSkew < 0:
+		return fmt.Errorf("--write.max-future-skew must not be negative, got %s", *f.maxFutureSkew)
+	}
+	return nil
 }
 
 func registerServe(a *app) {
@@ -32,6 +118,7 @@ func registerServe(a *app) {
 		autoCreate:      flag(cmd, "schema.auto-create", "Create missing tables and the schema meta row at start; when false, a store without them is an error (create them with tsdb schema create).").Default("true").Bool(),
 		shutdownTimeout: durationFlag(flag(cmd, "shutdown-timeout", "How long SIGINT/SIGTERM waits for in-flight requests before closing the store."), "30s"),
 		retryMax:        durationFlag(flag(cmd, "storage.retry-max-backoff", "Longest wait between attempts to reach an unavailable store at start."), "30s"),
+		write:           registerWriteFlags(cmd),
 	}
 	a.actions[cmd.FullCommand()] = func(ctx context.Context, logger *slog.Logger) error {
 		return serve(ctx, a.common, f, logger)
@@ -88,13 +175,17 @@ func serve(ctx context.Context, c *commonFlags, f *serveFlags, logger *slog.Logg
 	if err != nil {
 		return err
 	}
+	if err := f.write.check(); err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", *f.listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w (is another tsdb running? choose another --listen)", *f.listen, err)
 	}
 	state := &storeState{}
 	srv := &http.Server{
-		Handler:           promapi.NewRouter(promapi.Options{Ready: state.ready, Logger: logger}),
+		Handler: promapi.NewRouter(promapi.Options{Ready: state.ready, Logger: logger,
+			WriteLimits: f.write.httpLimits()}),
 		ReadHeaderTimeout: 30 * time.Second,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}

@@ -1,0 +1,72 @@
+package promapi
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+
+	"github.com/hbtsdb/hbtsdb/storage"
+	"github.com/hbtsdb/hbtsdb/write"
+)
+
+// Sentinel errors of the HTTP surface. Request errors that are the client's fault
+// and that retrying cannot fix wrap write.ErrInvalid (400).
+var (
+	// errUnsupportedMedia: a Content-Type, proto message or Content-Encoding this
+	// server does not accept. HTTP 415.
+	errUnsupportedMedia = errors.New("unsupported media type")
+	// errContentTooLarge: the request body (as sent, before decompression) is over
+	// --write.max-body-bytes. HTTP 413.
+	errContentTooLarge = errors.New("request body too large")
+	// errOverloaded: more than --write.max-concurrent-requests write requests are
+	// in flight. HTTP 429 with Retry-After.
+	errOverloaded = errors.New("too many concurrent write requests")
+	// errNoWriter: the server has no store to write to (yet). HTTP 503.
+	errNoWriter = errors.New("the store is not open yet")
+)
+
+// statusOf is the one place where an error becomes an HTTP status code.
+//
+// The remote-write specs decide the classes: "Receivers MUST respond with HTTP
+// status code 5xx when the write fails and SHOULD be retried. They MUST respond
+// with HTTP status code 4xx when the request is invalid, will never be able to
+// succeed and should not be retried" (1.0, Retries & Backoff); 429 is the
+// overloaded-server answer a sender MAY retry (2.0, Retries & Backoff); 415 is for
+// an unsupported content type or encoding (2.0, Unsupported Request Content).
+// Everything that is not known to be the client's fault is a 5xx, so that a
+// sender retries instead of dropping data.
+func statusOf(err error) int {
+	switch {
+	case err == nil:
+		return http.StatusNoContent
+	case errors.Is(err, errUnsupportedMedia):
+		return http.StatusUnsupportedMediaType
+	case errors.Is(err, errContentTooLarge):
+		return http.StatusRequestEntityTooLarge
+	case errors.Is(err, errOverloaded):
+		return http.StatusTooManyRequests
+	case errors.Is(err, write.ErrInvalid), errors.Is(err, storage.ErrInvalidArgument):
+		// storage.ErrInvalidArgument: the store refused the data itself (retrying
+		// "will not help", storage.go); nothing of the batch is stored.
+		return http.StatusBadRequest
+	case errors.Is(err, storage.ErrUnavailable), errors.Is(err, storage.ErrClosed),
+		errors.Is(err, errNoWriter), errors.Is(err, context.DeadlineExceeded):
+		return http.StatusServiceUnavailable
+	default:
+		// A dropped table, a bug, a cancelled request: not the client's fault.
+		return http.StatusInternalServerError
+	}
+}
+
+// logWriteFailure logs the one line a failed write request is worth: a warning for
+// a request the client must fix, an error for one the server failed.
+func logWriteFailure(logger *slog.Logger, r *http.Request, status int, err error, attrs ...any) {
+	level, msg := slog.LevelWarn, "write request rejected"
+	if status >= 500 {
+		level, msg = slog.LevelError, "write request failed"
+	}
+	attrs = append([]any{"path", r.URL.Path, "status", status, "remote", r.RemoteAddr,
+		"user_agent", r.UserAgent(), "err", err}, attrs...)
+	logger.Log(r.Context(), level, msg, attrs...)
+}

@@ -1,0 +1,291 @@
+package promapi
+
+// Pure HTTP tests of the write endpoints: status mapping, headers, the concurrency
+// bound and decoding. They use a scripted Writer, which stands in for the store
+// only where the store's behaviour is the input (a store that fails, or that
+// blocks). Every endpoint is also tested end to end against the real write
+// pipeline on both backends in write_test.go.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/prompb"
+	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
+
+	"github.com/hbtsdb/hbtsdb/storage"
+	"github.com/hbtsdb/hbtsdb/write"
+)
+
+// scriptedWriter answers every Write with err, or with a Result counting every
+// sample as written; block, if set, holds each Write until it is closed.
+type scriptedWriter struct {
+	err   error
+	block chan struct{}
+	calls atomic.Int32
+	mu    sync.Mutex
+	last  *write.Request
+}
+
+func (w *scriptedWriter) Write(ctx context.Context, req *write.Request) (write.Result, error) {
+	w.calls.Add(1)
+	w.mu.Lock()
+	w.last = req
+	w.mu.Unlock()
+	if w.block != nil {
+		<-w.block
+	}
+	if w.err != nil {
+		return write.Result{}, w.err
+	}
+	res := write.Result{SeriesWritten: len(req.Series)}
+	for _, s := range req.Series {
+		res.SamplesWritten += len(s.Samples)
+	}
+	return res, nil
+}
+
+func TestStatusOfEveryErrorClass(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want int
+	}{
+		{nil, 204},
+		{fmt.Errorf("%w: x", write.ErrInvalid), 400},
+		{fmt.Errorf("put: %w", storage.ErrInvalidArgument), 400},
+		{fmt.Errorf("%w: x", errUnsupportedMedia), 415},
+		{fmt.Errorf("%w: x", errContentTooLarge), 413},
+		{fmt.Errorf("%w: x", errOverloaded), 429},
+		{fmt.Errorf("hbase: %w", storage.ErrUnavailable), 503},
+		{fmt.Errorf("apply: %w", storage.ErrClosed), 503},
+		{errNoWriter, 503},
+		{fmt.Errorf("scan: %w", context.DeadlineExceeded), 503},
+		{fmt.Errorf("apply: %w", storage.ErrTableNotFound), 500},
+		{errors.New("something broke"), 500},
+	} {
+		if got := statusOf(tc.err); got != tc.want {
+			t.Errorf("statusOf(%v) = %d, want %d", tc.err, got, tc.want)
+		}
+	}
+}
+
+func okV1(t testing.TB) []byte {
+	return marshalV1(t, &prompb.WriteRequest{Timeseries: []prompb.TimeSeries{
+		v1Series(labels.FromStrings("__name__", "up", "job", "a"), prompb.Sample{Timestamp: time.Now().UnixMilli(), Value: 1}),
+	}})
+}
+
+func okV2(t testing.TB) []byte {
+	return marshalV2(t, v2Request(v2In{labels: labels.FromStrings("__name__", "up", "job", "a"),
+		samples: []writev2.Sample{{Timestamp: time.Now().UnixMilli(), Value: 1}}}))
+}
+
+func TestStoreFailureIsRetriableAndAcknowledgesNothing(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		err    error
+		status int
+	}{
+		{"store unavailable", fmt.Errorf("hbase: region server down: %w", storage.ErrUnavailable), 503},
+		{"store closed", fmt.Errorf("embedded: %w", storage.ErrClosed), 503},
+		{"table dropped", fmt.Errorf("apply data: %w", storage.ErrTableNotFound), 500},
+		{"request rejected whole", fmt.Errorf("%w: 3 series is over the limit of 2 series per request", write.ErrInvalid), 400},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(NewRouter(Options{Writer: &scriptedWriter{err: tc.err}}))
+			defer srv.Close()
+			r := post(t, srv.URL+"/api/v1/write", remoteHeaders(ctV2), okV2(t))
+			if r.status != tc.status || r.body != tc.err.Error()+"\n" {
+				t.Errorf("v2: %d %q, want %d %q", r.status, r.body, tc.status, tc.err.Error())
+			}
+			if got := r.header.Get(headerSamplesWritten); got != "0" {
+				t.Errorf("v2 %s = %q, want 0: nothing is acknowledged", headerSamplesWritten, got)
+			}
+			r = post(t, srv.URL+"/api/v1/write", remoteHeaders(ctV1), okV1(t))
+			if r.status != tc.status || r.body != tc.err.Error()+"\n" {
+				t.Errorf("v1: %d %q, want %d", r.status, r.body, tc.status)
+			}
+			if got := r.header.Get(headerSamplesWritten); got != "" {
+				t.Errorf("v1 response has %s = %q; 1.0 has no such header", headerSamplesWritten, got)
+			}
+			r = post(t, srv.URL+"/api/put", nil, []byte(`{"metric":"m","timestamp":1700000000,"value":1,"tags":{"host":"a"}}`))
+			msg := strings.TrimPrefix(tc.err.Error(), write.ErrInvalid.Error()+": ")
+			want := fmt.Sprintf(`{"error":{"code":%d,"message":%q}}`+"\n", tc.status, msg)
+			if r.status != tc.status || r.body != want {
+				t.Errorf("/api/put: %d %s, want %d %s", r.status, r.body, tc.status, want)
+			}
+		})
+	}
+}
+
+func TestNoWriterYetIs503(t *testing.T) {
+	srv := httptest.NewServer(NewRouter(Options{}))
+	defer srv.Close()
+	r := post(t, srv.URL+"/api/v1/write", remoteHeaders(ctV1), okV1(t))
+	if r.status != 503 || r.body != "the store is not open yet\n" {
+		t.Fatalf("write without a store: %d %q", r.status, r.body)
+	}
+}
+
+// countingBody records whether a handler read the request body.
+type countingBody struct {
+	io.Reader
+	read atomic.Bool
+}
+
+func (b *countingBody) Read(p []byte) (int, error) { b.read.Store(true); return b.Reader.Read(p) }
+func (b *countingBody) Close() error               { return nil }
+
+func TestConcurrencyLimitAnswers429BeforeReadingTheBody(t *testing.T) {
+	w := &scriptedWriter{block: make(chan struct{})}
+	h := NewRouter(Options{Writer: w, WriteLimits: WriteLimits{MaxConcurrentRequests: 2, RetryAfter: 3 * time.Second}})
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+
+	var wg sync.WaitGroup
+	results := make(chan response, 2)
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results <- post(t, srv.URL+"/api/v1/write", remoteHeaders(ctV1), okV1(t))
+		}()
+	}
+	for w.calls.Load() < 2 { // both requests are inside the writer
+		time.Sleep(time.Millisecond)
+	}
+	for _, path := range []string{"/api/v1/write", "/api/put"} {
+		body := &countingBody{Reader: strings.NewReader("never read")}
+		req := httptest.NewRequest(http.MethodPost, path, body)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != 429 || rec.Header().Get("Retry-After") != "3" {
+			t.Errorf("%s over the limit: %d Retry-After %q, want 429 and 3", path, rec.Code, rec.Header().Get("Retry-After"))
+		}
+		if !strings.Contains(rec.Body.String(), "more than 2 write requests in flight (--write.max-concurrent-requests)") {
+			t.Errorf("%s over the limit: body %q", path, rec.Body.String())
+		}
+		if body.read.Load() {
+			t.Errorf("%s over the limit read the request body", path)
+		}
+	}
+	close(w.block)
+	wg.Wait()
+	close(results)
+	for r := range results {
+		if r.status != 204 {
+			t.Errorf("request within the limit: %d %q", r.status, r.body)
+		}
+	}
+	// The slots are free again.
+	if r := post(t, srv.URL+"/api/v1/write", remoteHeaders(ctV1), okV1(t)); r.status != 204 {
+		t.Errorf("after the burst: %d %q", r.status, r.body)
+	}
+}
+
+// panickingWriter is a bug in the layers below.
+type panickingWriter struct{}
+
+func (panickingWriter) Write(context.Context, *write.Request) (write.Result, error) {
+	panic("index out of range")
+}
+
+func TestPanicInTheWritePathIs500(t *testing.T) {
+	srv := httptest.NewServer(NewRouter(Options{Writer: panickingWriter{}, Logger: slog.New(slog.DiscardHandler)}))
+	defer srv.Close()
+	for _, tc := range []struct {
+		path string
+		body []byte
+		hdr  map[string]string
+	}{
+		{"/api/v1/write", okV1(t), remoteHeaders(ctV1)},
+		{"/api/put", []byte(`{"metric":"m","timestamp":1700000000,"value":1,"tags":{"host":"a"}}`), nil},
+	} {
+		if r := post(t, srv.URL+tc.path, tc.hdr, tc.body); r.status != 500 || r.body != "internal server error\n" {
+			t.Errorf("%s with a panicking writer: %d %q", tc.path, r.status, r.body)
+		}
+	}
+}
+
+func TestV1DecodingKeepsValuesAndMetadata(t *testing.T) {
+	stale := math.Float64frombits(0x7ff0000000000002)
+	msg := &prompb.WriteRequest{
+		Timeseries: []prompb.TimeSeries{
+			{Labels: v1Labels("job", "a", "__name__", "up"), // unsorted on the wire
+				Samples: []prompb.Sample{{Timestamp: 1, Value: stale}, {Timestamp: 2, Value: math.Copysign(0, -1)}}},
+			{Labels: v1Labels("__name__", "h"), Histograms: []prompb.Histogram{{Timestamp: 1}, {Timestamp: 2}}},
+			{Labels: v1Labels("__name__", "e"), Samples: []prompb.Sample{{Timestamp: 3, Value: 3}},
+				Exemplars: []prompb.Exemplar{{Timestamp: 3, Value: 1}}},
+		},
+		Metadata: []prompb.MetricMetadata{{Type: prompb.MetricMetadata_COUNTER, MetricFamilyName: "up", Help: "h", Unit: "seconds"}},
+	}
+	req, dropped := fromV1(msg)
+	if dropped != (notStored{histograms: 2, exemplars: 1}) {
+		t.Errorf("dropped = %+v", dropped)
+	}
+	if len(req.Series) != 2 || !labels.Equal(req.Series[0].Labels, labels.FromStrings("__name__", "up", "job", "a")) {
+		t.Fatalf("series = %+v", req.Series)
+	}
+	if got := math.Float64bits(req.Series[0].Samples[0].V); got != 0x7ff0000000000002 {
+		t.Errorf("stale marker bits = %x", got)
+	}
+	if got := math.Float64bits(req.Series[0].Samples[1].V); got != math.Float64bits(math.Copysign(0, -1)) {
+		t.Errorf("-0 bits = %x", got)
+	}
+	want := write.Metadata{Metric: "up", Type: model.MetricTypeCounter, Help: "h", Unit: "seconds"}
+	if len(req.Metadata) != 1 || req.Metadata[0] != want {
+		t.Errorf("metadata = %+v, want %+v", req.Metadata, want)
+	}
+}
+
+func TestV2DecodingResolvesSymbolsAndMetadata(t *testing.T) {
+	msg := v2Request(
+		v2In{labels: labels.FromStrings("__name__", "http_requests_total", "code", "200"),
+			samples: []writev2.Sample{{Timestamp: 5, Value: 7}}, typ: writev2.Metadata_METRIC_TYPE_COUNTER, help: "Requests.", unit: "requests"},
+		v2In{labels: labels.FromStrings("__name__", "http_requests_total", "code", "500"),
+			samples: []writev2.Sample{{Timestamp: 5, Value: 1}}, typ: writev2.Metadata_METRIC_TYPE_COUNTER, help: "Requests.", unit: "requests"},
+		v2In{labels: labels.FromStrings("__name__", "lat"), histograms: []writev2.Histogram{{Timestamp: 5}}},
+	)
+	req, dropped, err := fromV2(msg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dropped != (notStored{histograms: 1}) {
+		t.Errorf("dropped = %+v", dropped)
+	}
+	if len(req.Series) != 2 || req.Series[1].Labels.Get("code") != "500" || req.Series[1].Samples[0] != (write.Sample{T: 5, V: 1}) {
+		t.Errorf("series = %+v", req.Series)
+	}
+	want := write.Metadata{Metric: "http_requests_total", Type: model.MetricTypeCounter, Help: "Requests.", Unit: "requests"}
+	if len(req.Metadata) != 1 || req.Metadata[0] != want {
+		t.Errorf("metadata = %+v, want one %+v", req.Metadata, want)
+	}
+}
+
+func TestV2HeadersCountWhatWasWritten(t *testing.T) {
+	srv := httptest.NewServer(NewRouter(Options{Writer: &scriptedWriter{}}))
+	defer srv.Close()
+	now := time.Now().UnixMilli()
+	body := marshalV2(t, v2Request(
+		v2In{labels: labels.FromStrings("__name__", "a"), samples: []writev2.Sample{{Timestamp: now, Value: 1}, {Timestamp: now + 1, Value: 2}}},
+		v2In{labels: labels.FromStrings("__name__", "b"), samples: []writev2.Sample{{Timestamp: now, Value: 1}}},
+	))
+	r := post(t, srv.URL+"/api/v1/write", remoteHeaders(ctV2), body)
+	if r.status != 204 || r.header.Get(headerSamplesWritten) != "3" || r.header.Get(headerHistogramsWritten) != "0" ||
+		r.header.Get(headerExemplarsWritten) != "0" {
+		t.Fatalf("v2 write: %d %q headers %v", r.status, r.body, r.header)
+	}
+}
