@@ -22,7 +22,8 @@
 //	        0x02 | seriesID(8)        l:l    = canonical labels
 //	index   row = day(4) | esc(name) 0x00 | esc(value) 0x00, p:<seriesID(8)> = empty
 //	rollup  families m5 and h1 (5-minute and 1-hour aggregates)
-//	meta    row "schema": m:format_version, m:bucket_width_ms, m:salt_buckets, m:claim
+//	meta    row "schema": m:format_version, m:bucket_width_ms, m:salt_buckets, m:host_labels, m:claim
+//	        row "metadata" 0x00 metric: m:type, m:help, m:unit (metric metadata)
 //
 // All integers are big-endian, so that byte order is numeric order. Variable-length
 // strings inside keys are escaped and terminated (escape.go) so that keys sort as
@@ -44,8 +45,9 @@
 // # Settings
 //
 // A store's layout depends on settings (Settings) fixed when it is created: the
-// format version, the bucket width [1h] and the number of salt buckets [16 on HBase,
-// 1 embedded]. They live in the meta row and never change silently: Open, Check and
+// format version, the bucket width [1h], the number of salt buckets [16 on HBase,
+// 1 embedded] and the host labels [host, instance], whose first present value is the
+// host part of the data row keys (HostOf). They live in the meta row and never change silently: Open, Check and
 // Create refuse a process configured differently, naming both values (ErrMismatch).
 // Table options (TableOptions: retentions, compression) are applied when the tables
 // are created and are not recorded.

@@ -142,15 +142,17 @@ func FuzzDecodeRawValue(f *testing.F) {
 }
 
 func FuzzDecodeSettings(f *testing.F) {
-	f.Add([]byte("1"), []byte("3600000"), []byte("16"))
-	f.Add([]byte("1"), []byte("60000"), []byte("1"))
-	f.Add([]byte("2"), []byte(""), []byte(""))
-	f.Add([]byte("01"), []byte("3600000"), []byte("+16"))
-	f.Fuzz(func(t *testing.T, formatVersion, bucketWidth, saltBuckets []byte) {
+	f.Add([]byte("1"), []byte("3600000"), []byte("16"), []byte("host,instance"))
+	f.Add([]byte("1"), []byte("60000"), []byte("1"), []byte("node"))
+	f.Add([]byte("2"), []byte(""), []byte(""), []byte(""))
+	f.Add([]byte("01"), []byte("3600000"), []byte("+16"), []byte("host,"))
+	f.Add([]byte("1"), []byte("3600000"), []byte("16"), []byte("1host"))
+	f.Fuzz(func(t *testing.T, formatVersion, bucketWidth, saltBuckets, hostLabels []byte) {
 		cells := []storage.Cell{
 			{Family: schema.FamilyMeta, Qualifier: []byte(schema.QualifierFormatVersion), Value: formatVersion},
 			{Family: schema.FamilyMeta, Qualifier: []byte(schema.QualifierBucketWidth), Value: bucketWidth},
 			{Family: schema.FamilyMeta, Qualifier: []byte(schema.QualifierSaltBuckets), Value: saltBuckets},
+			{Family: schema.FamilyMeta, Qualifier: []byte(schema.QualifierHostLabels), Value: hostLabels},
 		}
 		s, err := schema.DecodeSettings(cells)
 		if err != nil {
@@ -161,15 +163,17 @@ func FuzzDecodeSettings(f *testing.F) {
 		}
 		for i, c := range schema.SettingsCells(s) {
 			if string(c.Qualifier) != string(cells[i].Qualifier) || !bytes.Equal(c.Value, cells[i].Value) {
-				t.Fatalf("DecodeSettings(%q, %q, %q) = %+v, which re-encodes %s as %q", formatVersion, bucketWidth, saltBuckets, s, c.Qualifier, c.Value)
+				t.Fatalf("DecodeSettings(%q, %q, %q, %q) = %+v, which re-encodes %s as %q",
+					formatVersion, bucketWidth, saltBuckets, hostLabels, s, c.Qualifier, c.Value)
 			}
 		}
 	})
 }
 
 func FuzzParseSettings(f *testing.F) {
-	f.Add("format_version=1 bucket_width_ms=3600000 salt_buckets=16")
-	f.Add("format_version=1 bucket_width_ms=60000 salt_buckets=1 ")
+	f.Add("format_version=1 bucket_width_ms=3600000 salt_buckets=16 host_labels=host,instance")
+	f.Add("format_version=1 bucket_width_ms=60000 salt_buckets=1 host_labels=node ")
+	f.Add("format_version=1 bucket_width_ms=60000 salt_buckets=1 host_labels=a=b")
 	f.Add("format_version=2")
 	f.Fuzz(func(t *testing.T, text string) {
 		s, err := schema.ParseSettings(text)

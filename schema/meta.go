@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -18,10 +19,10 @@ import (
 //     complete meta row means the schema was created.
 //   - The settings of a store are decided by one atomic step: the check-and-put of
 //     the claim cell (expected absent). Whoever wins it fixes the settings; every
-//     other creator reads the claim and compares. The three readable cells are then
+//     other creator reads the claim and compares. The four readable cells are then
 //     written, by any creator, from the claim, in one Apply (one row, so atomic on
 //     both backends): they are complete or absent, and always equal the claim.
-//   - format_version present means the row is complete. A claim without the three
+//   - format_version present means the row is complete. A claim without the four
 //     cells is a creation that was interrupted (or is in progress); Check reports it
 //     as not created, and Create completes it from the claim, never from its own
 //     settings, so the stored settings are always exactly one creator's.
@@ -217,6 +218,11 @@ func compare(got, want Settings) error {
 	if got.SaltBuckets != want.SaltBuckets {
 		diffs = append(diffs, fmt.Sprintf("schema: salt buckets: the store was created with %d, this process is configured with %d: start with --schema.salt-buckets=%d or use another store",
 			got.SaltBuckets, want.SaltBuckets, got.SaltBuckets))
+	}
+	if !slices.Equal(got.HostLabels, want.HostLabels) {
+		stored := strings.Join(got.HostLabels, ",")
+		diffs = append(diffs, fmt.Sprintf("schema: host labels: the store was created with %s, this process is configured with %s: start with --schema.host-labels=%s or use another store",
+			stored, strings.Join(want.HostLabels, ","), stored))
 	}
 	if len(diffs) == 0 {
 		return nil

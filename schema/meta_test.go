@@ -73,6 +73,11 @@ func withSalt(s schema.Settings, buckets int) schema.Settings {
 	return s
 }
 
+func withHostLabels(s schema.Settings, names ...string) schema.Settings {
+	s.HostLabels = names
+	return s
+}
+
 func testAStoreWithoutSchemaIsNotCreated(t *testing.T, newStore func(*testing.T) storage.Store) {
 	ctx := context.Background()
 	st := newStore(t)
@@ -104,7 +109,7 @@ func testAStoreWithoutSchemaIsNotCreated(t *testing.T, newStore func(*testing.T)
 func testCreateMakesTablesAndAReadableMetaRow(t *testing.T, newStore func(*testing.T) storage.Store) {
 	ctx := context.Background()
 	st := newStore(t)
-	want := schema.Settings{FormatVersion: 1, BucketWidth: 2 * time.Hour, SaltBuckets: 4}
+	want := schema.Settings{FormatVersion: 1, BucketWidth: 2 * time.Hour, SaltBuckets: 4, HostLabels: schema.DefaultHostLabels()}
 	opts := schema.DefaultTableOptions()
 	opts.SaltBuckets = 0 // taken from the settings
 	if err := schema.Create(ctx, st, want, opts); err != nil {
@@ -126,7 +131,8 @@ func testCreateMakesTablesAndAReadableMetaRow(t *testing.T, newStore func(*testi
 		"m:format_version":  "1",
 		"m:bucket_width_ms": "7200000",
 		"m:salt_buckets":    "4",
-		"m:claim":           "format_version=1 bucket_width_ms=7200000 salt_buckets=4",
+		"m:host_labels":     "host,instance",
+		"m:claim":           "format_version=1 bucket_width_ms=7200000 salt_buckets=4 host_labels=host,instance",
 	}
 	if len(got) != len(wantCells) {
 		t.Errorf("meta row %v, want %v", got, wantCells)
@@ -136,13 +142,13 @@ func testCreateMakesTablesAndAReadableMetaRow(t *testing.T, newStore func(*testi
 			t.Errorf("meta row %s = %q, want %q", k, got[k], v)
 		}
 	}
-	if s, err := schema.Check(ctx, st, want); err != nil || s != want {
+	if s, err := schema.Check(ctx, st, want); err != nil || !s.Equal(want) {
 		t.Errorf("Check after Create = %+v, %v", s, err)
 	}
 	if err := schema.Create(ctx, st, want, opts); err != nil {
 		t.Errorf("a second Create with the same settings: %v", err)
 	}
-	if s, err := schema.Open(ctx, st, want, opts, false); err != nil || s != want {
+	if s, err := schema.Open(ctx, st, want, opts, false); err != nil || !s.Equal(want) {
 		t.Errorf("Open after Create = %+v, %v", s, err)
 	}
 }
@@ -157,10 +163,10 @@ func testOpenAutoCreates(t *testing.T, newStore func(*testing.T) storage.Store) 
 	}
 	opts := schema.DefaultTableOptions()
 	opts.SaltBuckets = want.SaltBuckets
-	if s, err := schema.Open(ctx, st, want, opts, true); err != nil || s != want {
+	if s, err := schema.Open(ctx, st, want, opts, true); err != nil || !s.Equal(want) {
 		t.Fatalf("Open with auto-create = %+v, %v", s, err)
 	}
-	if s, err := schema.Open(ctx, st, want, opts, false); err != nil || s != want {
+	if s, err := schema.Open(ctx, st, want, opts, false); err != nil || !s.Equal(want) {
 		t.Errorf("a second Open = %+v, %v", s, err)
 	}
 }
@@ -179,18 +185,22 @@ func testAMismatchNamesBothValuesAndTheFix(t *testing.T, newStore func(*testing.
 	}{
 		{"salt buckets", withSalt(created, 1),
 			"schema: salt buckets: the store was created with 16, this process is configured with 1: start with --schema.salt-buckets=16 or use another store"},
-		{"bucket width", schema.Settings{FormatVersion: 1, BucketWidth: 30 * time.Minute, SaltBuckets: 16},
+		{"bucket width", schema.Settings{FormatVersion: 1, BucketWidth: 30 * time.Minute, SaltBuckets: 16, HostLabels: schema.DefaultHostLabels()},
 			"schema: bucket width: the store was created with 1h, this process is configured with 30m: start with --schema.bucket-width=1h or use another store"},
-		{"both", schema.Settings{FormatVersion: 1, BucketWidth: 90 * time.Second, SaltBuckets: 2},
+		{"both", schema.Settings{FormatVersion: 1, BucketWidth: 90 * time.Second, SaltBuckets: 2, HostLabels: schema.DefaultHostLabels()},
 			"schema: bucket width: the store was created with 1h, this process is configured with 1m30s: start with --schema.bucket-width=1h or use another store; " +
 				"schema: salt buckets: the store was created with 16, this process is configured with 2: start with --schema.salt-buckets=16 or use another store"},
+		{"host labels", withHostLabels(created, "node", "host"),
+			"schema: host labels: the store was created with host,instance, this process is configured with node,host: start with --schema.host-labels=host,instance or use another store"},
+		{"host labels in another order", withHostLabels(created, "instance", "host"),
+			"schema: host labels: the store was created with host,instance, this process is configured with instance,host: start with --schema.host-labels=host,instance or use another store"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := schema.Check(ctx, st, tc.want)
 			if !errors.Is(err, schema.ErrMismatch) || err.Error() != tc.msg {
 				t.Errorf("Check = %v\nwant ErrMismatch: %s", err, tc.msg)
 			}
-			if got != created {
+			if !got.Equal(created) {
 				t.Errorf("Check returned %+v, want the store's %+v", got, created)
 			}
 			opts := schema.DefaultTableOptions()
@@ -231,11 +241,11 @@ func testConcurrentCreatorsSettleOnOneClaim(t *testing.T, newStore func(*testing
 		if err != nil {
 			t.Fatalf("round %d: Read after racing creators: %v", round, err)
 		}
-		if stored != a && stored != b {
+		if !stored.Equal(a) && !stored.Equal(b) {
 			t.Fatalf("round %d: stored settings %+v are neither creator's", round, stored)
 		}
 		for i, err := range errs {
-			won := (i%2 == 0) == (stored == a)
+			won := (i%2 == 0) == stored.Equal(a)
 			if won && err != nil || !won && !errors.Is(err, schema.ErrMismatch) {
 				t.Errorf("round %d: creator %d (settings of the stored side: %v) got %v", round, i, won, err)
 			}
@@ -266,7 +276,7 @@ func testCreateCompletesAnInterruptedCreationFromItsClaim(t *testing.T, newStore
 	if err := schema.Create(ctx, st, schema.DefaultEmbeddedSettings(), schema.TableOptions{SaltBuckets: 1}); !errors.Is(err, schema.ErrMismatch) {
 		t.Errorf("Create against another's claim = %v, want ErrMismatch", err)
 	}
-	if s, err := schema.Check(ctx, st, claimed); err != nil || s != claimed {
+	if s, err := schema.Check(ctx, st, claimed); err != nil || !s.Equal(claimed) {
 		t.Errorf("Check of the completed row = %+v, %v; want %+v", s, err, claimed)
 	}
 }
@@ -324,7 +334,7 @@ func testANewerFormatIsRefused(t *testing.T, newStore func(*testing.T) storage.S
 func testCreateRejectsInvalidSettings(t *testing.T, newStore func(*testing.T) storage.Store) {
 	ctx := context.Background()
 	st := newStore(t)
-	bad := schema.Settings{FormatVersion: 1, BucketWidth: 7 * time.Hour, SaltBuckets: 1}
+	bad := schema.Settings{FormatVersion: 1, BucketWidth: 7 * time.Hour, SaltBuckets: 1, HostLabels: schema.DefaultHostLabels()}
 	if err := schema.Create(ctx, st, bad, schema.TableOptions{}); !errors.Is(err, storage.ErrInvalidArgument) {
 		t.Errorf("Create with a 7h bucket: %v", err)
 	}

@@ -3,6 +3,7 @@ package schema
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -15,13 +16,15 @@ import (
 //	format_version   decimal text, e.g. "1"
 //	bucket_width_ms  decimal text, e.g. "3600000"
 //	salt_buckets     decimal text, e.g. "16"
-//	claim            the three as Settings.String writes them, e.g.
-//	                 "format_version=1 bucket_width_ms=3600000 salt_buckets=16"
+//	host_labels      label names joined by commas, e.g. "host,instance"
+//	claim            the four as Settings.String writes them, e.g. "format_version=1
+//	                 bucket_width_ms=3600000 salt_buckets=16 host_labels=host,instance"
 //
-// Decimal text keeps the row readable in `hbase shell` (get 'tsdb-meta', 'schema').
+// Text keeps the row readable in `hbase shell` (get 'tsdb-meta', 'schema').
 // Numbers are written as strconv.Itoa writes them and read back only in that form (no
-// sign, no leading zeros, no spaces), so that a value that decodes re-encodes to the
-// same bytes. The claim cell is what makes creation atomic; see Create in meta.go.
+// sign, no leading zeros, no spaces), and host labels only as classic label names
+// joined by single commas, so that a value that decodes re-encodes to the same
+// bytes. The claim cell is what makes creation atomic; see Create in meta.go.
 
 // Schema settings and their defaults.
 const (
@@ -36,7 +39,12 @@ const (
 	DefaultSaltBucketsHBase = 16
 	// DefaultSaltBucketsEmbedded is 1: a local store has nothing to spread.
 	DefaultSaltBucketsEmbedded = 1
+	// MaxHostLabels bounds the length of the host label list.
+	MaxHostLabels = 16
 )
+
+// DefaultHostLabels returns the default host label list: host, then instance.
+func DefaultHostLabels() []string { return []string{"host", "instance"} }
 
 // Names of the schema meta row and its columns.
 const (
@@ -44,11 +52,13 @@ const (
 	QualifierFormatVersion = "format_version"
 	QualifierBucketWidth   = "bucket_width_ms"
 	QualifierSaltBuckets   = "salt_buckets"
+	QualifierHostLabels    = "host_labels"
 	QualifierSchemaClaim   = "claim"
 )
 
 // Settings are the layout parameters a store is created with. They never change
 // afterwards: every process that opens the store must use the same (Check).
+// Settings holds a slice, so compare two with Equal.
 type Settings struct {
 	// FormatVersion is the layout version [CurrentFormatVersion].
 	FormatVersion int
@@ -58,16 +68,81 @@ type Settings struct {
 	// SaltBuckets is the number of salt values, in [1, 256]
 	// [DefaultSaltBucketsHBase on HBase, DefaultSaltBucketsEmbedded embedded].
 	SaltBuckets int
+	// HostLabels is the ordered list of labels whose first present (non-empty)
+	// value is the host part of a series' data row keys; a series with none of them
+	// has the empty host [host, instance]. Classic label names
+	// ([a-zA-Z_][a-zA-Z0-9_]*), 1 to MaxHostLabels of them, none twice. See HostOf.
+	HostLabels []string
 }
 
 // DefaultHBaseSettings are the defaults for a store on HBase.
 func DefaultHBaseSettings() Settings {
-	return Settings{FormatVersion: CurrentFormatVersion, BucketWidth: DefaultBucketWidth, SaltBuckets: DefaultSaltBucketsHBase}
+	return Settings{FormatVersion: CurrentFormatVersion, BucketWidth: DefaultBucketWidth, SaltBuckets: DefaultSaltBucketsHBase,
+		HostLabels: DefaultHostLabels()}
 }
 
 // DefaultEmbeddedSettings are the defaults for an embedded store.
 func DefaultEmbeddedSettings() Settings {
-	return Settings{FormatVersion: CurrentFormatVersion, BucketWidth: DefaultBucketWidth, SaltBuckets: DefaultSaltBucketsEmbedded}
+	return Settings{FormatVersion: CurrentFormatVersion, BucketWidth: DefaultBucketWidth, SaltBuckets: DefaultSaltBucketsEmbedded,
+		HostLabels: DefaultHostLabels()}
+}
+
+// Equal reports whether s and o are the same settings.
+func (s Settings) Equal(o Settings) bool {
+	return s.FormatVersion == o.FormatVersion && s.BucketWidth == o.BucketWidth && s.SaltBuckets == o.SaltBuckets &&
+		slices.Equal(s.HostLabels, o.HostLabels)
+}
+
+// LabelGetter is what HostOf needs of a label set: the value of a label by name,
+// "" when absent. Prometheus' labels.Labels is one.
+type LabelGetter interface {
+	Get(name string) string
+}
+
+// HostOf is the host part of the data row keys of the series with labels lbls: the
+// value of the first label of hostLabels (Settings.HostLabels) that lbls has with a
+// non-empty value, or "" when it has none of them.
+func HostOf(lbls LabelGetter, hostLabels []string) string {
+	for _, name := range hostLabels {
+		if v := lbls.Get(name); v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// validHostLabel reports whether name is a classic Prometheus label name,
+// [a-zA-Z_][a-zA-Z0-9_]*: such names need no quoting in the claim cell, where
+// spaces, '=' and ',' separate fields.
+func validHostLabel(name string) bool {
+	if name == "" {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || i > 0 && c >= '0' && c <= '9' {
+			continue
+		}
+		return false
+	}
+	return true
+}
+
+// validateHostLabels reports what is wrong with a host label list, wrapping
+// storage.ErrInvalidArgument.
+func validateHostLabels(names []string) error {
+	if len(names) == 0 || len(names) > MaxHostLabels {
+		return fmt.Errorf("schema: %d host labels, want 1 to %d: %w", len(names), MaxHostLabels, storage.ErrInvalidArgument)
+	}
+	for i, name := range names {
+		if !validHostLabel(name) {
+			return fmt.Errorf("schema: host label %q is not a label name of the form [a-zA-Z_][a-zA-Z0-9_]*: %w", name, storage.ErrInvalidArgument)
+		}
+		if slices.Contains(names[:i], name) {
+			return fmt.Errorf("schema: host label %q is listed twice: %w", name, storage.ErrInvalidArgument)
+		}
+	}
+	return nil
 }
 
 // Validate reports what is wrong with s, wrapping storage.ErrInvalidArgument, or
@@ -92,11 +167,11 @@ func (s Settings) Validate() error {
 	case s.SaltBuckets < 1 || s.SaltBuckets > MaxSaltBuckets:
 		return fmt.Errorf("schema: salt buckets %d outside [1, %d]: %w", s.SaltBuckets, MaxSaltBuckets, storage.ErrInvalidArgument)
 	}
-	return nil
+	return validateHostLabels(s.HostLabels)
 }
 
-// String writes s as "format_version=1 bucket_width_ms=3600000 salt_buckets=16",
-// the form of the claim cell; ParseSettings reads it back.
+// String writes s as "format_version=1 bucket_width_ms=3600000 salt_buckets=16
+// host_labels=host,instance", the form of the claim cell; ParseSettings reads it back.
 func (s Settings) String() string {
 	var b strings.Builder
 	for i, c := range SettingsCells(s) {
@@ -111,7 +186,7 @@ func (s Settings) String() string {
 }
 
 // ParseSettings reads settings written by Settings.String (and nothing else: the
-// three fields in that order, single spaces) and validates them. It fails, wrapping
+// four fields in that order, single spaces) and validates them. It fails, wrapping
 // ErrMalformed, or ErrUnsupportedFormat for a newer format version.
 func ParseSettings(text string) (Settings, error) {
 	fields := strings.Split(text, " ")
@@ -134,8 +209,8 @@ func ParseSettings(text string) (Settings, error) {
 }
 
 // SettingsCells encodes s as the cells of the schema meta row (family FamilyMeta,
-// qualifiers format_version, bucket_width_ms and salt_buckets in that order,
-// timestamp 0 for the caller to set). It does not validate s.
+// qualifiers format_version, bucket_width_ms, salt_buckets and host_labels in that
+// order, timestamp 0 for the caller to set). It does not validate s.
 func SettingsCells(s Settings) []storage.Cell {
 	cell := func(q string, v int64) storage.Cell {
 		return storage.Cell{Family: FamilyMeta, Qualifier: []byte(q), Value: strconv.AppendInt(nil, v, 10)}
@@ -144,6 +219,7 @@ func SettingsCells(s Settings) []storage.Cell {
 		cell(QualifierFormatVersion, int64(s.FormatVersion)),
 		cell(QualifierBucketWidth, s.BucketWidth.Milliseconds()),
 		cell(QualifierSaltBuckets, int64(s.SaltBuckets)),
+		{Family: FamilyMeta, Qualifier: []byte(QualifierHostLabels), Value: []byte(strings.Join(s.HostLabels, ","))},
 	}
 }
 
@@ -151,11 +227,11 @@ func SettingsCells(s Settings) []storage.Cell {
 // first (newest) cell of each column and ignoring columns it does not know. It fails,
 // wrapping ErrUnsupportedFormat, when format_version is newer than
 // CurrentFormatVersion (whatever the other cells hold), and wrapping ErrMalformed
-// when a column is missing, is not canonical decimal text, or the settings do not
-// pass Validate.
+// when a column is missing, a number is not canonical decimal text, or the settings
+// do not pass Validate (host labels included).
 func DecodeSettings(cells []storage.Cell) (Settings, error) {
-	var vals [3][]byte
-	var seen [3]bool
+	var vals [4][]byte
+	var seen [4]bool
 	for _, c := range cells {
 		if c.Family != FamilyMeta {
 			continue
@@ -168,6 +244,8 @@ func DecodeSettings(cells []storage.Cell) (Settings, error) {
 			i = 1
 		case QualifierSaltBuckets:
 			i = 2
+		case QualifierHostLabels:
+			i = 3
 		default:
 			continue
 		}
@@ -175,11 +253,14 @@ func DecodeSettings(cells []storage.Cell) (Settings, error) {
 			vals[i], seen[i] = c.Value, true
 		}
 	}
-	names := [3]string{QualifierFormatVersion, QualifierBucketWidth, QualifierSaltBuckets}
+	names := [4]string{QualifierFormatVersion, QualifierBucketWidth, QualifierSaltBuckets, QualifierHostLabels}
 	var n [3]int64
 	for i := range vals {
 		if !seen[i] {
 			return Settings{}, fmt.Errorf("schema: meta row lacks %s: %w", names[i], ErrMalformed)
+		}
+		if i >= len(n) {
+			continue
 		}
 		v, err := parseDecimal(vals[i])
 		if err != nil {
@@ -196,7 +277,8 @@ func DecodeSettings(cells []storage.Cell) (Settings, error) {
 	if n[1] > int64(MaxBucketWidth/time.Millisecond) || n[2] > MaxSaltBuckets {
 		return Settings{}, fmt.Errorf("schema: meta row bucket_width_ms=%d salt_buckets=%d out of range: %w", n[1], n[2], ErrMalformed)
 	}
-	s := Settings{FormatVersion: int(n[0]), BucketWidth: time.Duration(n[1]) * time.Millisecond, SaltBuckets: int(n[2])}
+	s := Settings{FormatVersion: int(n[0]), BucketWidth: time.Duration(n[1]) * time.Millisecond, SaltBuckets: int(n[2]),
+		HostLabels: strings.Split(string(vals[3]), ",")}
 	if err := s.Validate(); err != nil {
 		return Settings{}, fmt.Errorf("schema: meta row: %w: %w", err, ErrMalformed)
 	}

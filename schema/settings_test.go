@@ -2,6 +2,8 @@ package schema_test
 
 import (
 	"errors"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -30,6 +32,17 @@ func TestSettingsValidate(t *testing.T) {
 		{"257 salt buckets are rejected", func(s *schema.Settings) { s.SaltBuckets = 257 }, storage.ErrInvalidArgument},
 		{"format version 0 is rejected", func(s *schema.Settings) { s.FormatVersion = 0 }, schema.ErrUnsupportedFormat},
 		{"a newer format version is rejected", func(s *schema.Settings) { s.FormatVersion = 2 }, schema.ErrUnsupportedFormat},
+		{"one host label is valid", func(s *schema.Settings) { s.HostLabels = []string{"node"} }, nil},
+		{"sixteen host labels are valid", func(s *schema.Settings) { s.HostLabels = sixteenLabels() }, nil},
+		{"host labels with underscores and digits are valid", func(s *schema.Settings) { s.HostLabels = []string{"_h1", "Host_2"} }, nil},
+		{"no host labels are rejected", func(s *schema.Settings) { s.HostLabels = nil }, storage.ErrInvalidArgument},
+		{"seventeen host labels are rejected", func(s *schema.Settings) { s.HostLabels = append(sixteenLabels(), "q") }, storage.ErrInvalidArgument},
+		{"an empty host label is rejected", func(s *schema.Settings) { s.HostLabels = []string{"host", ""} }, storage.ErrInvalidArgument},
+		{"a host label given twice is rejected", func(s *schema.Settings) { s.HostLabels = []string{"host", "instance", "host"} }, storage.ErrInvalidArgument},
+		{"a host label with a comma is rejected", func(s *schema.Settings) { s.HostLabels = []string{"host,instance"} }, storage.ErrInvalidArgument},
+		{"a host label with a space is rejected", func(s *schema.Settings) { s.HostLabels = []string{"my host"} }, storage.ErrInvalidArgument},
+		{"a host label starting with a digit is rejected", func(s *schema.Settings) { s.HostLabels = []string{"1host"} }, storage.ErrInvalidArgument},
+		{"a host label with UTF-8 is rejected", func(s *schema.Settings) { s.HostLabels = []string{"hôte"} }, storage.ErrInvalidArgument},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := base
@@ -42,24 +55,84 @@ func TestSettingsValidate(t *testing.T) {
 	}
 }
 
+func sixteenLabels() []string {
+	return []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n", "o", "p"}
+}
+
 func TestSettingsCellsAreReadableText(t *testing.T) {
 	s := schema.DefaultHBaseSettings()
 	cells := schema.SettingsCells(s)
-	want := map[string]string{"format_version": "1", "bucket_width_ms": "3600000", "salt_buckets": "16"}
+	want := map[string]string{"format_version": "1", "bucket_width_ms": "3600000", "salt_buckets": "16", "host_labels": "host,instance"}
+	if len(cells) != len(want) {
+		t.Errorf("%d cells, want %d", len(cells), len(want))
+	}
 	for _, c := range cells {
 		if c.Family != "m" || want[string(c.Qualifier)] != string(c.Value) {
 			t.Errorf("cell m:%s = %q", c.Qualifier, c.Value)
 		}
 	}
 	back, err := schema.DecodeSettings(cells)
-	if err != nil || back != s {
+	if err != nil || !back.Equal(s) {
 		t.Errorf("DecodeSettings = %+v, %v; want %+v", back, err, s)
 	}
-	if got := s.String(); got != "format_version=1 bucket_width_ms=3600000 salt_buckets=16" {
+	if got := s.String(); got != "format_version=1 bucket_width_ms=3600000 salt_buckets=16 host_labels=host,instance" {
 		t.Errorf("String() = %q", got)
 	}
-	if back, err := schema.ParseSettings(s.String()); err != nil || back != s {
+	if back, err := schema.ParseSettings(s.String()); err != nil || !back.Equal(s) {
 		t.Errorf("ParseSettings(String()) = %+v, %v", back, err)
+	}
+	one := s
+	one.HostLabels = []string{"node"}
+	if got := one.String(); got != "format_version=1 bucket_width_ms=3600000 salt_buckets=16 host_labels=node" {
+		t.Errorf("String() with one host label = %q", got)
+	}
+}
+
+func TestSettingsEqual(t *testing.T) {
+	a := schema.DefaultHBaseSettings()
+	for _, tc := range []struct {
+		name   string
+		change func(*schema.Settings)
+		equal  bool
+	}{
+		{"the same settings are equal", func(*schema.Settings) {}, true},
+		{"another bucket width differs", func(s *schema.Settings) { s.BucketWidth = time.Minute }, false},
+		{"another salt differs", func(s *schema.Settings) { s.SaltBuckets = 1 }, false},
+		{"other host labels differ", func(s *schema.Settings) { s.HostLabels = []string{"host"} }, false},
+		{"host labels in another order differ", func(s *schema.Settings) { s.HostLabels = []string{"instance", "host"} }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := schema.DefaultHBaseSettings()
+			tc.change(&b)
+			if got := a.Equal(b); got != tc.equal {
+				t.Errorf("Equal(%+v, %+v) = %v, want %v", a, b, got, tc.equal)
+			}
+		})
+	}
+}
+
+// labelMap is a label set for HostOf.
+type labelMap map[string]string
+
+func (m labelMap) Get(name string) string { return m[name] }
+
+func TestHostOf(t *testing.T) {
+	hostLabels := schema.DefaultHostLabels()
+	for _, tc := range []struct {
+		name string
+		lbls labelMap
+		want string
+	}{
+		{"the first host label wins", labelMap{"host": "web-1", "instance": "10.0.0.1:9100"}, "web-1"},
+		{"the second is taken when the first is absent", labelMap{"instance": "10.0.0.1:9100"}, "10.0.0.1:9100"},
+		{"an empty value counts as absent", labelMap{"host": "", "instance": "i"}, "i"},
+		{"no host label gives the empty host", labelMap{"job": "node"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := schema.HostOf(tc.lbls, hostLabels); got != tc.want {
+				t.Errorf("HostOf(%v) = %q, want %q", tc.lbls, got, tc.want)
+			}
+		})
 	}
 }
 
@@ -67,11 +140,11 @@ func TestDecodeSettings(t *testing.T) {
 	cell := func(q, v string) storage.Cell {
 		return storage.Cell{Family: "m", Qualifier: []byte(q), Value: []byte(v)}
 	}
-	valid := []storage.Cell{cell("format_version", "1"), cell("bucket_width_ms", "600000"), cell("salt_buckets", "4")}
+	valid := []storage.Cell{cell("format_version", "1"), cell("bucket_width_ms", "600000"), cell("salt_buckets", "4"), cell("host_labels", "node")}
 	t.Run("unknown columns and other families are ignored", func(t *testing.T) {
 		cells := append([]storage.Cell{cell("a_later_setting", "x"), {Family: "z", Qualifier: []byte("salt_buckets"), Value: []byte("x")}}, valid...)
 		s, err := schema.DecodeSettings(cells)
-		if err != nil || s.BucketWidth != 10*time.Minute || s.SaltBuckets != 4 {
+		if err != nil || s.BucketWidth != 10*time.Minute || s.SaltBuckets != 4 || !slices.Equal(s.HostLabels, []string{"node"}) {
 			t.Errorf("DecodeSettings = %+v, %v", s, err)
 		}
 	})
@@ -83,6 +156,10 @@ func TestDecodeSettings(t *testing.T) {
 	})
 	t.Run("a newer format version is reported as such whatever else the row holds", func(t *testing.T) {
 		_, err := schema.DecodeSettings([]storage.Cell{cell("format_version", "2"), cell("bucket_width_ms", "what"), cell("salt_buckets", "1")})
+		if !errors.Is(err, schema.ErrUnsupportedFormat) {
+			t.Errorf("DecodeSettings = %v, want ErrUnsupportedFormat", err)
+		}
+		_, err = schema.DecodeSettings([]storage.Cell{cell("format_version", "2")})
 		if !errors.Is(err, schema.ErrUnsupportedFormat) {
 			t.Errorf("DecodeSettings = %v, want ErrUnsupportedFormat", err)
 		}
@@ -99,6 +176,11 @@ func TestDecodeSettings(t *testing.T) {
 		{"an out-of-range salt", "salt_buckets", "257"},
 		{"an int64 overflow", "bucket_width_ms", "99999999999999999999"},
 		{"a width not in whole seconds", "bucket_width_ms", "600001"},
+		{"an empty host label list", "host_labels", ""},
+		{"a trailing comma", "host_labels", "host,"},
+		{"a space after the comma", "host_labels", "host, instance"},
+		{"a repeated host label", "host_labels", "host,host"},
+		{"a host label that is no label name", "host_labels", "host-name"},
 	} {
 		t.Run(tc.name+" is malformed", func(t *testing.T) {
 			cells := []storage.Cell{cell(tc.q, tc.v)}
@@ -108,15 +190,22 @@ func TestDecodeSettings(t *testing.T) {
 			}
 		})
 	}
-	t.Run("a missing column is malformed", func(t *testing.T) {
-		if _, err := schema.DecodeSettings(valid[:2]); !errors.Is(err, schema.ErrMalformed) {
-			t.Errorf("DecodeSettings = %v", err)
-		}
-	})
+	for n := range valid {
+		t.Run("a missing "+string(valid[n].Qualifier)+" is malformed", func(t *testing.T) {
+			cells := slices.Delete(slices.Clone(valid), n, n+1)
+			if _, err := schema.DecodeSettings(cells); !errors.Is(err, schema.ErrMalformed) || !strings.Contains(err.Error(), "lacks "+string(valid[n].Qualifier)) {
+				t.Errorf("DecodeSettings = %v", err)
+			}
+		})
+	}
 	for _, text := range []string{
-		"", "format_version=1", "bucket_width_ms=3600000 format_version=1 salt_buckets=16",
-		"format_version=1  bucket_width_ms=3600000 salt_buckets=16", "format_version=1 bucket_width_ms=3600000 salt_buckets=16 ",
-		"format_version=1 bucket_width_ms=3600000 salt_buckets=16 x=1",
+		"", "format_version=1", "bucket_width_ms=3600000 format_version=1 salt_buckets=16 host_labels=host",
+		"format_version=1  bucket_width_ms=3600000 salt_buckets=16 host_labels=host",
+		"format_version=1 bucket_width_ms=3600000 salt_buckets=16 host_labels=host ",
+		"format_version=1 bucket_width_ms=3600000 salt_buckets=16 host_labels=host x=1",
+		"format_version=1 bucket_width_ms=3600000 salt_buckets=16",
+		"format_version=1 bucket_width_ms=3600000 salt_buckets=16 host_labels=",
+		"format_version=1 bucket_width_ms=3600000 salt_buckets=16 host_labels=host host_labels=host",
 	} {
 		if s, err := schema.ParseSettings(text); !errors.Is(err, schema.ErrMalformed) {
 			t.Errorf("ParseSettings(%q) = %+v, %v; want ErrMalformed", text, s, err)

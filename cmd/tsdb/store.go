@@ -48,6 +48,7 @@ func (c *commonFlags) schemaSettings(addr backend.Address) schema.Settings {
 		FormatVersion: schema.CurrentFormatVersion,
 		BucketWidth:   *c.bucketWidth,
 		SaltBuckets:   salt,
+		HostLabels:    schema.DefaultHostLabels(),
 	}
 }
 
