@@ -1,0 +1,239 @@
+package index
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/hbtsdb/hbtsdb/index/lru"
+	"github.com/hbtsdb/hbtsdb/schema"
+	"github.com/hbtsdb/hbtsdb/storage"
+)
+
+// Defaults of PostingsOptions.
+const (
+	DefaultSeenPostingsSize = 1 << 20
+	DefaultMaxBatch         = 10_000
+)
+
+// PostingsOptions tune Postings. Zero values take the defaults in brackets.
+type PostingsOptions struct {
+	// SeenSize bounds the set of (day, series) pairs whose postings this process
+	// wrote, in pairs [1<<20]; negative disables it (every Write writes again).
+	SeenSize int
+	// MaxBatch is the most mutations one Apply carries [10,000].
+	MaxBatch int
+}
+
+func (o PostingsOptions) withDefaults() PostingsOptions {
+	if o.SeenSize == 0 {
+		o.SeenSize = DefaultSeenPostingsSize
+	}
+	if o.MaxBatch <= 0 {
+		o.MaxBatch = DefaultMaxBatch
+	}
+	return o
+}
+
+// Postings writes and reads the per-day tag index (layout in schema/index.go): for
+// every day a series has samples, one posting — a qualifier holding its series ID —
+// in the row of each of its label pairs, __name__ included.
+//
+// Invariants: a posting is written with the cell timestamp DayStart(day), so the
+// index family's TTL (raw retention + 1 day) removes it only after every sample of
+// its day expired; and it is written before (or together with) the samples that
+// need it, and remembered as written only after the store acknowledged it, so a
+// failed write is retried by the next request that carries the series.
+type Postings struct {
+	st   storage.Store
+	opts PostingsOptions
+	seen *lru.Cache[DaySeries, struct{}]
+}
+
+// DaySeries is one series on one index day.
+type DaySeries struct {
+	Day      uint32
+	SeriesID uint64
+}
+
+// Entry asks for the postings of one series on one day.
+type Entry struct {
+	Day      uint32
+	SeriesID uint64
+	// Labels of the series; labels with an empty value are not indexed.
+	Labels labels.Labels
+}
+
+// NewPostings returns the tag index on the index table of st.
+func NewPostings(st storage.Store, opts PostingsOptions) *Postings {
+	opts = opts.withDefaults()
+	return &Postings{st: st, opts: opts, seen: lru.New[DaySeries, struct{}](opts.SeenSize)}
+}
+
+// Write stores the postings of the entries whose (day, series) this process has
+// not written yet, and returns how many entries it wrote. It returns only after the
+// store acknowledged them; on error none of them counts as written.
+func (p *Postings) Write(ctx context.Context, entries []Entry) (int, error) {
+	var (
+		muts    []storage.Mutation
+		written []DaySeries
+		inBatch map[DaySeries]struct{}
+		buf     []byte
+	)
+	for _, e := range entries {
+		k := DaySeries{e.Day, e.SeriesID}
+		if p.seen.Contains(k) {
+			continue
+		}
+		if inBatch == nil {
+			inBatch = make(map[DaySeries]struct{})
+		}
+		if _, dup := inBatch[k]; dup {
+			continue
+		}
+		inBatch[k] = struct{}{}
+		written = append(written, k)
+		ts := schema.DayStart(e.Day)
+		e.Labels.Range(func(l labels.Label) {
+			if l.Name == "" || l.Value == "" {
+				return
+			}
+			start := len(buf)
+			buf = schema.IndexRowKey(buf, schema.IndexKey{Day: e.Day, Name: l.Name, Value: l.Value})
+			buf = schema.AppendSeriesID(buf, e.SeriesID)
+			row := buf[start : len(buf)-schema.SeriesIDLen : len(buf)-schema.SeriesIDLen]
+			muts = append(muts, storage.Put(row, schema.FamilyPostings, buf[len(buf)-schema.SeriesIDLen:], ts, nil))
+		})
+	}
+	for start := 0; start < len(muts); start += p.opts.MaxBatch {
+		chunk := muts[start:min(start+p.opts.MaxBatch, len(muts))]
+		if err := p.st.Apply(ctx, schema.TableIndex, chunk); err != nil {
+			return 0, fmt.Errorf("index: write %d postings of %d series: %w", len(muts), len(written), err)
+		}
+	}
+	for _, k := range written {
+		p.seen.Add(k, struct{}{})
+	}
+	return len(written), nil
+}
+
+// Postings returns the IDs of the series that had the label pair name=value on day,
+// ascending.
+func (p *Postings) Postings(ctx context.Context, day uint32, name, value string) ([]uint64, error) {
+	if name == "" || value == "" {
+		return nil, nil // never indexed
+	}
+	key := schema.IndexRowKey(nil, schema.IndexKey{Day: day, Name: name, Value: value})
+	row, err := p.st.Get(ctx, schema.TableIndex, key, storage.Families(schema.FamilyPostings), storage.WithFilter(storage.KeyOnlyFilter{}))
+	if err != nil {
+		return nil, fmt.Errorf("index: postings of %s=%q on day %d: %w", name, value, day, err)
+	}
+	return appendIDs(nil, row)
+}
+
+// LabelValues returns the values label name had on day, sorted. It reads every
+// row of the label, postings included (as keys only): a label with many series per
+// value costs more than its number of values.
+func (p *Postings) LabelValues(ctx context.Context, day uint32, name string) ([]string, error) {
+	var values []string
+	err := p.scanLabel(ctx, day, name, func(value string, _ storage.Row) error {
+		values = append(values, value)
+		return nil
+	})
+	return values, err
+}
+
+// LabelSeries returns the IDs of the series that had label name (with any value)
+// on day, ascending and without duplicates. With name __name__ it is every series
+// of the day.
+func (p *Postings) LabelSeries(ctx context.Context, day uint32, name string) ([]uint64, error) {
+	var ids []uint64
+	err := p.scanLabel(ctx, day, name, func(_ string, row storage.Row) error {
+		var err error
+		ids, err = appendIDs(ids, row)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.Sort(ids)
+	return slices.Compact(ids), nil
+}
+
+// scanLabel calls fn for every index row of label name on day, in value order.
+func (p *Postings) scanLabel(ctx context.Context, day uint32, name string, fn func(value string, row storage.Row) error) error {
+	if name == "" {
+		return nil
+	}
+	prefix := schema.IndexLabelPrefix(nil, day, name)
+	sc := p.st.Scan(ctx, schema.TableIndex, prefix, storage.PrefixEnd(prefix),
+		storage.Families(schema.FamilyPostings), storage.WithFilter(storage.KeyOnlyFilter{}))
+	defer sc.Close()
+	for sc.Next() {
+		row := sc.Row()
+		k, err := schema.ParseIndexRowKey(row.Key)
+		if err != nil {
+			return fmt.Errorf("index: scan label %s on day %d: %w", name, day, err)
+		}
+		if err := fn(k.Value, row); err != nil {
+			return err
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("index: scan label %s on day %d: %w", name, day, err)
+	}
+	return nil
+}
+
+// LabelNames returns the names of the labels any series had on day, sorted. It
+// reads one row per name (a skip scan), whatever the number of values.
+func (p *Postings) LabelNames(ctx context.Context, day uint32) ([]string, error) {
+	var names []string
+	start := schema.IndexDayPrefix(nil, day)
+	stop := storage.PrefixEnd(start)
+	for {
+		sc := p.st.Scan(ctx, schema.TableIndex, start, stop, storage.RowLimit(1),
+			storage.Families(schema.FamilyPostings), storage.WithFilter(storage.KeyOnlyFilter{}))
+		if !sc.Next() {
+			err := sc.Err()
+			sc.Close()
+			if err != nil {
+				return nil, fmt.Errorf("index: label names of day %d: %w", day, err)
+			}
+			return names, nil
+		}
+		row := sc.Row()
+		sc.Close()
+		k, err := schema.ParseIndexRowKey(row.Key)
+		if err != nil {
+			return nil, fmt.Errorf("index: label names of day %d: %w", day, err)
+		}
+		names = append(names, k.Name)
+		// The next name's rows start after every row of this one: the label prefix
+		// ends with the name's 0x00 terminator, so its PrefixEnd is the same prefix
+		// ending in 0x01, and an escaped name never contains 0x00 (schema/escape.go).
+		next := storage.PrefixEnd(schema.IndexLabelPrefix(nil, day, k.Name))
+		if next == nil || (stop != nil && bytes.Compare(next, stop) >= 0) {
+			return names, nil
+		}
+		start = next
+	}
+}
+
+// appendIDs appends the series IDs of an index row's postings to ids.
+func appendIDs(ids []uint64, row storage.Row) ([]uint64, error) {
+	for _, c := range row.Cells {
+		if c.Family != schema.FamilyPostings {
+			continue
+		}
+		id, err := schema.DecodeSeriesID(c.Qualifier)
+		if err != nil {
+			return nil, fmt.Errorf("index: posting in row %q: %w", row.Key, err)
+		}
+		ids = append(ids, id)
+	}
+	return ids, nil
+}

@@ -1,0 +1,439 @@
+package index
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/hbtsdb/hbtsdb/index/lru"
+	"github.com/hbtsdb/hbtsdb/schema"
+	"github.com/hbtsdb/hbtsdb/storage"
+)
+
+// Defaults of RegistryOptions.
+const (
+	DefaultIDBlockSize       = 1000
+	DefaultSeriesCacheSize   = 500_000
+	DefaultLabelsCacheSize   = 100_000
+	DefaultRegisterParallelism = 16
+)
+
+// RegistryOptions tune a Registry. Zero values take the defaults in brackets.
+type RegistryOptions struct {
+	// IDBlockSize is how many series IDs one Increment of the counter reserves
+	// [1000]. IDs reserved and not used when the process ends are never handed out:
+	// IDs are unique, not dense.
+	IDBlockSize int
+	// SeriesCacheSize bounds the labels -> series ID cache, in series [500,000];
+	// negative disables it.
+	SeriesCacheSize int
+	// LabelsCacheSize bounds the series ID -> labels cache, in series [100,000];
+	// negative disables it.
+	LabelsCacheSize int
+	// RegisterParallelism is how many check-and-puts of new series run at once
+	// [16]: each is one round trip.
+	RegisterParallelism int
+	// Now is the clock stamping registry cells [time.Now].
+	Now func() time.Time
+	// Logger [slog.Default()].
+	Logger *slog.Logger
+}
+
+func (o RegistryOptions) withDefaults() RegistryOptions {
+	if o.IDBlockSize <= 0 {
+		o.IDBlockSize = DefaultIDBlockSize
+	}
+	if o.SeriesCacheSize == 0 {
+		o.SeriesCacheSize = DefaultSeriesCacheSize
+	}
+	if o.LabelsCacheSize == 0 {
+		o.LabelsCacheSize = DefaultLabelsCacheSize
+	}
+	if o.RegisterParallelism <= 0 {
+		o.RegisterParallelism = DefaultRegisterParallelism
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return o
+}
+
+// Registry maps label sets to series IDs and back, in the series table (layout in
+// schema/series.go), with bounded LRU caches in front of it. It is safe for
+// concurrent use, and several processes may share one registry table.
+//
+// How a new series gets its ID (Resolve):
+//
+//  1. The forward row (canonical labels) is read; if it exists, its ID is the
+//     series' ID.
+//  2. Otherwise the process takes an ID from its reserved block (one Increment of
+//     the counter row reserves IDBlockSize of them).
+//  3. It writes the reverse row ID -> labels.
+//  4. It check-and-puts the forward row labels -> ID, expecting it absent. The
+//     winner's ID is the series' ID forever; a loser (another process registered
+//     the same series in between) reads the winner's ID from the forward row.
+//
+// Invariants: a forward row, once written, never changes (check-and-put against
+// absent, and nothing deletes it), so every process agrees on one ID per label set.
+// Step 3 comes before step 4, so an ID visible in a forward row (and hence in any
+// posting or data row) always has its labels. A loser's reverse row names an ID
+// nothing refers to; it is garbage that costs one small row.
+type Registry struct {
+	st     storage.Store
+	opts   RegistryOptions
+	series *lru.Cache[uint64, cachedSeries] // labels hash -> labels and ID
+	labels *lru.Cache[uint64, labels.Labels]
+
+	idMu         sync.Mutex
+	nextID, last uint64 // IDs nextID..last are reserved and unused; none when nextID > last
+
+	stats registryCounters
+}
+
+// cachedSeries is a labels -> ID cache entry, keyed by the labels' hash; the labels
+// are kept to tell hash collisions apart.
+type cachedSeries struct {
+	lbls labels.Labels
+	id   uint64
+}
+
+type registryCounters struct {
+	cacheHits, storeHits, registered, raced, idBlocks atomic.Int64
+}
+
+// RegistryStats count what a Registry did since it was made.
+type RegistryStats struct {
+	// CacheHits are label sets resolved from the cache, StoreHits those read from
+	// the forward rows.
+	CacheHits, StoreHits int64
+	// Registered are series this registry wrote the forward row of; Raced those it
+	// tried to register but another writer won (its ID was taken).
+	Registered, Raced int64
+	// IDBlocks is the number of Increments of the ID counter.
+	IDBlocks int64
+}
+
+// NewRegistry returns a registry on the series table of st. The schema must exist.
+func NewRegistry(st storage.Store, opts RegistryOptions) *Registry {
+	opts = opts.withDefaults()
+	return &Registry{
+		st:     st,
+		opts:   opts,
+		series: lru.New[uint64, cachedSeries](opts.SeriesCacheSize),
+		labels: lru.New[uint64, labels.Labels](opts.LabelsCacheSize),
+		nextID: 1,
+	}
+}
+
+// Stats returns the registry's counters.
+func (r *Registry) Stats() RegistryStats {
+	return RegistryStats{
+		CacheHits:  r.stats.cacheHits.Load(),
+		StoreHits:  r.stats.storeHits.Load(),
+		Registered: r.stats.registered.Load(),
+		Raced:      r.stats.raced.Load(),
+		IDBlocks:   r.stats.idBlocks.Load(),
+	}
+}
+
+// Resolve sets ids[i] to the series ID of lbls[i], registering the label sets the
+// registry does not know yet. Every label set must be canonical: sorted by name,
+// no name twice, no empty name or value (write/ validates them); otherwise Resolve
+// fails wrapping schema.ErrMalformed. ids must be as long as lbls.
+//
+// Cache hits cost no round trip; the misses of the whole batch are read with one
+// GetRows, and only the series that are truly new cost an ID reservation (one
+// Increment per IDBlockSize series), one Apply of their reverse rows and one
+// check-and-put each (RegisterParallelism at a time). On error some ids may be
+// set; the mappings made before the error are durable and cached.
+func (r *Registry) Resolve(ctx context.Context, lbls []labels.Labels, ids []uint64) error {
+	return r.resolve(ctx, lbls, ids, true)
+}
+
+// Lookup is Resolve without registering: ids[i] is 0 when lbls[i] is not a known
+// series (or not a canonical label set).
+func (r *Registry) Lookup(ctx context.Context, lbls []labels.Labels, ids []uint64) error {
+	return r.resolve(ctx, lbls, ids, false)
+}
+
+// miss is a label set of a Resolve batch that the cache did not have.
+type miss struct {
+	lbls labels.Labels
+	hash uint64
+	at   []int // positions in the batch
+	key  []byte
+	id   uint64
+}
+
+func (r *Registry) resolve(ctx context.Context, lbls []labels.Labels, ids []uint64, register bool) error {
+	if len(ids) != len(lbls) {
+		return fmt.Errorf("index: resolve: %d label sets but %d ids: %w", len(lbls), len(ids), storage.ErrInvalidArgument)
+	}
+	var (
+		misses []*miss
+		byHash map[uint64][]*miss
+		hits   int64
+	)
+	for i, ls := range lbls {
+		h := ls.Hash()
+		if c, ok := r.series.Get(h); ok && labels.Equal(c.lbls, ls) {
+			ids[i] = c.id
+			hits++
+			continue
+		}
+		ids[i] = 0
+		if byHash == nil {
+			byHash = make(map[uint64][]*miss)
+		}
+		found := false
+		for _, m := range byHash[h] {
+			if labels.Equal(m.lbls, ls) {
+				m.at = append(m.at, i)
+				found = true
+				break
+			}
+		}
+		if !found {
+			m := &miss{lbls: ls, hash: h, at: []int{i}}
+			byHash[h] = append(byHash[h], m)
+			misses = append(misses, m)
+		}
+	}
+	r.stats.cacheHits.Add(hits)
+	if len(misses) == 0 {
+		return nil
+	}
+
+	// Read the forward rows of every miss in one round trip.
+	keys := make([][]byte, 0, len(misses))
+	valid := misses[:0:0]
+	for _, m := range misses {
+		key, err := forwardRow(m.lbls)
+		if err != nil {
+			if !register {
+				continue
+			}
+			return fmt.Errorf("index: resolve series %s: %w", m.lbls, err)
+		}
+		m.key = key
+		keys = append(keys, key)
+		valid = append(valid, m)
+	}
+	misses = valid
+	rows, err := r.st.GetRows(ctx, schema.TableSeries, keys, storage.Families(schema.FamilySeriesID))
+	if err != nil {
+		return fmt.Errorf("index: read %d forward series rows: %w", len(keys), err)
+	}
+	var fresh []*miss
+	var found int64
+	for i, row := range rows {
+		m := misses[i]
+		id, ok, err := forwardID(row)
+		if err != nil {
+			return fmt.Errorf("index: forward row of series %s: %w", m.lbls, err)
+		}
+		if ok {
+			m.id = id
+			r.remember(m, ids)
+			found++
+			continue
+		}
+		fresh = append(fresh, m)
+	}
+	r.stats.storeHits.Add(found)
+	if len(fresh) == 0 || !register {
+		return nil
+	}
+	return r.register(ctx, fresh, ids)
+}
+
+// remember caches a resolved miss and fills its positions of ids.
+func (r *Registry) remember(m *miss, ids []uint64) {
+	for _, i := range m.at {
+		ids[i] = m.id
+	}
+	r.series.Add(m.hash, cachedSeries{lbls: m.lbls, id: m.id})
+}
+
+// register gives IDs to series that have no forward row (steps 2 to 4 of the
+// Registry doc).
+func (r *Registry) register(ctx context.Context, fresh []*miss, ids []uint64) error {
+	newIDs, err := r.reserve(ctx, len(fresh))
+	if err != nil {
+		return err
+	}
+	now := r.opts.Now().UnixMilli()
+	reverse := make([]storage.Mutation, len(fresh))
+	for i, m := range fresh {
+		m.id = newIDs[i]
+		// m.key is 0x01 | canonical labels; the reverse row's value is the labels.
+		reverse[i] = storage.Put(schema.SeriesReverseRow(nil, m.id), schema.FamilySeriesLabels,
+			[]byte(schema.QualifierSeriesLabels), now, m.key[1:])
+	}
+	if err := r.st.Apply(ctx, schema.TableSeries, reverse); err != nil {
+		return fmt.Errorf("index: write the labels of %d new series: %w", len(fresh), err)
+	}
+
+	// Check-and-put the forward rows, RegisterParallelism at a time.
+	var (
+		wg      sync.WaitGroup
+		sem     = make(chan struct{}, r.opts.RegisterParallelism)
+		errMu   sync.Mutex
+		firstEr error
+	)
+	for _, m := range fresh {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			if err := r.claim(ctx, m, now); err != nil {
+				errMu.Lock()
+				if firstEr == nil {
+					firstEr = err
+				}
+				errMu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	for _, m := range fresh {
+		if m.id != 0 {
+			r.remember(m, ids)
+		}
+	}
+	return firstEr
+}
+
+// claim check-and-puts m's forward row with m.id; if another writer won, it sets
+// m.id to the winner's ID. On error m.id is 0.
+func (r *Registry) claim(ctx context.Context, m *miss, now int64) error {
+	put := storage.Put(m.key, schema.FamilySeriesID, []byte(schema.QualifierSeriesID), now, schema.AppendSeriesID(nil, m.id))
+	won, err := r.st.CheckAndPut(ctx, schema.TableSeries, nil, put)
+	if err != nil {
+		m.id = 0
+		return fmt.Errorf("index: register series %s: %w", m.lbls, err)
+	}
+	if won {
+		r.stats.registered.Add(1)
+		return nil
+	}
+	r.stats.raced.Add(1)
+	row, err := r.st.Get(ctx, schema.TableSeries, m.key, storage.Families(schema.FamilySeriesID))
+	if err != nil {
+		m.id = 0
+		return fmt.Errorf("index: read the winner's ID of series %s: %w", m.lbls, err)
+	}
+	id, ok, err := forwardID(row)
+	if err == nil && !ok {
+		err = fmt.Errorf("the forward row is absent after a lost check-and-put: %w", schema.ErrMalformed)
+	}
+	if err != nil {
+		m.id = 0
+		return fmt.Errorf("index: read the winner's ID of series %s: %w", m.lbls, err)
+	}
+	r.opts.Logger.Debug("series registered concurrently by another writer", "series", m.lbls.String(), "id", id, "unused_id", m.id)
+	m.id = id
+	return nil
+}
+
+// reserve returns n unused series IDs, incrementing the counter row when the
+// reserved block runs out: by IDBlockSize, or by what is missing if that is more.
+func (r *Registry) reserve(ctx context.Context, n int) ([]uint64, error) {
+	r.idMu.Lock()
+	defer r.idMu.Unlock()
+	out := make([]uint64, 0, n)
+	for len(out) < n {
+		if r.nextID > r.last {
+			delta := max(r.opts.IDBlockSize, n-len(out))
+			last, err := r.st.Increment(ctx, schema.TableSeries, []byte(schema.SeriesCounterRow), schema.FamilySeriesID,
+				[]byte(schema.QualifierNextID), int64(delta))
+			if err != nil {
+				return nil, fmt.Errorf("index: reserve %d series IDs: %w", delta, err)
+			}
+			if last < int64(delta) {
+				return nil, fmt.Errorf("index: the series ID counter is at %d after adding %d: %w", last, delta, schema.ErrMalformed)
+			}
+			r.stats.idBlocks.Add(1)
+			r.nextID, r.last = uint64(last)-uint64(delta)+1, uint64(last)
+		}
+		out = append(out, r.nextID)
+		r.nextID++
+	}
+	return out, nil
+}
+
+// Labels returns the label sets of series IDs, from the cache or with one GetRows
+// for the misses. An ID without a reverse row (never one from a posting or a data
+// row, see Registry) yields an empty label set.
+func (r *Registry) Labels(ctx context.Context, ids []uint64) ([]labels.Labels, error) {
+	out := make([]labels.Labels, len(ids))
+	var (
+		missAt []int
+		keys   [][]byte
+	)
+	for i, id := range ids {
+		if ls, ok := r.labels.Get(id); ok {
+			out[i] = ls
+			continue
+		}
+		missAt = append(missAt, i)
+		keys = append(keys, schema.SeriesReverseRow(nil, id))
+	}
+	if len(keys) == 0 {
+		return out, nil
+	}
+	rows, err := r.st.GetRows(ctx, schema.TableSeries, keys, storage.Families(schema.FamilySeriesLabels))
+	if err != nil {
+		return nil, fmt.Errorf("index: read the labels of %d series: %w", len(keys), err)
+	}
+	var b labels.ScratchBuilder
+	for j, row := range rows {
+		i := missAt[j]
+		for _, c := range row.Cells {
+			if c.Family != schema.FamilySeriesLabels || string(c.Qualifier) != schema.QualifierSeriesLabels {
+				continue
+			}
+			lbls, err := schema.DecodeLabels(c.Value)
+			if err != nil {
+				return nil, fmt.Errorf("index: labels of series %d: %w", ids[i], err)
+			}
+			b.Reset()
+			for _, l := range lbls {
+				b.Add(l.Name, l.Value)
+			}
+			out[i] = b.Labels()
+			r.labels.Add(ids[i], out[i])
+			break
+		}
+	}
+	return out, nil
+}
+
+// forwardRow is the forward registry row key of a canonical label set.
+func forwardRow(ls labels.Labels) ([]byte, error) {
+	buf := make([]schema.Label, 0, ls.Len())
+	ls.Range(func(l labels.Label) { buf = append(buf, schema.Label{Name: l.Name, Value: l.Value}) })
+	n := 1
+	for _, l := range buf {
+		n += schema.EscapedLen(l.Name) + schema.EscapedLen(l.Value)
+	}
+	return schema.SeriesForwardRow(make([]byte, 0, n), buf)
+}
+
+// forwardID decodes the series ID of a forward row; ok is false if the row has none.
+func forwardID(row storage.Row) (id uint64, ok bool, err error) {
+	for _, c := range row.Cells {
+		if c.Family == schema.FamilySeriesID && string(c.Qualifier) == schema.QualifierSeriesID {
+			id, err := schema.DecodeSeriesID(c.Value)
+			return id, err == nil, err
+		}
+	}
+	return 0, false, nil
+}

@@ -1,0 +1,104 @@
+// Package schematest gives tests of the packages above storage (index, write,
+// query, db) stores with hbtsdb's schema created, on every backend: the embedded
+// store and the real HBase of testing/hbasetest (skipped, or failed under
+// TSDB_TEST_REQUIRE_HBASE=1, when there is none). Tests never run against a mock.
+//
+// It is a test helper: it imports the storage backends, which nothing above
+// storage may do in production code.
+package schematest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/hbtsdb/hbtsdb/schema"
+	"github.com/hbtsdb/hbtsdb/storage"
+	"github.com/hbtsdb/hbtsdb/storage/embedded"
+	"github.com/hbtsdb/hbtsdb/testing/hbasestore"
+	"github.com/hbtsdb/hbtsdb/testing/hbasetest"
+)
+
+// Backend is one storage implementation to run a test on.
+type Backend struct {
+	// Name is "embedded" or "hbase", for t.Run.
+	Name string
+	// Settings are the schema settings the backend's stores are created with: the
+	// defaults of the backend, except 4 salt buckets on HBase so that tests create
+	// tables quickly while still spreading hosts over salts.
+	Settings schema.Settings
+	// newStores opens n handles on one fresh store; see Stores.
+	newStores func(t testing.TB, n int) []storage.Store
+}
+
+// Backends are the embedded store and the test HBase.
+func Backends() []Backend {
+	hb := schema.DefaultHBaseSettings()
+	hb.SaltBuckets = 4
+	return []Backend{
+		{Name: "embedded", Settings: schema.DefaultEmbeddedSettings(), newStores: embeddedStores},
+		{Name: "hbase", Settings: hb, newStores: hbaseStores},
+	}
+}
+
+// Store returns a fresh store with the schema created with b.Settings. It is
+// closed and removed when the test ends.
+func (b Backend) Store(t testing.TB) storage.Store {
+	t.Helper()
+	return b.Stores(t, 1)[0]
+}
+
+// Stores returns n handles on one fresh store with the schema created: on the
+// embedded store (one process per directory) the same handle n times, on HBase n
+// separate connections, as n tsdb processes would have. Closing one handle does not
+// affect the others' cleanup.
+func (b Backend) Stores(t testing.TB, n int) []storage.Store {
+	t.Helper()
+	sts := b.newStores(t, n)
+	Create(t, sts[0], b.Settings)
+	return sts
+}
+
+// Create creates the schema with settings on st (raw retention 400 days).
+func Create(t testing.TB, st storage.Store, settings schema.Settings) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	opts := schema.DefaultTableOptions()
+	opts.SaltBuckets = settings.SaltBuckets
+	if err := schema.Create(ctx, st, settings, opts); err != nil {
+		t.Fatalf("create the schema: %v", err)
+	}
+}
+
+func embeddedStores(t testing.TB, n int) []storage.Store {
+	t.Helper()
+	st, err := embedded.Open(context.Background(), t.TempDir(), embedded.Options{SweepInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	sts := make([]storage.Store, n)
+	for i := range sts {
+		sts[i] = st
+	}
+	return sts
+}
+
+func hbaseStores(t testing.TB, n int) []storage.Store {
+	t.Helper()
+	zk := hbasetest.ZooKeeper(t)
+	prefix := hbasetest.UniquePrefix("t")
+	sts := make([]storage.Store, n)
+	for i := range sts {
+		st := hbasestore.Open(t, zk, prefix)
+		sts[i] = st
+	}
+	t.Cleanup(func() {
+		for _, st := range sts {
+			st.Close()
+		}
+		hbasestore.DropPrefix(t, zk, prefix)
+	})
+	return sts
+}
