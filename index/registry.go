@@ -217,11 +217,14 @@ func (r *Registry) resolve(ctx context.Context, lbls []labels.Labels, ids []uint
 	valid := misses[:0:0]
 	for _, m := range misses {
 		key, err := forwardRow(m.lbls)
+		if err == nil && len(key) > storage.MaxRowKeyLen {
+			err = fmt.Errorf("its forward row key of %d bytes exceeds %d: %w", len(key), storage.MaxRowKeyLen, storage.ErrInvalidArgument)
+		}
 		if err != nil {
 			if !register {
-				continue
+				continue // no such series can have been registered
 			}
-			return fmt.Errorf("index: resolve series %s: %w", m.lbls, err)
+			return fmt.Errorf("index: resolve series %.1000s: %w", m.lbls, err)
 		}
 		m.key = key
 		keys = append(keys, key)

@@ -78,6 +78,9 @@ type Result struct {
 	// SeriesWritten and SamplesWritten count what was durably stored.
 	SeriesWritten  int
 	SamplesWritten int
+	// MetadataWritten counts the entries of Request.Metadata that are stored
+	// (including those this process had stored already, unchanged).
+	MetadataWritten int
 	// Rejected lists the series and samples that were not written because they are
 	// invalid; the rest of the request was written. Empty when all was written.
 	Rejected []Rejection
@@ -86,7 +89,8 @@ type Result struct {
 // Rejection is one invalid series or sample of a request.
 type Rejection struct {
 	// Series is the index of the series in Request.Series; Sample the index of the
-	// sample in that series, or -1 when the whole series was rejected.
+	// sample in that series, or -1 when the whole series was rejected. For an
+	// invalid entry of Request.Metadata, Series is -1 and Sample its index.
 	Series, Sample int
 	// Samples is how many samples the rejection dropped.
 	Samples int

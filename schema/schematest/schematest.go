@@ -9,6 +9,8 @@ package schematest
 
 import (
 	"context"
+	"os"
+	"sync"
 	"testing"
 	"time"
 
@@ -39,6 +41,13 @@ func Backends() []Backend {
 		{Name: "embedded", Settings: schema.DefaultEmbeddedSettings(), newStores: embeddedStores},
 		{Name: "hbase", Settings: hb, newStores: hbaseStores},
 	}
+}
+
+// Available reports whether the backend can run here: the embedded store always
+// can, HBase when testing/hbasetest knows where it is. A test that needs an
+// unavailable backend skips (or fails, where HBase is required) in Store.
+func (b Backend) Available() bool {
+	return b.Name != "hbase" || os.Getenv(hbasetest.EnvZooKeeper) != ""
 }
 
 // Store returns a fresh store with the schema created with b.Settings. It is
@@ -101,4 +110,42 @@ func hbaseStores(t testing.TB, n int) []storage.Store {
 		hbasestore.DropPrefix(t, zk, prefix)
 	})
 	return sts
+}
+
+// CountingStore is a real store that counts the cells put through Apply, per
+// table and family, so that tests can tell what a step wrote. Everything is
+// stored: it observes, it does not fake.
+type CountingStore struct {
+	storage.Store
+	mu   sync.Mutex
+	puts map[string]int // "table/family" -> cells put
+}
+
+// Counting wraps st.
+func Counting(st storage.Store) *CountingStore {
+	return &CountingStore{Store: st, puts: map[string]int{}}
+}
+
+// Apply counts the puts of a batch the store accepted.
+func (c *CountingStore) Apply(ctx context.Context, table string, muts []storage.Mutation) error {
+	if err := c.Store.Apply(ctx, table, muts); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, m := range muts {
+		if m.Kind == storage.KindPut {
+			c.puts[table+"/"+m.Family]++
+		}
+	}
+	return nil
+}
+
+// Puts returns the cells put into table/family so far and resets the count.
+func (c *CountingStore) Puts(table, family string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.puts[table+"/"+family]
+	delete(c.puts, table+"/"+family)
+	return n
 }

@@ -1,0 +1,263 @@
+package query
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/hbtsdb/hbtsdb/index"
+	"github.com/hbtsdb/hbtsdb/schema"
+	"github.com/hbtsdb/hbtsdb/storage"
+	"github.com/hbtsdb/hbtsdb/write"
+)
+
+// Reader reads series and raw samples back. It is safe for concurrent use.
+type Reader struct {
+	st       storage.Store
+	settings schema.Settings
+	registry *index.Registry
+	postings *index.Postings
+}
+
+// NewReader returns a reader of st, whose schema was created with settings.
+// registry and postings are shared with the write path; nil makes ones with
+// default options.
+func NewReader(st storage.Store, settings schema.Settings, registry *index.Registry, postings *index.Postings) *Reader {
+	if registry == nil {
+		registry = index.NewRegistry(st, index.RegistryOptions{})
+	}
+	if postings == nil {
+		postings = index.NewPostings(st, index.PostingsOptions{})
+	}
+	return &Reader{st: st, settings: settings, registry: registry, postings: postings}
+}
+
+// SeriesInRange returns the label sets of the series that had samples on a day
+// (UTC) overlapping [mint, maxt] and that match every matcher, sorted
+// (labels.Compare). mint and maxt are inclusive bounds in milliseconds; the index
+// is per day, so a series may have its samples of that day outside [mint, maxt]
+// and then Samples returns none for it.
+//
+// Equality matchers with a non-empty value are answered from their posting lists
+// (intersected); every other matcher (!=, =~, !~, ="") filters the label sets of
+// the candidates, which are all the series of the day when there is no such
+// equality matcher — correct, and slow on a large day. Days without any index row
+// cost one short scan in total, not one read each.
+func (r *Reader) SeriesInRange(ctx context.Context, mint, maxt int64, matchers ...*labels.Matcher) ([]labels.Labels, error) {
+	if maxt < 0 || maxt < mint {
+		return nil, nil
+	}
+	mint = max(mint, 0)
+	var eq []*labels.Matcher
+	for _, m := range matchers {
+		if m.Type == labels.MatchEqual && m.Value != "" {
+			eq = append(eq, m)
+		}
+	}
+	var ids []uint64
+	for day, last := schema.Day(mint), schema.Day(maxt); ; day++ {
+		var ok bool
+		var err error
+		if day, ok, err = r.nextDay(ctx, day, last); err != nil || !ok {
+			if err != nil {
+				return nil, err
+			}
+			break
+		}
+		dayIDs, err := r.candidates(ctx, day, eq)
+		if err != nil {
+			return nil, err
+		}
+		ids = append(ids, dayIDs...)
+		if day == last {
+			break
+		}
+	}
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	all, err := r.registry.Labels(ctx, ids)
+	if err != nil {
+		return nil, fmt.Errorf("query: %w", err)
+	}
+	out := all[:0]
+	for _, ls := range all {
+		if !ls.IsEmpty() && matches(ls, matchers) {
+			out = append(out, ls)
+		}
+	}
+	slices.SortFunc(out, labels.Compare)
+	return out, nil
+}
+
+// nextDay returns the first day in [day, last] that has index rows.
+func (r *Reader) nextDay(ctx context.Context, day, last uint32) (uint32, bool, error) {
+	start := schema.IndexDayPrefix(nil, day)
+	stop := storage.PrefixEnd(schema.IndexDayPrefix(nil, last))
+	sc := r.st.Scan(ctx, schema.TableIndex, start, stop, storage.RowLimit(1), storage.WithFilter(storage.KeyOnlyFilter{}))
+	defer sc.Close()
+	if !sc.Next() {
+		if err := sc.Err(); err != nil {
+			return 0, false, fmt.Errorf("query: find the next index day from %d: %w", day, err)
+		}
+		return 0, false, nil
+	}
+	k, err := schema.ParseIndexRowKey(sc.Row().Key)
+	if err != nil {
+		return 0, false, fmt.Errorf("query: %w", err)
+	}
+	return k.Day, true, nil
+}
+
+// candidates returns the IDs of the series of day that match every equality
+// matcher in eq, ascending; all the day's series when eq is empty.
+func (r *Reader) candidates(ctx context.Context, day uint32, eq []*labels.Matcher) ([]uint64, error) {
+	if len(eq) == 0 {
+		ids, err := r.postings.LabelSeries(ctx, day, model.MetricNameLabel)
+		if err != nil {
+			return nil, fmt.Errorf("query: %w", err)
+		}
+		return ids, nil
+	}
+	var ids []uint64
+	for i, m := range eq {
+		p, err := r.postings.Postings(ctx, day, m.Name, m.Value)
+		if err != nil {
+			return nil, fmt.Errorf("query: %w", err)
+		}
+		if i == 0 {
+			ids = p
+		} else {
+			ids = intersect(ids, p)
+		}
+		if len(ids) == 0 {
+			return nil, nil
+		}
+	}
+	return ids, nil
+}
+
+// intersect returns the IDs in both ascending lists, reusing a.
+func intersect(a, b []uint64) []uint64 {
+	out := a[:0]
+	for i, j := 0, 0; i < len(a) && j < len(b); {
+		switch {
+		case a[i] < b[j]:
+			i++
+		case a[i] > b[j]:
+			j++
+		default:
+			out = append(out, a[i])
+			i++
+			j++
+		}
+	}
+	return out
+}
+
+// matches reports whether ls matches every matcher; an absent label has the
+// empty value, as in Prometheus.
+func matches(ls labels.Labels, matchers []*labels.Matcher) bool {
+	for _, m := range matchers {
+		if !m.Matches(ls.Get(m.Name)) {
+			return false
+		}
+	}
+	return true
+}
+
+// Samples returns the raw samples of the series with labels lbls whose timestamps
+// lie in [mint, maxt] (inclusive, milliseconds), sorted by time, values
+// bit-exact. A series the registry does not know has none. Labels with an empty
+// value are ignored, as on the write path.
+//
+// It scans the series' data rows newest bucket first (schema.SeriesRowRange) and
+// decodes their r cells. Chunks (family c, written by compaction, which does not
+// exist yet) are not read.
+func (r *Reader) Samples(ctx context.Context, lbls labels.Labels, mint, maxt int64) ([]write.Sample, error) {
+	maxt = min(maxt, storage.MaxTimestamp)
+	if maxt < 0 || maxt < mint {
+		return nil, nil
+	}
+	mint = max(mint, 0)
+	lbls = lbls.WithoutEmpty()
+	ids := make([]uint64, 1)
+	if err := r.registry.Lookup(ctx, []labels.Labels{lbls}, ids); err != nil {
+		return nil, fmt.Errorf("query: samples of %s: %w", lbls, err)
+	}
+	if ids[0] == 0 {
+		return nil, nil
+	}
+	host := schema.HostOf(lbls, r.settings.HostLabels)
+	metric := lbls.Get(model.MetricNameLabel)
+	width := r.settings.BucketWidth
+	start, stop := schema.SeriesRowRange(schema.Salt(host, r.settings.SaltBuckets), host, metric, ids[0],
+		schema.BucketStart(mint, width), schema.BucketStart(maxt, width))
+	sc := r.st.Scan(ctx, schema.TableData, start, stop, storage.Families(schema.FamilyRaw), storage.TimeRange(mint, maxt+1))
+	defer sc.Close()
+	// Rows come newest bucket first, the cells of a row oldest first: collect each
+	// row's samples, then concatenate the rows in reverse.
+	var rows [][]write.Sample
+	n := 0
+	for sc.Next() {
+		row := sc.Row()
+		_, bucketStart, err := schema.ParseDataRowTail(row.Key)
+		if err != nil {
+			return nil, fmt.Errorf("query: samples of %s: %w", lbls, err)
+		}
+		samples := make([]write.Sample, 0, len(row.Cells))
+		for _, c := range row.Cells {
+			if c.Family != schema.FamilyRaw {
+				continue
+			}
+			off, err := schema.DecodeRawQualifier(c.Qualifier, width)
+			if err != nil {
+				return nil, fmt.Errorf("query: samples of %s: %w", lbls, err)
+			}
+			v, err := schema.DecodeRawValue(c.Value)
+			if err != nil {
+				return nil, fmt.Errorf("query: samples of %s: %w", lbls, err)
+			}
+			if t := bucketStart + off; t != c.Timestamp {
+				return nil, fmt.Errorf("query: samples of %s: raw cell at offset %d of bucket %d has timestamp %d: %w",
+					lbls, off, bucketStart, c.Timestamp, schema.ErrMalformed)
+			}
+			samples = append(samples, write.Sample{T: c.Timestamp, V: v})
+		}
+		rows = append(rows, samples)
+		n += len(samples)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("query: samples of %s: %w", lbls, err)
+	}
+	out := make([]write.Sample, 0, n)
+	for i := len(rows) - 1; i >= 0; i-- {
+		out = append(out, rows[i]...)
+	}
+	return out, nil
+}
+
+// Metadata returns the metric metadata stored for metric, and whether there is any.
+func (r *Reader) Metadata(ctx context.Context, metric string) (write.Metadata, bool, error) {
+	row, err := r.st.Get(ctx, schema.TableMeta, schema.MetadataRow(nil, metric), storage.Families(schema.FamilyMeta))
+	if err != nil {
+		return write.Metadata{}, false, fmt.Errorf("query: metadata of %s: %w", metric, err)
+	}
+	if len(row.Cells) == 0 {
+		return write.Metadata{}, false, nil
+	}
+	m := write.Metadata{Metric: metric}
+	for _, c := range row.Cells {
+		switch string(c.Qualifier) {
+		case schema.QualifierMetadataType:
+			m.Type = model.MetricType(c.Value)
+		case schema.QualifierMetadataHelp:
+			m.Help = string(c.Value)
+		case schema.QualifierMetadataUnit:
+			m.Unit = string(c.Value)
+		}
+	}
+	return m, true, nil
+}

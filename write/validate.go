@@ -1,0 +1,293 @@
+package write
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/hbtsdb/hbtsdb/schema"
+	"github.com/hbtsdb/hbtsdb/storage"
+)
+
+// Validation.
+//
+// What Write checks, and the Rejection.Reason it gives (s is the series as sent,
+// names and values over 128 bytes shortened):
+//
+//	label name "" is empty in series s
+//	label name "n" is not valid UTF-8 in series s
+//	label name "n…" is 1025 bytes long, over the limit of 1024, in series s
+//	value of label "n" is not valid UTF-8 in series s
+//	value of label "n" is 4097 bytes long, over the limit of 4096, in series s
+//	label name "n" appears more than once in series s
+//	metric name (label __name__) is missing in series s
+//	series s has 65 labels, over the limit of 64
+//	labels of series s take 32768 bytes encoded, over the 32767-byte row key limit of HBase
+//	timestamp -1 is negative (before 1970-01-01T00:00:00Z) in series s
+//	timestamp t (date) is older than the max age of 400d (before date) in series s
+//	timestamp t (date) is more than 10m ahead of the server's clock (date) in series s
+//	timestamp t (date) is beyond the largest storable timestamp 9223372036854775806 in series s
+//
+// A label with an empty value is dropped before anything else is decided about it
+// (Prometheus: "a label with an empty label value is considered equivalent to a
+// label that does not exist"), except that its name must still be valid; it does
+// not count against MaxLabelsPerSeries. NaN and ±Inf values are valid samples:
+// Prometheus sends them, stale markers included.
+
+// Errors of CheckSeries and CheckSample wrap ErrInvalid and one of these, so that
+// callers can tell what kind of problem it was.
+var (
+	// ErrInvalidLabels: the series' labels are invalid or over a limit.
+	ErrInvalidLabels = errors.New("invalid labels")
+	// ErrTooOld: a sample is older than Limits.MaxAge.
+	ErrTooOld = errors.New("sample too old")
+	// ErrOutOfRange: a sample's timestamp is negative, more than
+	// Limits.MaxFutureSkew ahead of the clock, or beyond storage.MaxTimestamp.
+	ErrOutOfRange = errors.New("sample timestamp out of range")
+)
+
+// invalidError is an invalid series or sample: its text is the Rejection reason.
+type invalidError struct {
+	reason string
+	kind   error
+}
+
+func (e *invalidError) Error() string   { return e.reason }
+func (e *invalidError) Unwrap() []error { return []error{ErrInvalid, e.kind} }
+
+// rowKeyOverhead bounds how many bytes the longest row key built from a series'
+// labels adds to their canonical encoding: a data row key is 1 (salt) + esc(host)
+// + esc(metric) + 16, the forward registry row 1 + canonical labels, an index row
+// 4 + esc(name) + esc(value). The canonical encoding holds esc(host) and
+// esc(metric), so keeping it at least this much under storage.MaxRowKeyLen keeps
+// every key within HBase's limit.
+const rowKeyOverhead = 17
+
+// labelProblem is the first thing found wrong with a series' labels.
+type labelProblem int
+
+const (
+	labelsOK labelProblem = iota
+	emptyName
+	nameNotUTF8
+	nameTooLong
+	valueNotUTF8
+	valueTooLong
+	duplicateName
+	missingMetricName
+	tooManyLabels
+	labelsTooBig
+)
+
+// labelCheck is what inspect found wrong with a series' labels: the first
+// problem, the label it is about and the size or count at fault.
+type labelCheck struct {
+	problem labelProblem
+	name    string
+	size    int
+}
+
+// checkLabels validates a series' labels and returns them as they are stored:
+// sorted by name, without labels whose value is empty. On a problem it returns an
+// *invalidError.
+func (l Limits) checkLabels(ls labels.Labels) (labels.Labels, error) {
+	c, sorted, empties := l.inspect(ls)
+	out := ls
+	if c.problem == labelsOK && !sorted {
+		// Rare: senders sort their labels. Sort a copy and check it again, which
+		// also finds a name given twice but not in adjacent places.
+		b := labels.NewScratchBuilder(ls.Len())
+		ls.Range(func(lb labels.Label) { b.Add(lb.Name, lb.Value) })
+		b.Sort()
+		out = b.Labels()
+		c, _, empties = l.inspect(out)
+	}
+	if c.problem != labelsOK {
+		return labels.EmptyLabels(), l.labelsError(ls, c)
+	}
+	if empties > 0 {
+		return out.WithoutEmpty(), nil
+	}
+	return out, nil
+}
+
+// inspect checks every rule of the package doc on ls, in label order, and reports
+// whether ls is sorted by name and how many of its labels have an empty value.
+func (l Limits) inspect(ls labels.Labels) (c labelCheck, sorted bool, empties int) {
+	var (
+		prev              string
+		first             = true
+		count, encoded    int
+		hasMetricName     bool
+		maxName, maxValue = l.MaxLabelNameLength, l.MaxLabelValueLength
+	)
+	sorted = true
+	ls.Range(func(lb labels.Label) {
+		if c.problem != labelsOK {
+			return
+		}
+		switch {
+		case lb.Name == "":
+			c.problem = emptyName
+		case !utf8.ValidString(lb.Name):
+			c.problem, c.name = nameNotUTF8, lb.Name
+		case maxName > 0 && len(lb.Name) > maxName:
+			c.problem, c.name, c.size = nameTooLong, lb.Name, len(lb.Name)
+		case !utf8.ValidString(lb.Value):
+			c.problem, c.name = valueNotUTF8, lb.Name
+		case maxValue > 0 && len(lb.Value) > maxValue:
+			c.problem, c.name, c.size = valueTooLong, lb.Name, len(lb.Value)
+		case !first && lb.Name == prev:
+			c.problem, c.name = duplicateName, lb.Name
+		}
+		if c.problem != labelsOK {
+			return
+		}
+		if !first && lb.Name < prev {
+			sorted = false
+		}
+		first, prev = false, lb.Name
+		if lb.Value == "" {
+			empties++
+			return
+		}
+		count++
+		if lb.Name == model.MetricNameLabel {
+			hasMetricName = true
+		}
+		encoded += schema.EscapedLen(lb.Name) + schema.EscapedLen(lb.Value)
+	})
+	switch {
+	case c.problem != labelsOK || !sorted:
+	case !hasMetricName:
+		c.problem = missingMetricName
+	case l.MaxLabelsPerSeries > 0 && count > l.MaxLabelsPerSeries:
+		c.problem, c.size = tooManyLabels, count
+	case encoded+rowKeyOverhead > storage.MaxRowKeyLen:
+		c.problem, c.size = labelsTooBig, encoded
+	}
+	return c, sorted, empties
+}
+
+// labelsError builds the *invalidError of a label problem of series ls.
+func (l Limits) labelsError(ls labels.Labels, c labelCheck) error {
+	s := describe(ls)
+	var reason string
+	switch c.problem {
+	case emptyName:
+		reason = fmt.Sprintf("label name \"\" is empty in series %s", s)
+	case nameNotUTF8:
+		reason = fmt.Sprintf("label name %s is not valid UTF-8 in series %s", quote(c.name), s)
+	case nameTooLong:
+		reason = fmt.Sprintf("label name %s is %d bytes long, over the limit of %d, in series %s", quote(c.name), c.size, l.MaxLabelNameLength, s)
+	case valueNotUTF8:
+		reason = fmt.Sprintf("value of label %s is not valid UTF-8 in series %s", quote(c.name), s)
+	case valueTooLong:
+		reason = fmt.Sprintf("value of label %s is %d bytes long, over the limit of %d, in series %s", quote(c.name), c.size, l.MaxLabelValueLength, s)
+	case duplicateName:
+		reason = fmt.Sprintf("label name %s appears more than once in series %s", quote(c.name), s)
+	case missingMetricName:
+		reason = fmt.Sprintf("metric name (label __name__) is missing in series %s", s)
+	case tooManyLabels:
+		reason = fmt.Sprintf("series %s has %d labels, over the limit of %d", s, c.size, l.MaxLabelsPerSeries)
+	default: // labelsTooBig
+		reason = fmt.Sprintf("labels of series %s take %d bytes encoded, over the %d-byte row key limit of HBase",
+			s, c.size+rowKeyOverhead, storage.MaxRowKeyLen)
+	}
+	return &invalidError{reason: reason, kind: ErrInvalidLabels}
+}
+
+// timeBounds are the sample timestamps a request may carry, [min, max] in ms.
+type timeBounds struct {
+	now      time.Time
+	min, max int64
+	limits   Limits
+}
+
+func (l Limits) bounds(now time.Time) timeBounds {
+	b := timeBounds{now: now, min: 0, max: storage.MaxTimestamp, limits: l}
+	ms := now.UnixMilli()
+	if l.MaxAge > 0 {
+		b.min = max(0, ms-l.MaxAge.Milliseconds())
+	}
+	if l.MaxFutureSkew > 0 && ms <= storage.MaxTimestamp-l.MaxFutureSkew.Milliseconds() {
+		b.max = ms + l.MaxFutureSkew.Milliseconds()
+	}
+	return b
+}
+
+// ok reports whether a sample at t may be stored.
+func (b timeBounds) ok(t int64) bool { return t >= b.min && t <= b.max }
+
+// check returns nil or the *invalidError of a sample at t of series ls.
+func (b timeBounds) check(ls labels.Labels, t int64) error {
+	if b.ok(t) {
+		return nil
+	}
+	var reason string
+	kind := ErrOutOfRange
+	switch {
+	case t < 0:
+		reason = fmt.Sprintf("timestamp %d is negative (before 1970-01-01T00:00:00Z)", t)
+	case t < b.min:
+		kind = ErrTooOld
+		reason = fmt.Sprintf("timestamp %d (%s) is older than the max age of %s (before %s)",
+			t, date(t), model.Duration(b.limits.MaxAge), date(b.min))
+	case b.limits.MaxFutureSkew > 0 && t > b.max && b.max < storage.MaxTimestamp:
+		reason = fmt.Sprintf("timestamp %d (%s) is more than %s ahead of the server's clock (%s)",
+			t, date(t), model.Duration(b.limits.MaxFutureSkew), date(b.now.UnixMilli()))
+	default:
+		reason = fmt.Sprintf("timestamp %d (%s) is beyond the largest storable timestamp %d", t, date(t), storage.MaxTimestamp)
+	}
+	return &invalidError{reason: reason + " in series " + describe(ls), kind: kind}
+}
+
+// date writes a millisecond timestamp as RFC 3339 in UTC.
+func date(ms int64) string {
+	return time.UnixMilli(ms).UTC().Format(time.RFC3339Nano)
+}
+
+// maxQuoted is how many bytes of a label name or value a Reason quotes.
+const maxQuoted = 128
+
+// quote quotes s as Go does, shortened to maxQuoted bytes (at a rune boundary).
+func quote(s string) string {
+	if len(s) <= maxQuoted {
+		return strconv.Quote(s)
+	}
+	cut := maxQuoted
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return strconv.Quote(s[:cut]) + "…"
+}
+
+// describe writes a series as labels.Labels.String does ({__name__="up",
+// job="node"}; names quoted when they are not classic label names), with long
+// names and values shortened.
+func describe(ls labels.Labels) string {
+	var b strings.Builder
+	b.WriteByte('{')
+	i := 0
+	ls.Range(func(l labels.Label) {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		i++
+		if model.LegacyValidation.IsValidLabelName(l.Name) {
+			b.WriteString(l.Name)
+		} else {
+			b.WriteString(quote(l.Name))
+		}
+		b.WriteByte('=')
+		b.WriteString(quote(l.Value))
+	})
+	b.WriteByte('}')
+	return b.String()
+}
