@@ -17,9 +17,9 @@ import (
 
 // Defaults of RegistryOptions.
 const (
-	DefaultIDBlockSize       = 1000
-	DefaultSeriesCacheSize   = 500_000
-	DefaultLabelsCacheSize   = 100_000
+	DefaultIDBlockSize         = 1000
+	DefaultSeriesCacheSize     = 500_000
+	DefaultLabelsCacheSize     = 100_000
 	DefaultRegisterParallelism = 16
 )
 
