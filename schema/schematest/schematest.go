@@ -29,6 +29,11 @@ type Backend struct {
 	// defaults of the backend, except 4 salt buckets on HBase so that tests create
 	// tables quickly while still spreading hosts over salts.
 	Settings schema.Settings
+	// TableOptions are the options of the tables Store creates: the defaults
+	// (raw retention 400 days), salt buckets as in Settings. Tests that write
+	// samples near the epoch (as Prometheus' promqltest does) set RawRetention
+	// to 0, or the family's TTL hides them at once.
+	TableOptions schema.TableOptions
 	// newStores opens n handles on one fresh store; see Stores.
 	newStores func(t testing.TB, n int) []storage.Store
 }
@@ -37,10 +42,15 @@ type Backend struct {
 func Backends() []Backend {
 	hb := schema.DefaultHBaseSettings()
 	hb.SaltBuckets = 4
-	return []Backend{
+	backends := []Backend{
 		{Name: "embedded", Settings: schema.DefaultEmbeddedSettings(), newStores: embeddedStores},
 		{Name: "hbase", Settings: hb, newStores: hbaseStores},
 	}
+	for i := range backends {
+		backends[i].TableOptions = schema.DefaultTableOptions()
+		backends[i].TableOptions.SaltBuckets = backends[i].Settings.SaltBuckets
+	}
+	return backends
 }
 
 // Available reports whether the backend can run here: the embedded store always
@@ -64,17 +74,23 @@ func (b Backend) Store(t testing.TB) storage.Store {
 func (b Backend) Stores(t testing.TB, n int) []storage.Store {
 	t.Helper()
 	sts := b.newStores(t, n)
-	Create(t, sts[0], b.Settings)
+	CreateWith(t, sts[0], b.Settings, b.TableOptions)
 	return sts
 }
 
 // Create creates the schema with settings on st (raw retention 400 days).
 func Create(t testing.TB, st storage.Store, settings schema.Settings) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
 	opts := schema.DefaultTableOptions()
 	opts.SaltBuckets = settings.SaltBuckets
+	CreateWith(t, st, settings, opts)
+}
+
+// CreateWith creates the schema with settings and table options on st.
+func CreateWith(t testing.TB, st storage.Store, settings schema.Settings, opts schema.TableOptions) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
 	if err := schema.Create(ctx, st, settings, opts); err != nil {
 		t.Fatalf("create the schema: %v", err)
 	}

@@ -1,0 +1,53 @@
+// Package db is hbtsdb's composition root: Open joins a storage.Store (opened and
+// schema-checked by the caller) with the series registry and tag index (index/),
+// the write pipeline (write/) and the read path (query/) into a *DB, which is what
+// Prometheus' libraries see as a storage.
+//
+// # Prometheus interfaces
+//
+// *DB implements storage.Appendable and storage.AppendableV2 (Prometheus
+// v0.316.0); its AppenderV2 also implements storage.ExemplarAppenderV2, which
+// Prometheus' remote-write handler requires. SampleAndChunkQueryable comes with
+// the query issue. An appender buffers one transaction and writes it through
+// write.Writer on Commit; Rollback discards it. Append validates each series and
+// sample at once (write.Writer.CheckSeries, CheckSample), so that a bad sample
+// fails its own Append, as Prometheus' receivers expect.
+//
+// Errors of Append wrap our own sentinels (write.ErrInvalid with
+// write.ErrInvalidLabels, write.ErrTooOld or write.ErrOutOfRange;
+// ErrHistogramsNotSupported) and also the Prometheus sentinel of the same meaning
+// (storage.ErrTooOldSample, storage.ErrOutOfBounds): Prometheus'
+// remote.NewWriteHandler answers 400 (and, for 2.0, writes the rest) only for
+// those, and would answer 500 — retried forever — for anything else.
+//
+// What is not stored yet:
+//
+//   - native histograms: Append with h or fh fails with ErrHistogramsNotSupported
+//     (also wrapping storage.ErrNativeHistogramsDisabled);
+//   - exemplars: AppendExemplars, AppendExemplar and inline AOptions.Exemplars
+//     return a *storage.AppendPartialError listing every exemplar with
+//     ErrExemplarsNotSupported; the sample is stored, the exemplars count as not
+//     written, and the error is not one that fails a write;
+//   - start timestamps (st, AppendSTZeroSample): ignored.
+//
+// Metadata (AOptions.Metadata with AOptions.MetricFamilyName or __name__, and
+// Appender.UpdateMetadata) is stored on Commit as write.Metadata.
+//
+// # Old samples
+//
+// Samples are stored with their own timestamps as cell timestamps, so the data
+// family's TTL (schema.TableOptions.RawRetention) hides those older than the
+// retention at once. Servers set write.Limits.MaxAge to the raw retention so that
+// such samples are rejected rather than silently invisible; tests that load data
+// near the epoch, as Prometheus' promqltest does, create the tables with
+// RawRetention 0 and open the DB with MaxAge 0.
+//
+// # Ownership
+//
+// The caller owns the store: Close leaves it open unless Options.CloseStore. A DB
+// starts no goroutines and holds only caches.
+//
+// db may import every package of hbtsdb below promapi and cmd, but no storage
+// backend (storage/hbase, storage/embedded, gohbase, Pebble): the caller picks the
+// backend.
+package db
