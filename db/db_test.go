@@ -464,7 +464,6 @@ func TestConcurrentWritersAgreeOnSeriesIDs(t *testing.T) {
 	})
 }
 
-
 func toSchema(ls labels.Labels) []schema.Label {
 	var out []schema.Label
 	ls.Range(func(l labels.Label) { out = append(out, schema.Label{Name: l.Name, Value: l.Value}) })
