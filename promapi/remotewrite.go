@@ -3,6 +3,7 @@ package promapi
 import (
 	"bytes"
 	"fmt"
+	"mime"
 	"net/http"
 	"strings"
 
@@ -42,18 +43,32 @@ func (h *writeHandler) remoteWrite() http.Handler {
 // missing Content-Type means 1.0's application/x-protobuf and a missing
 // Content-Encoding means snappy, as client_golang's and Prometheus' receivers
 // treat them; senders are required to send both.
+//
+// The header is parsed as RFC 9110 says (case-insensitive names, optional
+// whitespace around ";") and then rewritten in the canonical form that
+// client_golang's handler, which splits on ";" and "=" only, reads the same way:
+// otherwise "application/x-protobuf; proto=io.prometheus.write.v2.Request" would
+// be taken for a 1.0 request and decode to an empty message, silently.
 func negotiate(r *http.Request) (remoteapi.WriteMessageType, error) {
 	ct := r.Header.Get("Content-Type")
 	if ct == "" {
 		ct = "application/x-protobuf"
 	}
-	msgType, err := remoteapi.ParseProtoMsg(ct)
+	media, params, err := mime.ParseMediaType(ct)
 	if err != nil {
-		return "", fmt.Errorf("%w: %v", errUnsupportedMedia, err)
+		return "", fmt.Errorf("%w: Content-Type %q: %v", errUnsupportedMedia, ct, err)
+	}
+	if media != "application/x-protobuf" {
+		return "", fmt.Errorf("%w: Content-Type %q; remote write takes application/x-protobuf", errUnsupportedMedia, ct)
+	}
+	msgType := remoteapi.WriteV1MessageType
+	if p, ok := params["proto"]; ok {
+		msgType = remoteapi.WriteMessageType(p)
 	}
 	if !acceptedMessages.Contains(msgType) {
-		return "", fmt.Errorf("%w: proto message %s is not accepted; only %s", errUnsupportedMedia, msgType, acceptedMessages)
+		return "", fmt.Errorf("%w: proto message %q is not accepted; only %s", errUnsupportedMedia, string(msgType), acceptedMessages)
 	}
+	r.Header.Set("Content-Type", "application/x-protobuf;proto="+string(msgType))
 	if enc := contentEncoding(r); enc != "" && enc != string(remoteapi.SnappyBlockCompression) {
 		return msgType, fmt.Errorf("%w: Content-Encoding %q is not accepted; remote write requires snappy", errUnsupportedMedia, enc)
 	}
@@ -132,15 +147,22 @@ func (h *writeHandler) Store(r *http.Request, msgType remoteapi.WriteMessageType
 	)
 	switch msgType {
 	case remoteapi.WriteV1MessageType:
-		var msg prompb.WriteRequest
-		if err := msg.Unmarshal(data); err != nil {
+		if req, dropped, err = decodeV1(data); err != nil {
 			return fail(fmt.Errorf("%w: body is not a protobuf prometheus.WriteRequest: %v", write.ErrInvalid, err))
 		}
-		req, dropped = fromV1(&msg)
+		if len(req.Series) == 0 && len(req.Metadata) == 0 && dropped == (notStored{}) && hasTopLevelField(data, 4, 5) {
+			return fail(fmt.Errorf("%w: body is an io.prometheus.write.v2.Request (it has symbols or timeseries in fields 4 and 5), "+
+				"but Content-Type says prometheus.WriteRequest; send it with Content-Type application/x-protobuf;proto=%s",
+				write.ErrInvalid, remoteapi.WriteV2MessageType))
+		}
 	case remoteapi.WriteV2MessageType:
 		var msg writev2.Request
 		if err := msg.Unmarshal(data); err != nil {
 			return fail(fmt.Errorf("%w: body is not a protobuf io.prometheus.write.v2.Request: %v", write.ErrInvalid, err))
+		}
+		if len(msg.Timeseries) == 0 && hasTopLevelField(data, 1, 2, 3) {
+			return fail(fmt.Errorf("%w: body is a prometheus.WriteRequest (it has fields 1 to 3, which 2.0 reserves), "+
+				"but Content-Type says io.prometheus.write.v2.Request", write.ErrInvalid))
 		}
 		if req, dropped, err = fromV2(&msg); err != nil {
 			return fail(err)
@@ -192,47 +214,6 @@ func partialWriteError(res write.Result, dropped notStored) error {
 		parts = append(parts, fmt.Sprintf("%d float samples written", res.SamplesWritten))
 	}
 	return fmt.Errorf("%w: %s", write.ErrInvalid, strings.Join(parts, "; "))
-}
-
-// fromV1 converts a 1.0 message. Labels are sorted (senders must send them sorted;
-// sorting costs nothing when they did) and validated by the writer. Series with no
-// float samples carry nothing to store and are left out; their histograms and
-// exemplars are counted as not stored.
-func fromV1(msg *prompb.WriteRequest) (write.Request, notStored) {
-	var (
-		dropped notStored
-		total   int
-		b       = labels.NewScratchBuilder(16)
-	)
-	for i := range msg.Timeseries {
-		total += len(msg.Timeseries[i].Samples)
-	}
-	samples := make([]write.Sample, 0, total)
-	req := write.Request{Series: make([]write.Series, 0, len(msg.Timeseries))}
-	for i := range msg.Timeseries {
-		ts := &msg.Timeseries[i]
-		dropped.histograms += len(ts.Histograms)
-		dropped.exemplars += len(ts.Exemplars)
-		if len(ts.Samples) == 0 {
-			continue
-		}
-		b.Reset()
-		for _, l := range ts.Labels {
-			b.Add(l.Name, l.Value)
-		}
-		b.Sort()
-		start := len(samples)
-		for _, s := range ts.Samples {
-			samples = append(samples, write.Sample{T: s.Timestamp, V: s.Value})
-		}
-		req.Series = append(req.Series, write.Series{Labels: b.Labels(), Samples: samples[start:len(samples):len(samples)]})
-	}
-	for _, m := range msg.Metadata {
-		req.Metadata = append(req.Metadata, write.Metadata{
-			Metric: m.MetricFamilyName, Type: metricTypeV1(m.Type), Help: m.Help, Unit: m.Unit,
-		})
-	}
-	return req, dropped
 }
 
 func metricTypeV1(t prompb.MetricMetadata_MetricType) model.MetricType {

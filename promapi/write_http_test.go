@@ -225,14 +225,21 @@ func TestV1DecodingKeepsValuesAndMetadata(t *testing.T) {
 	msg := &prompb.WriteRequest{
 		Timeseries: []prompb.TimeSeries{
 			{Labels: v1Labels("job", "a", "__name__", "up"), // unsorted on the wire
-				Samples: []prompb.Sample{{Timestamp: 1, Value: stale}, {Timestamp: 2, Value: math.Copysign(0, -1)}}},
+				Samples: []prompb.Sample{{Timestamp: 1, Value: stale}, {Timestamp: 2, Value: 5e-324}}},
 			{Labels: v1Labels("__name__", "h"), Histograms: []prompb.Histogram{{Timestamp: 1}, {Timestamp: 2}}},
 			{Labels: v1Labels("__name__", "e"), Samples: []prompb.Sample{{Timestamp: 3, Value: 3}},
 				Exemplars: []prompb.Exemplar{{Timestamp: 3, Value: 1}}},
 		},
 		Metadata: []prompb.MetricMetadata{{Type: prompb.MetricMetadata_COUNTER, MetricFamilyName: "up", Help: "h", Unit: "seconds"}},
 	}
-	req, dropped := fromV1(msg)
+	body, err := msg.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, dropped, err := decodeV1(body)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if dropped != (notStored{histograms: 2, exemplars: 1}) {
 		t.Errorf("dropped = %+v", dropped)
 	}
@@ -242,8 +249,8 @@ func TestV1DecodingKeepsValuesAndMetadata(t *testing.T) {
 	if got := math.Float64bits(req.Series[0].Samples[0].V); got != 0x7ff0000000000002 {
 		t.Errorf("stale marker bits = %x", got)
 	}
-	if got := math.Float64bits(req.Series[0].Samples[1].V); got != math.Float64bits(math.Copysign(0, -1)) {
-		t.Errorf("-0 bits = %x", got)
+	if got := req.Series[0].Samples[1]; got != (write.Sample{T: 2, V: 5e-324}) {
+		t.Errorf("second sample = %v", got)
 	}
 	want := write.Metadata{Metric: "up", Type: model.MetricTypeCounter, Help: "h", Unit: "seconds"}
 	if len(req.Metadata) != 1 || req.Metadata[0] != want {

@@ -1,0 +1,7 @@
+//go:build slicelabels || dedupelabels
+
+package promapi
+
+// bodyString copies: these builds of Prometheus' labels package keep the strings
+// they are given, which must then not point into a reused request body.
+func bodyString(b []byte) string { return string(b) }

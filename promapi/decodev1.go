@@ -1,0 +1,387 @@
+package promapi
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/prompb"
+
+	"github.com/hbtsdb/hbtsdb/write"
+)
+
+// decodeV1 decodes a remote-write 1.0 body (prometheus.WriteRequest) straight into
+// a write.Request: what fromV1 makes of prompb's generated Unmarshal, without its
+// allocations. The generated code copies every label name and value into a
+// string of its own and allocates two slices per series — ten allocations per
+// sample of a typical request, most of the cost of decoding; here label bytes go
+// from the body into the series' labels.Labels (one allocation per series) and
+// the samples of the whole request share one slice.
+//
+// It accepts and rejects exactly what the generated Unmarshal does (the fuzz test
+// FuzzDecodeV1 holds it to that): wire types are checked for known fields,
+// unknown fields (groups included) are skipped, and exemplars, histograms and
+// metadata, which are rare or not stored, go through the generated code.
+func decodeV1(data []byte) (write.Request, notStored, error) {
+	var dropped notStored
+	nSeries, nSamples, err := countV1(data)
+	if err != nil {
+		return write.Request{}, dropped, err
+	}
+	req := write.Request{Series: make([]write.Series, 0, nSeries)}
+	samples := make([]write.Sample, 0, nSamples)
+	b := labels.NewScratchBuilder(16)
+	r := pbReader{b: data}
+	for !r.done() {
+		field, wire, start, err := r.tag("WriteRequest")
+		if err != nil {
+			return write.Request{}, dropped, err
+		}
+		switch field {
+		case 1: // timeseries
+			msg, err := r.message(wire, "Timeseries")
+			if err != nil {
+				return write.Request{}, dropped, err
+			}
+			first := len(samples)
+			b.Reset()
+			if samples, err = decodeSeriesV1(msg, &b, samples, &dropped); err != nil {
+				return write.Request{}, dropped, err
+			}
+			if len(samples) == first {
+				continue // nothing to store (a series of histograms or exemplars only)
+			}
+			b.Sort()
+			req.Series = append(req.Series, write.Series{Labels: b.Labels(), Samples: samples[first:len(samples):len(samples)]})
+		case 3: // metadata
+			msg, err := r.message(wire, "Metadata")
+			if err != nil {
+				return write.Request{}, dropped, err
+			}
+			var m prompb.MetricMetadata
+			if err := m.Unmarshal(msg); err != nil {
+				return write.Request{}, dropped, err
+			}
+			req.Metadata = append(req.Metadata, write.Metadata{
+				Metric: m.MetricFamilyName, Type: metricTypeV1(m.Type), Help: m.Help, Unit: m.Unit,
+			})
+		default:
+			if err := r.skip(start); err != nil {
+				return write.Request{}, dropped, err
+			}
+		}
+	}
+	return req, dropped, nil
+}
+
+// decodeSeriesV1 decodes one TimeSeries: its labels into b (in wire order), its
+// samples appended to samples; exemplars and histograms are checked and counted.
+func decodeSeriesV1(data []byte, b *labels.ScratchBuilder, samples []write.Sample, dropped *notStored) ([]write.Sample, error) {
+	r := pbReader{b: data}
+	for !r.done() {
+		field, wire, start, err := r.tag("TimeSeries")
+		if err != nil {
+			return samples, err
+		}
+		switch field {
+		case 1: // labels
+			msg, err := r.message(wire, "Labels")
+			if err != nil {
+				return samples, err
+			}
+			name, value, err := decodeLabelV1(msg)
+			if err != nil {
+				return samples, err
+			}
+			b.Add(bodyString(name), bodyString(value))
+		case 2: // samples
+			msg, err := r.message(wire, "Samples")
+			if err != nil {
+				return samples, err
+			}
+			s, err := decodeSampleV1(msg)
+			if err != nil {
+				return samples, err
+			}
+			samples = append(samples, s)
+		case 3: // exemplars: not stored, but they must decode
+			msg, err := r.message(wire, "Exemplars")
+			if err != nil {
+				return samples, err
+			}
+			var e prompb.Exemplar
+			if err := e.Unmarshal(msg); err != nil {
+				return samples, err
+			}
+			dropped.exemplars++
+		case 4: // histograms: not stored, but they must decode
+			msg, err := r.message(wire, "Histograms")
+			if err != nil {
+				return samples, err
+			}
+			var h prompb.Histogram
+			if err := h.Unmarshal(msg); err != nil {
+				return samples, err
+			}
+			dropped.histograms++
+		default:
+			if err := r.skip(start); err != nil {
+				return samples, err
+			}
+		}
+	}
+	return samples, nil
+}
+
+func decodeLabelV1(data []byte) (name, value []byte, err error) {
+	r := pbReader{b: data}
+	for !r.done() {
+		field, wire, start, err := r.tag("Label")
+		if err != nil {
+			return nil, nil, err
+		}
+		switch field {
+		case 1:
+			if name, err = r.message(wire, "Name"); err != nil {
+				return nil, nil, err
+			}
+		case 2:
+			if value, err = r.message(wire, "Value"); err != nil {
+				return nil, nil, err
+			}
+		default:
+			if err := r.skip(start); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
+	return name, value, nil
+}
+
+func decodeSampleV1(data []byte) (write.Sample, error) {
+	var s write.Sample
+	r := pbReader{b: data}
+	for !r.done() {
+		field, wire, start, err := r.tag("Sample")
+		if err != nil {
+			return s, err
+		}
+		switch field {
+		case 1:
+			if wire != 1 {
+				return s, fmt.Errorf("proto: wrong wireType = %d for field Value", wire)
+			}
+			if r.i+8 > len(r.b) {
+				return s, io.ErrUnexpectedEOF
+			}
+			s.V = math.Float64frombits(binary.LittleEndian.Uint64(r.b[r.i:]))
+			r.i += 8
+		case 2:
+			if wire != 0 {
+				return s, fmt.Errorf("proto: wrong wireType = %d for field Timestamp", wire)
+			}
+			v, err := r.varint()
+			if err != nil {
+				return s, err
+			}
+			s.T = int64(v)
+		default:
+			if err := r.skip(start); err != nil {
+				return s, err
+			}
+		}
+	}
+	return s, nil
+}
+
+// countV1 counts the series and samples of a body, to allocate once. Errors are
+// those decodeV1 would meet at the same place.
+func countV1(data []byte) (series, samples int, err error) {
+	r := pbReader{b: data}
+	for !r.done() {
+		field, wire, start, err := r.tag("WriteRequest")
+		if err != nil {
+			return 0, 0, err
+		}
+		if field != 1 {
+			if field == 3 {
+				_, err = r.message(wire, "Metadata")
+			} else {
+				err = r.skip(start)
+			}
+			if err != nil {
+				return 0, 0, err
+			}
+			continue
+		}
+		msg, err := r.message(wire, "Timeseries")
+		if err != nil {
+			return 0, 0, err
+		}
+		series++
+		ts := pbReader{b: msg}
+		for !ts.done() {
+			field, _, start, err := ts.tag("TimeSeries")
+			if err != nil {
+				return 0, 0, err
+			}
+			if field == 2 {
+				samples++
+			}
+			// Every field of a TimeSeries is length-delimited or skippable alike
+			// here; decodeSeriesV1 checks wire types.
+			if err := ts.skip(start); err != nil {
+				return 0, 0, err
+			}
+		}
+	}
+	return series, samples, nil
+}
+
+// hasTopLevelField reports whether a well-formed message has any of the given
+// fields at its top level: how a 1.0 body sent as 2.0 (or the reverse) is told
+// from an empty message, which is what decoding it with the wrong schema gives.
+func hasTopLevelField(data []byte, fields ...int) bool {
+	r := pbReader{b: data}
+	for !r.done() {
+		field, _, start, err := r.tag("")
+		if err != nil || r.skip(start) != nil {
+			return false
+		}
+		if slices.Contains(fields, field) {
+			return true
+		}
+	}
+	return false
+}
+
+// pbReader reads protobuf's wire format with the bounds checks and errors of
+// gogo/protobuf's generated code.
+type pbReader struct {
+	b []byte
+	i int
+}
+
+var (
+	errPBOverflow      = errors.New("proto: integer overflow")
+	errPBInvalidLength = errors.New("proto: negative length found during unmarshaling")
+	errPBEndOfGroup    = errors.New("proto: unexpected end of group")
+)
+
+func (r *pbReader) done() bool { return r.i >= len(r.b) }
+
+func (r *pbReader) varint() (uint64, error) {
+	var v uint64
+	for shift := uint(0); ; shift += 7 {
+		if shift >= 64 {
+			return 0, errPBOverflow
+		}
+		if r.i >= len(r.b) {
+			return 0, io.ErrUnexpectedEOF
+		}
+		c := r.b[r.i]
+		r.i++
+		v |= uint64(c&0x7F) << shift
+		if c < 0x80 {
+			return v, nil
+		}
+	}
+}
+
+// tag reads a field's tag; start is where it began (for skip).
+func (r *pbReader) tag(msg string) (field, wire, start int, err error) {
+	start = r.i
+	v, err := r.varint()
+	if err != nil {
+		return 0, 0, start, err
+	}
+	fieldNum := int32(v >> 3)
+	wire = int(v & 0x7)
+	if wire == 4 {
+		return 0, 0, start, fmt.Errorf("proto: %s: wiretype end group for non-group", msg)
+	}
+	if fieldNum <= 0 {
+		return 0, 0, start, fmt.Errorf("proto: %s: illegal tag %d (wire type %d)", msg, fieldNum, v)
+	}
+	return int(fieldNum), wire, start, nil
+}
+
+// message reads a length-delimited field of wire type 2.
+func (r *pbReader) message(wire int, field string) ([]byte, error) {
+	if wire != 2 {
+		return nil, fmt.Errorf("proto: wrong wireType = %d for field %s", wire, field)
+	}
+	v, err := r.varint()
+	if err != nil {
+		return nil, err
+	}
+	n := int(v)
+	if n < 0 {
+		return nil, errPBInvalidLength
+	}
+	end := r.i + n
+	if end < 0 {
+		return nil, errPBInvalidLength
+	}
+	if end > len(r.b) {
+		return nil, io.ErrUnexpectedEOF
+	}
+	msg := r.b[r.i:end]
+	r.i = end
+	return msg, nil
+}
+
+// skip skips the field whose tag starts at start, groups included, as gogo's
+// skipTypes does.
+func (r *pbReader) skip(start int) error {
+	r.i = start
+	depth := 0
+	for r.i < len(r.b) {
+		v, err := r.varint()
+		if err != nil {
+			return err
+		}
+		switch wire := int(v & 0x7); wire {
+		case 0:
+			if _, err := r.varint(); err != nil {
+				return err
+			}
+		case 1:
+			r.i += 8
+		case 2:
+			n, err := r.varint()
+			if err != nil {
+				return err
+			}
+			if int(n) < 0 {
+				return errPBInvalidLength
+			}
+			r.i += int(n)
+		case 3:
+			depth++
+		case 4:
+			if depth == 0 {
+				return errPBEndOfGroup
+			}
+			depth--
+		case 5:
+			r.i += 4
+		default:
+			return fmt.Errorf("proto: illegal wireType %d", wire)
+		}
+		if r.i < 0 {
+			return errPBInvalidLength
+		}
+		if depth == 0 {
+			if r.i > len(r.b) {
+				return io.ErrUnexpectedEOF
+			}
+			return nil
+		}
+	}
+	return io.ErrUnexpectedEOF
+}

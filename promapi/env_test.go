@@ -1,0 +1,147 @@
+package promapi
+
+import (
+	"context"
+	"log/slog"
+	"math"
+	"net/http/httptest"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/hbtsdb/hbtsdb/index"
+	"github.com/hbtsdb/hbtsdb/schema"
+	"github.com/hbtsdb/hbtsdb/schema/schematest"
+	"github.com/hbtsdb/hbtsdb/storage"
+	"github.com/hbtsdb/hbtsdb/write"
+)
+
+// env is the router serving the real write pipeline (write.Writer with its series
+// registry and tag index) on a real store with the schema created, over real HTTP.
+type env struct {
+	srv      *httptest.Server
+	st       storage.Store
+	settings schema.Settings
+	writer   *write.Writer
+	now      time.Time // the writer's clock
+}
+
+// testLimits are small, so that the corpus can cross every one of them cheaply.
+var testLimits = write.Limits{
+	MaxSeriesPerRequest:  5,
+	MaxSamplesPerRequest: 20,
+	MaxLabelsPerSeries:   8,
+	MaxLabelNameLength:   64,
+	MaxLabelValueLength:  128,
+	MaxFutureSkew:        10 * time.Minute,
+	MaxAge:               24 * time.Hour,
+}
+
+var testHTTPLimits = WriteLimits{MaxBodyBytes: 64 << 10, MaxDecompressedBytes: 256 << 10, MaxConcurrentRequests: 8}
+
+// newEnv starts a server on a fresh store of backend b. The writer's clock is
+// frozen at the second the env was made, so that messages naming it are exact.
+func newEnv(t testing.TB, b schematest.Backend, limits write.Limits, httpLimits WriteLimits) *env {
+	t.Helper()
+	st := b.Store(t)
+	return newEnvOn(t, st, b.Settings, limits, httpLimits)
+}
+
+func newEnvOn(t testing.TB, st storage.Store, settings schema.Settings, limits write.Limits, httpLimits WriteLimits) *env {
+	t.Helper()
+	return newEnvLogging(t, st, settings, limits, httpLimits, slog.New(slog.DiscardHandler))
+}
+
+func newEnvLogging(t testing.TB, st storage.Store, settings schema.Settings, limits write.Limits, httpLimits WriteLimits,
+	logger *slog.Logger) *env {
+	t.Helper()
+	now := time.Now().Truncate(time.Second)
+	clock := func() time.Time { return now }
+	registry := index.NewRegistry(st, index.RegistryOptions{Now: clock, Logger: logger})
+	w, err := write.New(st, settings, registry, index.NewPostings(st, index.PostingsOptions{}),
+		write.Options{Limits: limits, Now: clock, Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(NewRouter(Options{Writer: w, WriteLimits: httpLimits, Logger: logger}))
+	t.Cleanup(srv.Close)
+	return &env{srv: srv, st: st, settings: settings, writer: w, now: now}
+}
+
+// cells counts every cell of the tables a write touches (data, series registry,
+// index, meta), so that "nothing was written" can be checked as "no cell changed".
+func (e *env) cells(t testing.TB) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	n := 0
+	for _, table := range []string{schema.TableData, schema.TableSeries, schema.TableIndex, schema.TableMeta} {
+		sc := e.st.Scan(ctx, table, nil, nil, storage.MaxVersions(math.MaxInt32))
+		for sc.Next() {
+			n += len(sc.Row().Cells)
+		}
+		if err := sc.Err(); err != nil {
+			t.Fatalf("scan %s: %v", table, err)
+		}
+		sc.Close()
+	}
+	return n
+}
+
+// stored reads every raw sample back from the data table, by series (the labels'
+// String()), oldest first, with the labels from the series registry.
+func (e *env) stored(t testing.TB) map[string][]write.Sample {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	byID := map[uint64][]write.Sample{}
+	sc := e.st.Scan(ctx, schema.TableData, nil, nil, storage.Families(schema.FamilyRaw))
+	defer sc.Close()
+	for sc.Next() {
+		row := sc.Row()
+		key, err := schema.ParseDataRowKey(row.Key)
+		if err != nil {
+			t.Fatalf("data row key %q: %v", row.Key, err)
+		}
+		for _, c := range row.Cells {
+			off, err := schema.DecodeRawQualifier(c.Qualifier, e.settings.BucketWidth)
+			if err != nil {
+				t.Fatal(err)
+			}
+			v, err := schema.DecodeRawValue(c.Value)
+			if err != nil {
+				t.Fatal(err)
+			}
+			byID[key.SeriesID] = append(byID[key.SeriesID], write.Sample{T: key.BucketStart + off, V: v})
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatalf("scan data: %v", err)
+	}
+	ids := make([]uint64, 0, len(byID))
+	for id := range byID {
+		ids = append(ids, id)
+	}
+	lbls, err := index.NewRegistry(e.st, index.RegistryOptions{}).Labels(ctx, ids)
+	if err != nil {
+		t.Fatalf("labels of %d series: %v", len(ids), err)
+	}
+	out := map[string][]write.Sample{}
+	for i, id := range ids {
+		s := byID[id]
+		slices.SortFunc(s, func(a, b write.Sample) int { return int(a.T - b.T) })
+		out[lbls[i].String()] = s
+	}
+	return out
+}
+
+// sameSamples compares bit-exactly (NaN payloads included).
+func sameSamples(a, b []write.Sample) bool {
+	return slices.EqualFunc(a, b, func(x, y write.Sample) bool {
+		return x.T == y.T && math.Float64bits(x.V) == math.Float64bits(y.V)
+	})
+}
+
+func ls(pairs ...string) labels.Labels { return labels.FromStrings(pairs...) }
