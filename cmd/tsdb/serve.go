@@ -14,6 +14,7 @@ import (
 	"github.com/alecthomas/units"
 	"github.com/prometheus/common/model"
 
+	"github.com/hbtsdb/hbtsdb/db"
 	"github.com/hbtsdb/hbtsdb/promapi"
 	"github.com/hbtsdb/hbtsdb/schema"
 	"github.com/hbtsdb/hbtsdb/storage"
@@ -110,7 +111,7 @@ func (f writeFlags) check() error {
 }
 
 func registerServe(a *app) {
-	cmd := a.kp.Command("serve", "Run the server: Prometheus remote write on /api/v1/write, health on /-/healthy and /-/ready.\n\n"+
+	cmd := a.kp.Command("serve", "Run the server: Prometheus remote write (1.0 and 2.0) on /api/v1/write, OpenTSDB put on /api/put,\nhealth on /-/healthy and /-/ready.\n\n"+
 		"On HBase, tsdb serve waits (not ready, retrying with backoff) until HBase answers; an embedded\n"+
 		"directory in use by another process, an unknown --storage or a schema mismatch stop it at once.")
 	f := &serveFlags{
@@ -130,14 +131,15 @@ func registerServe(a *app) {
 type storeState struct {
 	mu       sync.Mutex
 	store    storage.Store
+	db       *db.DB
 	settings schema.Settings
 	waiting  error
 }
 
-func (s *storeState) set(st storage.Store, settings schema.Settings) {
+func (s *storeState) set(st storage.Store, d *db.DB, settings schema.Settings) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.store, s.settings, s.waiting = st, settings, nil
+	s.store, s.db, s.settings, s.waiting = st, d, settings, nil
 }
 
 func (s *storeState) wait(reason error) {
@@ -156,6 +158,21 @@ func (s *storeState) get() (storage.Store, error) {
 		return nil, errors.New("opening the store")
 	}
 	return s.store, nil
+}
+
+// Write is the write endpoints' Writer: the DB once the store is open, and until
+// then an error wrapping storage.ErrUnavailable (503, so that senders retry).
+func (s *storeState) Write(ctx context.Context, req *write.Request) (write.Result, error) {
+	s.mu.Lock()
+	d, waiting := s.db, s.waiting
+	s.mu.Unlock()
+	if d == nil {
+		if waiting == nil {
+			waiting = errors.New("opening the store")
+		}
+		return write.Result{}, fmt.Errorf("%w: %v", storage.ErrUnavailable, waiting)
+	}
+	return d.Write(ctx, req)
 }
 
 // ready is the /-/ready check: the store is open and answers now.
@@ -185,7 +202,7 @@ func serve(ctx context.Context, c *commonFlags, f *serveFlags, logger *slog.Logg
 	state := &storeState{}
 	srv := &http.Server{
 		Handler: promapi.NewRouter(promapi.Options{Ready: state.ready, Logger: logger,
-			WriteLimits: f.write.httpLimits()}),
+			Writer: state, WriteLimits: f.write.httpLimits()}),
 		ReadHeaderTimeout: 30 * time.Second,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
@@ -222,6 +239,12 @@ func serve(ctx context.Context, c *commonFlags, f *serveFlags, logger *slog.Logg
 		logger.Warn("in-flight requests did not finish in time", "timeout", *f.shutdownTimeout, "err", err)
 	}
 	if st, err := state.get(); err == nil {
+		state.mu.Lock()
+		d := state.db
+		state.mu.Unlock()
+		if err := d.Close(); err != nil {
+			runErr = errors.Join(runErr, fmt.Errorf("close the database: %w", err))
+		}
 		if err := st.Close(); err != nil {
 			runErr = errors.Join(runErr, fmt.Errorf("close store: %w", err))
 		}
@@ -239,9 +262,9 @@ func openWithRetry(ctx context.Context, c *commonFlags, f *serveFlags, addr back
 	state *storeState, logger *slog.Logger) error {
 	backoff := 500 * time.Millisecond
 	for attempt := 1; ; attempt++ {
-		st, settings, err := openAndCheck(ctx, c, f, addr, want, logger)
+		st, d, settings, err := openAndCheck(ctx, c, f, addr, want, logger)
 		if err == nil {
-			state.set(st, settings)
+			state.set(st, d, settings)
 			logger.Info("store ready", "storage", addr.String(), "bucket_width", settings.BucketWidth,
 				"salt_buckets", settings.SaltBuckets, "format_version", settings.FormatVersion)
 			return nil
@@ -263,16 +286,24 @@ func openWithRetry(ctx context.Context, c *commonFlags, f *serveFlags, addr back
 	}
 }
 
+// openAndCheck opens the store, checks (or creates) its schema and joins it into
+// the DB the write endpoints write through, with the --write.* limits.
 func openAndCheck(ctx context.Context, c *commonFlags, f *serveFlags, addr backend.Address, want schema.Settings,
-	logger *slog.Logger) (storage.Store, schema.Settings, error) {
+	logger *slog.Logger) (storage.Store, *db.DB, schema.Settings, error) {
 	st, err := c.openStore(ctx, addr, logger)
 	if err != nil {
-		return nil, schema.Settings{}, err
+		return nil, nil, schema.Settings{}, err
 	}
 	settings, err := schema.Open(ctx, st, want, c.tableOptions(want), *f.autoCreate)
 	if err != nil {
 		st.Close()
-		return nil, schema.Settings{}, err
+		return nil, nil, schema.Settings{}, err
 	}
-	return st, settings, nil
+	d, err := db.Open(ctx, db.Options{Store: st, Settings: settings, Logger: logger,
+		Write: write.Options{Limits: f.write.limits(*c.rawRetention), Logger: logger}})
+	if err != nil {
+		st.Close()
+		return nil, nil, schema.Settings{}, err
+	}
+	return st, d, settings, nil
 }

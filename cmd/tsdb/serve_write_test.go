@@ -1,0 +1,80 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// post sends a POST to the server and returns its status and body.
+func (s *server) post(t *testing.T, path, body string, header map[string]string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, "http://"+s.addr+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// TestServeWritesWithTheWriteFlags checks that tsdb serve wires the write
+// endpoints to the store and the --write.* flags (and their environment twins)
+// to the HTTP limits and the write pipeline's limits.
+func TestServeWritesWithTheWriteFlags(t *testing.T) {
+	t.Setenv("TSDB_WRITE_MAX_LABEL_VALUE_LENGTH", "8")
+	s := startServe(t, "--storage=embedded:"+t.TempDir(), "--write.max-body-bytes=1KiB",
+		"--write.max-series-per-request=2", "--retention.raw=2d")
+	s.waitFor(t, "/-/ready", 200, 30*time.Second)
+	now := time.Now().Unix()
+	point := func(host string, ts int64) string {
+		return fmt.Sprintf(`{"metric":"sys.cpu","timestamp":%d,"value":1,"tags":{"host":%q}}`, ts, host)
+	}
+
+	if code, body := s.post(t, "/api/put", point("web01", now), nil); code != 204 {
+		t.Fatalf("a valid datapoint: %d %q", code, body)
+	}
+	for _, tc := range []struct {
+		name, body string
+		code       int
+		inBody     string
+	}{
+		{"--write.max-body-bytes", strings.Repeat(" ", 2000) + point("a", now), 413, "over the limit of 1024 bytes (--write.max-body-bytes)"},
+		{"--write.max-series-per-request", "[" + point("a", now) + "," + point("b", now) + "," + point("c", now) + "]", 400,
+			"3 series in the request, over the limit of 2"},
+		{"$TSDB_WRITE_MAX_LABEL_VALUE_LENGTH", point("a-very-long-host", now), 400, "over the limit of 8"},
+		{"--retention.raw as the max age", point("a", now-3*86400), 400, "older than the max age of 2d"},
+	} {
+		code, body := s.post(t, "/api/put?details", tc.body, nil)
+		if code != tc.code || !strings.Contains(body, tc.inBody) {
+			t.Errorf("%s: %d %s, want %d naming %q", tc.name, code, body, tc.code, tc.inBody)
+		}
+	}
+	if code, body := s.post(t, "/api/v1/write", "", map[string]string{"Content-Type": "application/x-protobuf", "Content-Encoding": "snappy"}); code != 400 ||
+		body != "invalid write request: empty request body\n" {
+		t.Errorf("empty remote write: %d %q", code, body)
+	}
+	if err := s.stop(t); err != nil {
+		t.Fatalf("serve exited with %v after SIGTERM; log:\n%s", err, s.log())
+	}
+	if log := s.log(); !strings.Contains(log, `msg="write request rejected"`) {
+		t.Errorf("no rejected write request was logged:\n%s", log)
+	}
+}
+
+func TestServeRefusesUnworkableWriteLimits(t *testing.T) {
+	code, _, stderr := tsdb(t, "serve", "--storage=embedded:"+t.TempDir(), "--write.max-concurrent-requests=0", "--listen=127.0.0.1:0")
+	if code != 1 || !strings.Contains(stderr, "--write.max-concurrent-requests must be positive, got 0") {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+}
