@@ -1,16 +1,21 @@
-# hbtsdb — `make test` runs everything: gofmt and vet, every Go test with -race, and the
+# hbtsdb — `make test` runs everything: gofmt and vet, every Go test with -race, the
 # real-HBase suites against an HBase that testing/hbase/hbase.sh resolves from Maven
-# Central (cached under ~/.cache/hbtsdb) and starts on free loopback ports. HBase is
-# stopped again even when a test fails. Under `make test` no HBase test may skip:
-# TSDB_TEST_REQUIRE_HBASE=1 turns a missing HBase into a failure.
+# Central (cached under ~/.cache/hbtsdb) and starts on free loopback ports, and the
+# end-to-end tests (e2e/) with a real Prometheus server that
+# testing/prometheus/prometheus.sh builds from the Go module proxy at the version in
+# go.mod (cached under ~/.cache/hbtsdb/prometheus-<version>). HBase is stopped again
+# even when a test fails. Under `make test` no HBase or end-to-end test may skip:
+# TSDB_TEST_REQUIRE_HBASE=1 and TSDB_TEST_REQUIRE_E2E=1 turn a missing HBase or
+# Prometheus into a failure.
 
 GO          ?= go
 HBASE       := testing/hbase/hbase.sh
+PROMETHEUS  := testing/prometheus/prometheus.sh
 GOTESTFLAGS ?= -race -count=1 -timeout 45m
 
-.PHONY: test vet unit test-with-hbase hbase-start hbase-stop build bench fuzz
+.PHONY: test vet unit test-with-hbase e2e prometheus hbase-start hbase-stop build bench fuzz
 
-test: vet test-with-hbase
+test: vet prometheus test-with-hbase
 
 vet:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); \
@@ -21,12 +26,32 @@ vet:
 unit:
 	$(GO) test $(GOTESTFLAGS) ./...
 
+# Every test, once, with HBase and Prometheus; HBase is stopped even on failure.
 test-with-hbase:
+	@$(MAKE) --no-print-directory with-hbase-and-prometheus PKGS=./...
+
+# The end-to-end tests only (e2e/): a real Prometheus remote-writing to `tsdb serve`
+# on the embedded store and on a real HBase. E2E_DURATION is how long each run
+# scrapes (default 30s).
+e2e: prometheus
+	@$(MAKE) --no-print-directory with-hbase-and-prometheus PKGS=./e2e/
+
+# Builds the Prometheus server binary the end-to-end tests run (once per version in
+# go.mod; later runs reuse the cached binary without network).
+prometheus:
+	@$(PROMETHEUS) >/dev/null
+
+.PHONY: with-hbase-and-prometheus
+with-hbase-and-prometheus:
 	@set -e; \
+	prom=$$($(PROMETHEUS)); \
 	trap '$(HBASE) stop' EXIT INT TERM; \
 	zk=$$($(HBASE) start); \
-	echo "HBase for tests at ZooKeeper $$zk"; \
-	TSDB_TEST_HBASE_ZK=$$zk TSDB_TEST_REQUIRE_HBASE=1 $(GO) test $(GOTESTFLAGS) ./...
+	echo "HBase for tests at ZooKeeper $$zk; Prometheus $$prom"; \
+	TSDB_TEST_HBASE_ZK=$$zk TSDB_TEST_REQUIRE_HBASE=1 \
+	TSDB_TEST_PROMETHEUS=$$prom TSDB_TEST_REQUIRE_E2E=1 \
+	$(if $(E2E_DURATION),TSDB_TEST_E2E_DURATION=$(E2E_DURATION)) \
+	$(GO) test $(GOTESTFLAGS) $(PKGS)
 
 hbase-start:
 	@$(HBASE) start

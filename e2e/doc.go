@@ -1,0 +1,34 @@
+// Package e2e holds hbtsdb's end-to-end tests: a real Prometheus server, built from the
+// Go module we already depend on (testing/prometheus/prometheus.sh), scrapes itself and
+// a synthetic target every second and remote-writes to a real `tsdb serve` process
+// (built from this checkout, with -race when the tests run with -race) — with
+// remote-write 1.0 and with 2.0, on the embedded store and on a real HBase, directly
+// and through a proxy that aborts the first attempt of every request while tsdb is
+// writing it (so that Prometheus retries).
+//
+// What the tests prove: every sample Prometheus holds up to a cut-off time T is stored
+// by tsdb exactly once and exactly — the same series (label sets equal, escapes and
+// non-ASCII included), the same millisecond timestamps (explicit ones too), the same
+// float64 values to the last bit (denormals, ±Inf, NaN, stale markers with their NaN
+// payload) — and it survives the process: the store is opened in-process after
+// `tsdb serve` has stopped and read through db.DB's reader. Prometheus is the
+// reference three ways: its remote-read API (raw samples, stale markers included,
+// compared bit for bit), its query API (a range selector at T: raw samples without
+// stale markers, NaN compared as NaN) and query_range for a few selectors,
+// recomputed from tsdb's samples with Prometheus' lookback and staleness rules. Metric
+// metadata is compared with Prometheus' metadata API, and the synthetic target's
+// series are checked against what it exposed (one stale marker per replaced series,
+// at the first sample of its successor).
+//
+// One difference is Prometheus', not tsdb's: Prometheus' remote-write encoders omit a
+// sample value that compares equal to 0, so -0 reaches every receiver as +0 (see
+// onTheWire). TestHarnessWithReferenceReceiver, a control run against a minimal
+// in-memory receiver, shows that the harness passes when the receiver is exact.
+//
+// The tests need the Prometheus binary (TSDB_TEST_PROMETHEUS=<path>) and, for the HBase
+// half, a test HBase (TSDB_TEST_HBASE_ZK, see testing/hbasetest). Without them they
+// skip and say how to get them; under `make test` (TSDB_TEST_REQUIRE_E2E=1,
+// TSDB_TEST_REQUIRE_HBASE=1) a missing one fails instead. TSDB_TEST_E2E_DURATION sets
+// how long each run scrapes (30s); TSDB_TEST_E2E_KEEP=1 keeps the store of a failed
+// run. The package contains only tests and is imported by nothing.
+package e2e

@@ -1,0 +1,398 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net/url"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/model/value"
+)
+
+// TestPrometheusRemoteWrite runs a real Prometheus against a real `tsdb serve` for
+// every store and remote-write protocol, directly and through a proxy that aborts
+// requests mid-write (so that Prometheus retries them), and checks that what tsdb
+// stored is exactly what Prometheus has. The runs are independent and run in
+// parallel (go test -parallel, GOMAXPROCS by default).
+func TestPrometheusRemoteWrite(t *testing.T) {
+	promBin := prometheusBinary(t)
+	dur := runDuration(t)
+	stores := []struct {
+		name string
+		new  func(*testing.T) store
+	}{
+		{"embedded", embeddedStore},
+		{"hbase", hbaseStore},
+	}
+	runs := []struct {
+		name   string
+		proto  string
+		aborts bool // through an abortingProxy
+	}{
+		{"rw1", protoV1, false},
+		{"rw2", protoV2, false},
+		{"rw1-aborted-requests", protoV1, true},
+		{"rw2-aborted-requests", protoV2, true},
+	}
+	for _, st := range stores {
+		for _, run := range runs {
+			t.Run(st.name+"/"+run.name, func(t *testing.T) {
+				t.Parallel()
+				runRemoteWrite(t, promBin, st.new(t), run.proto, run.aborts, dur)
+			})
+		}
+	}
+}
+
+// The cut-off time T lies cutoffMargin before the end of scraping, and Prometheus is
+// queried once it has sent samples sentBeyondCutoff past T, so that every sample at
+// or before T was scraped and appended by then.
+const (
+	cutoffMargin     = 5 * time.Second
+	sentBeyondCutoff = 4 * time.Second
+)
+
+// querySelectors are the selectors whose query_range answer is checked against
+// tsdb's raw samples evaluated with Prometheus' lookback and staleness rules.
+var querySelectors = []string{
+	"up",
+	metricFlapping,
+	metricSpecial,
+	metricExplicitT,
+	"prometheus_http_requests_total",
+}
+
+// metadataFamilies are the metric families whose metadata tsdb must have stored as
+// Prometheus knows it: the synthetic target's and one of Prometheus' own of each
+// type.
+var metadataFamilies = []string{
+	metricSpecial,                    // gauge with help
+	metricCounter,                    // counter with help
+	metricFlapping,                   // gauge with help
+	metricMany,                       // gauge without help
+	"prometheus_http_requests_total", // counter
+	"prometheus_http_request_duration_seconds", // histogram
+	"go_gc_duration_seconds",                   // summary
+	"prometheus_build_info",                    // gauge
+}
+
+// receiver is the remote-write receiver under test: `tsdb serve` on a store, or the
+// reference receiver that checks the harness itself.
+type receiver interface {
+	// writeURL is where Prometheus sends remote write.
+	writeURL() string
+	// metricsAddr is a host:port with /metrics for Prometheus to scrape, or "".
+	metricsAddr() string
+	// alive fails the test if the receiver has died.
+	alive(t *testing.T)
+	// stopAndCheck stops the receiver and fails the test unless it stopped cleanly.
+	stopAndCheck(t *testing.T)
+	// readBack returns every series stored with samples in [mint, maxt] (ms,
+	// inclusive), stale markers included, and the metadata stored for each of
+	// families (nil when the receiver keeps no metadata).
+	readBack(ctx context.Context, mint, maxt int64, families []string) (seriesSet, map[string]metadata, error)
+}
+
+// runRemoteWrite starts tsdb on st and runs Prometheus against it, directly or, with
+// aborts, through a proxy that aborts the first attempt of every request while tsdb
+// works on it.
+func runRemoteWrite(t *testing.T, promBin string, st store, protobufMsg string, aborts bool, dur time.Duration) {
+	dir := t.TempDir()
+	tsdb := startTSDB(t, dir, st)
+	tsdb.checkWriteEndpoint(t)
+	var rcv receiver = tsdb
+	what := st.name
+	if aborts {
+		// Aborted requests are logged as failed writes; that is expected here.
+		tsdb.canceledOK = true
+		rcv = proxied{receiver: tsdb, proxy: startAbortingProxy(t, "http://"+tsdb.addr, 300*time.Millisecond), path: "/api/v1/write"}
+		what += ", first attempts aborted"
+	}
+	runAgainst(t, promBin, dir, rcv, what, protobufMsg, dur)
+}
+
+// runAgainst lets Prometheus scrape and remote-write to rcv for dur, then compares
+// what rcv stored with what Prometheus has.
+func runAgainst(t *testing.T, promBin, dir string, rcv receiver, what, protobufMsg string, dur time.Duration) {
+	ctx := context.Background()
+	began := time.Now()
+	tg := startTarget(t)
+	ps := startPrometheus(t, promBin, dir, promConfig{
+		targetAddr:    tg.hostPort(),
+		tsdbMetrics:   rcv.metricsAddr(),
+		writeURL:      rcv.writeURL(),
+		protobufMsg:   protobufMsg,
+		runLabel:      t.Name(),
+		scrapeEvery:   time.Second,
+		batchDeadline: time.Second,
+	})
+	t.Logf("receiver %s (%s), Prometheus at %s sending %s; scraping for %s", rcv.writeURL(), what, ps.url, protobufMsg, dur)
+
+	for end := time.Now().Add(dur); time.Now().Before(end); time.Sleep(time.Second) {
+		rcv.alive(t)
+		ps.alive(t)
+	}
+
+	// T: everything at or before it is compared. Prometheus must have appended
+	// every sample at or before T when it is queried: wait until it has sent
+	// samples of scrapes well after T (the target's explicit timestamps lie 2.5 s
+	// before their scrape).
+	cutoff := time.Now().Add(-cutoffMargin).UnixMilli()
+	rw := ps.waitSent(t, cutoff+sentBeyondCutoff.Milliseconds(), 2*time.Minute)
+	windowSec := (cutoff-ps.start.UnixMilli())/1000 + 60
+	mint := cutoff - windowSec*1000 + 1 // a range selector's window is left-open
+
+	qctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	viaAPI, err := ps.queryMatrix(qctx, "/api/v1/query", url.Values{
+		"query": {fmt.Sprintf(`{__name__=~".+"}[%ds]`, windowSec)},
+		"time":  {apiTime(cutoff)},
+	})
+	if err != nil {
+		t.Fatalf("Prometheus query API: %v", err)
+	}
+	viaRead, err := ps.remoteRead(qctx, mint, cutoff)
+	if err != nil {
+		t.Fatalf("Prometheus remote read: %v", err)
+	}
+	promMeta, err := ps.metadata(qctx, metadataFamilies)
+	if err != nil {
+		t.Fatalf("Prometheus metadata API: %v", err)
+	}
+	rangeStart := ps.start.Truncate(time.Second).UnixMilli()
+	ranges := map[string]seriesSet{}
+	for _, sel := range querySelectors {
+		r, err := ps.queryMatrix(qctx, "/api/v1/query_range", url.Values{
+			"query": {sel},
+			"start": {apiTime(rangeStart)},
+			"end":   {apiTime(cutoff)},
+			"step":  {"1"},
+		})
+		if err != nil {
+			t.Fatalf("Prometheus query_range %s: %v", sel, err)
+		}
+		ranges[sel] = r
+	}
+
+	stopStart := time.Now()
+	if err := ps.stop(time.Minute); err != nil {
+		t.Errorf("stop Prometheus: %v", err)
+	}
+	t.Logf("Prometheus stopped in %s", time.Since(stopStart).Round(time.Millisecond))
+	ps.checkNoLoss(t)
+	rcv.stopAndCheck(t)
+
+	rctx, rcancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer rcancel()
+	stored, storedMeta, err := rcv.readBack(rctx, mint, cutoff, metadataFamilies)
+	if err != nil {
+		t.Fatalf("read back what tsdb stored: %v", err)
+	}
+
+	apiSeries, apiSamples, _ := viaAPI.stats()
+	rrSeries, rrSamples, rrStale := viaRead.stats()
+	gotSeries, gotSamples, gotStale := stored.stats()
+	t.Logf("up to T=%s: Prometheus query API %d series / %d samples; remote read %d series / %d samples / %d stale markers; tsdb %d series / %d samples / %d stale markers",
+		fmtTime(cutoff), apiSeries, apiSamples, rrSeries, rrSamples, rrStale, gotSeries, gotSamples, gotStale)
+	t.Logf("Prometheus remote write: %s", fmtMetrics(rw))
+	if rw["prometheus_remote_storage_samples_dropped_total"] > 0 || rw["prometheus_remote_storage_metadata_failed_total"] > 0 {
+		t.Errorf("Prometheus dropped samples or failed metadata sends (tsdb rejected them): %s", fmtMetrics(rw))
+	}
+
+	// The harness itself: Prometheus must have scraped both jobs.
+	checkHarness(t, viaAPI)
+
+	// 1. Raw samples, stale markers included, to the bit: Prometheus' remote read.
+	if d := compareSets(viaRead, stored, bitsEqual); len(d) > 0 {
+		t.Errorf("tsdb differs from Prometheus' remote read (raw samples, stale markers included) in %d places:%s", len(d), summarize(d, 20))
+	}
+
+	// 2. What the query API shows: a range selector's raw samples, no stale markers.
+	if d := compareSets(viaAPI, stored.withoutStale(), apiEqual); len(d) > 0 {
+		t.Errorf("tsdb differs from Prometheus' query API ({__name__=~\".+\"}[%ds] at T) in %d places:%s", windowSec, len(d), summarize(d, 20))
+	}
+
+	// 3. query_range of a few selectors, recomputed from tsdb's raw samples.
+	for _, sel := range querySelectors {
+		want := ranges[sel]
+		got := seriesSet{}
+		for k, s := range stored.filter(func(ls labels.Labels) bool { return ls.Get(labels.MetricName) == sel }) {
+			if pts := evalRange(s.samples, rangeStart, cutoff, 1000, 5*60*1000); len(pts) > 0 {
+				got[k] = &series{labels: s.labels, samples: pts}
+			}
+		}
+		if len(want) == 0 {
+			t.Errorf("query_range %s: Prometheus returned no series", sel)
+		}
+		if d := compareSets(want, got, apiEqual); len(d) > 0 {
+			t.Errorf("query_range %s (step 1s): Prometheus' answer differs from tsdb's samples in %d places:%s", sel, len(d), summarize(d, 20))
+		}
+	}
+
+	// 4. Metric metadata (type, help, unit) as Prometheus' metadata API shows it.
+	// Remote write 1.0 names the metric family of each metadata entry; 2.0 attaches
+	// metadata to series, whose names differ from the family's for classic
+	// histograms (x_bucket, x_sum, x_count of family x) and summaries (x_sum,
+	// x_count). tsdb files 2.0 metadata under the series name, so a histogram
+	// family has none under its own name: reported, not failed, until the write
+	// path decides what a family is in 2.0 (an open question).
+	if storedMeta != nil {
+		for _, f := range metadataFamilies {
+			got, want := storedMeta[f], promMeta[f]
+			switch {
+			case got == want:
+			case protobufMsg == protoV2 && want.Type == "histogram" && got == (metadata{}):
+				t.Logf("known difference (remote write 2.0): no metadata stored for histogram family %s (Prometheus: %+v)", f, want)
+			default:
+				t.Errorf("metadata of %s: tsdb has %+v, Prometheus %+v", f, got, want)
+			}
+		}
+	}
+
+	// 5. What the synthetic target exposed, checked against tsdb directly.
+	checkTargetSeries(t, stored)
+	t.Logf("run took %s", time.Since(began).Round(time.Second))
+}
+
+// apiTime formats ms as the API's seconds with three decimals.
+func apiTime(ms int64) string { return fmt.Sprintf("%d.%03d", ms/1000, ms%1000) }
+
+func fmtMetrics(m map[string]float64) string {
+	var s string
+	for _, name := range remoteWriteMetrics {
+		s += fmt.Sprintf(" %s=%s", name[len("prometheus_remote_storage_"):], strconv.FormatFloat(m[name], 'f', -1, 64))
+	}
+	return s
+}
+
+// checkHarness fails the test when Prometheus itself did not collect what the test
+// relies on: its own metrics and the synthetic target's.
+func checkHarness(t *testing.T, viaAPI seriesSet) {
+	t.Helper()
+	jobs := map[string]int{}
+	for _, s := range viaAPI {
+		jobs[s.labels.Get("job")]++
+	}
+	if jobs["prometheus"] < 50 || jobs["e2e-target"] < manySeries {
+		t.Fatalf("Prometheus has too little data for a meaningful comparison: series per job %v", jobs)
+	}
+}
+
+// checkTargetSeries checks the synthetic target's series in what tsdb stored against
+// what the target exposed: the special values to the bit, label values unchanged,
+// explicit timestamps, and one stale marker for every generation of e2e_flapping
+// that was replaced, at the first timestamp of the next generation.
+func checkTargetSeries(t *testing.T, stored seriesSet) {
+	t.Helper()
+	byName := map[string][]*series{}
+	for _, s := range stored {
+		if s.labels.Get("job") == "e2e-target" {
+			byName[s.labels.Get(labels.MetricName)] = append(byName[s.labels.Get(labels.MetricName)], s)
+		}
+	}
+
+	seen := map[string]bool{}
+	for _, s := range byName[metricSpecial] {
+		kind := s.labels.Get("kind")
+		want, ok := specialValues[kind]
+		if !ok {
+			t.Errorf("%s: unexpected kind %q", metricSpecial, kind)
+			continue
+		}
+		seen[kind] = true
+		for _, p := range s.samples {
+			if !value.IsStaleNaN(p.v) && !bitsEqual(want, p.v) {
+				t.Errorf("%s{kind=%q} at %s: stored %s, exposed %s", metricSpecial, kind, fmtTime(p.t), fmtValue(p.v), fmtValue(want))
+				break
+			}
+		}
+	}
+	for kind := range specialValues {
+		if !seen[kind] {
+			t.Errorf("%s{kind=%q}: not stored", metricSpecial, kind)
+		}
+	}
+
+	for _, s := range byName[metricNaN] {
+		for _, p := range s.samples {
+			if !math.IsNaN(p.v) || value.IsStaleNaN(p.v) {
+				t.Errorf("%s at %s: stored %s, want a NaN that is not a stale marker", metricNaN, fmtTime(p.t), fmtValue(p.v))
+				break
+			}
+		}
+	}
+
+	labelsSeen := map[string]bool{}
+	for _, s := range byName[metricLabels] {
+		which := s.labels.Get("which")
+		if want, ok := labelEscapes[which]; !ok || s.labels.Get("value") != want {
+			t.Errorf("%s{which=%q}: stored value label %q, exposed %q", metricLabels, which, s.labels.Get("value"), want)
+		}
+		labelsSeen[which] = true
+	}
+	if len(labelsSeen) != len(labelEscapes) {
+		t.Errorf("%s: %d of %d series stored", metricLabels, len(labelsSeen), len(labelEscapes))
+	}
+
+	// e2e_explicit_timestamp's value is the scrape number: it must grow with the
+	// (exposed, not scraped) timestamp.
+	if len(byName[metricExplicitT]) != 1 {
+		t.Errorf("%s: %d series stored, want 1", metricExplicitT, len(byName[metricExplicitT]))
+	}
+	for _, s := range byName[metricExplicitT] {
+		for i := 1; i < len(s.samples); i++ {
+			if s.samples[i].v <= s.samples[i-1].v {
+				t.Errorf("%s: value %v at %s after %v at %s: explicit timestamps lost their order",
+					metricExplicitT, s.samples[i].v, fmtTime(s.samples[i].t), s.samples[i-1].v, fmtTime(s.samples[i-1].t))
+				break
+			}
+		}
+	}
+
+	// Stale markers of e2e_flapping: generation g ends with one stale marker at the
+	// first sample of generation g+1 (both are the timestamp of the same scrape).
+	// A failed scrape writes stale markers for every series of the target, which
+	// this check does not model.
+	for _, s := range byName["up"] {
+		for _, p := range s.samples {
+			if p.v != 1 {
+				t.Logf("a scrape of the target failed at %s; not checking %s's stale markers", fmtTime(p.t), metricFlapping)
+				return
+			}
+		}
+	}
+	flap := byName[metricFlapping]
+	slices.SortFunc(flap, func(a, b *series) int {
+		ga, _ := strconv.Atoi(a.labels.Get("generation"))
+		gb, _ := strconv.Atoi(b.labels.Get("generation"))
+		return ga - gb
+	})
+	if len(flap) < 2 {
+		t.Errorf("%s: %d generations stored, want at least 2", metricFlapping, len(flap))
+	}
+	for i := 0; i+1 < len(flap); i++ {
+		cur, next := flap[i], flap[i+1]
+		if len(next.samples) == 0 || len(cur.samples) == 0 {
+			continue
+		}
+		last := cur.samples[len(cur.samples)-1]
+		if !value.IsStaleNaN(last.v) || last.t != next.samples[0].t {
+			t.Errorf("%s{generation=%q}: last stored sample %s, want a stale marker at %s (the first sample of generation %s)",
+				metricFlapping, cur.labels.Get("generation"), fmtSample(last), fmtTime(next.samples[0].t), next.labels.Get("generation"))
+		}
+		stale := 0
+		for _, p := range cur.samples {
+			if value.IsStaleNaN(p.v) {
+				stale++
+			}
+		}
+		if stale != 1 {
+			t.Errorf("%s{generation=%q}: %d stale markers, want 1", metricFlapping, cur.labels.Get("generation"), stale)
+		}
+	}
+}

@@ -1,0 +1,195 @@
+package e2e
+
+import (
+	"errors"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/model/textparse"
+	"github.com/prometheus/prometheus/model/value"
+)
+
+// The tests below check the harness itself; they need neither Prometheus nor tsdb.
+
+func TestParseAPITimestamp(t *testing.T) {
+	cases := []struct {
+		in   string
+		want int64
+	}{
+		{"1732921234", 1732921234000},
+		{"1732921234.5", 1732921234500},
+		{"1732921234.05", 1732921234050},
+		{"1732921234.007", 1732921234007},
+		{"0.001", 1},
+		{"-1.5", -1500},
+	}
+	for _, c := range cases {
+		got, err := parseAPITimestamp(c.in)
+		if err != nil || got != c.want {
+			t.Errorf("parseAPITimestamp(%q) = %d, %v; want %d", c.in, got, err, c.want)
+		}
+	}
+	if _, err := parseAPITimestamp("1.0001"); err == nil {
+		t.Error("a timestamp finer than a millisecond parsed without error")
+	}
+	for _, ms := range []int64{0, 7, 1732921234000, 1732921234567, 1732921234050} {
+		if got, err := parseAPITimestamp(apiTime(ms)); err != nil || got != ms {
+			t.Errorf("apiTime(%d) = %q parses to %d, %v", ms, apiTime(ms), got, err)
+		}
+	}
+}
+
+func TestParseAPIValueKeepsEveryBit(t *testing.T) {
+	for kind, v := range specialValues {
+		s := strings.Trim(formatLikeAPI(v), `"`)
+		got, err := parseAPIValue(s)
+		if err != nil || !sameBits(v, got) {
+			t.Errorf("%s: %q parses to %s (%v), want %s", kind, s, fmtValue(got), err, fmtValue(v))
+		}
+	}
+	nan, err := parseAPIValue("NaN")
+	if err != nil || !math.IsNaN(nan) {
+		t.Errorf(`parseAPIValue("NaN") = %v, %v`, nan, err)
+	}
+}
+
+// formatLikeAPI formats v as Prometheus' API does (jsonutil.MarshalFloat):
+// exponent form below 1e-6 and from 1e21, shortest round-trip digits.
+func formatLikeAPI(v float64) string {
+	switch {
+	case math.IsNaN(v):
+		return "NaN"
+	case math.IsInf(v, 1):
+		return "+Inf"
+	case math.IsInf(v, -1):
+		return "-Inf"
+	}
+	f := byte('f')
+	if a := math.Abs(v); a != 0 && (a < 1e-6 || a >= 1e21) {
+		f = 'e'
+	}
+	return strconv.FormatFloat(v, f, -1, 64)
+}
+
+func TestCompareSetsFindsEveryKindOfDifference(t *testing.T) {
+	ls := func(s ...string) labels.Labels { return labels.FromStrings(s...) }
+	a := ls("__name__", "a", "job", "x")
+	b := ls("__name__", "b", "job", "x")
+	c := ls("__name__", "c", "job", "x")
+	want := seriesSet{
+		a.String(): {labels: a, samples: []sample{{1000, 1}, {2000, 2}, {3000, 3}}},
+		b.String(): {labels: b, samples: []sample{{1000, 1}}},
+	}
+	got := seriesSet{
+		a.String(): {labels: a, samples: []sample{{1000, 1}, {2000, 0}, {4000, 4}}},
+		c.String(): {labels: c, samples: []sample{{1000, 1}}},
+	}
+	diffs := compareSets(want, got, bitsEqual)
+	wantDiffs := []string{
+		"at 2000", // 2 stored as 0
+		"sample 3000",
+		"sample 4000",
+		`series {__name__="b", job="x"}: missing in tsdb`,
+		`series {__name__="c", job="x"}: in tsdb only`,
+	}
+	if len(diffs) != len(wantDiffs) {
+		t.Fatalf("%d differences, want %d:%s", len(diffs), len(wantDiffs), summarize(diffs, 10))
+	}
+	for i, w := range wantDiffs {
+		if !strings.Contains(diffs[i], w) {
+			t.Errorf("difference %d = %q, want it to mention %q", i, diffs[i], w)
+		}
+	}
+	if d := compareSets(want, want, bitsEqual); len(d) != 0 {
+		t.Errorf("a set differs from itself:%s", summarize(d, 10))
+	}
+}
+
+func TestAPIEqualTreatsNaNAsTheAPIShowsIt(t *testing.T) {
+	stale := math.Float64frombits(value.StaleNaN)
+	if !apiEqual(math.NaN(), math.Float64frombits(0x7ff8000000000001)) {
+		t.Error("API NaN does not match a stored NaN")
+	}
+	if apiEqual(math.NaN(), stale) {
+		t.Error("API NaN matches a stale marker, which the API never shows")
+	}
+	if apiEqual(0, math.Copysign(0, -1)) {
+		t.Error("a stored -0 matches 0")
+	}
+	if !apiEqual(math.Copysign(0, -1), 0) || !bitsEqual(math.Copysign(0, -1), 0) {
+		t.Error("-0, which remote write sends as 0, does not match a stored 0")
+	}
+}
+
+func TestEvalRangeFollowsLookbackAndStaleness(t *testing.T) {
+	stale := math.Float64frombits(value.StaleNaN)
+	raw := []sample{{1000, 1}, {3000, 3}, {5000, stale}, {9000, 9}}
+	got := evalRange(raw, 0, 12000, 1000, 2500)
+	want := []sample{{1000, 1}, {2000, 1}, {3000, 3}, {4000, 3}, {5000 + 4000, 9}, {10000, 9}, {11000, 9}}
+	// At 5000..8000 the newest sample is the stale marker (or older than the
+	// lookback), so the series has no value there.
+	if len(got) != len(want) {
+		t.Fatalf("evalRange = %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("evalRange = %v, want %v", got, want)
+		}
+	}
+}
+
+// TestTargetExpositionParses parses the synthetic target's page with Prometheus' own
+// text parser: every series it is meant to expose is there with its exact value and
+// labels.
+func TestTargetExpositionParses(t *testing.T) {
+	now := time.UnixMilli(1732921234567)
+	page := exposition(5, now)
+	p, err := textparse.New([]byte(page), "text/plain; version=0.0.4; charset=utf-8", labels.NewSymbolTable(), textparse.ParserOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	var explicitTS *int64
+	for {
+		e, err := p.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("parse: %v\n%s", err, page)
+		}
+		if e != textparse.EntrySeries {
+			continue
+		}
+		var ls labels.Labels
+		p.Labels(&ls)
+		_, ts, v := p.Series()
+		got[ls.String()] = v
+		if ls.Get(labels.MetricName) == metricExplicitT {
+			explicitTS = ts
+		}
+	}
+	for kind, v := range specialValues {
+		k := labels.FromStrings(labels.MetricName, metricSpecial, "kind", kind).String()
+		if g, ok := got[k]; !ok || !sameBits(v, g) {
+			t.Errorf("%s: parsed %s (present %v), want %s", k, fmtValue(g), ok, fmtValue(v))
+		}
+	}
+	for which, v := range labelEscapes {
+		k := labels.FromStrings(labels.MetricName, metricLabels, "value", v, "which", which).String()
+		if _, ok := got[k]; !ok {
+			t.Errorf("%s: not parsed", k)
+		}
+	}
+	if explicitTS == nil || *explicitTS != now.UnixMilli()-2500+7 {
+		t.Errorf("%s: timestamp %v, want %d", metricExplicitT, explicitTS, now.UnixMilli()-2500+7)
+	}
+	if g := got[labels.FromStrings(labels.MetricName, metricFlapping, "generation", "1").String()]; g != 5 {
+		t.Errorf("%s{generation=\"1\"} = %v at scrape 5, want 5", metricFlapping, g)
+	}
+}

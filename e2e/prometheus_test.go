@@ -1,0 +1,465 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/golang/snappy"
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/prompb"
+)
+
+// Remote-write protocols, as Prometheus' remote_write protobuf_message names them.
+const (
+	protoV1 = "prometheus.WriteRequest"
+	protoV2 = "io.prometheus.write.v2.Request"
+)
+
+// promServer is a running Prometheus server.
+type promServer struct {
+	*process
+	url   string    // http://127.0.0.1:port
+	start time.Time // when it was started
+}
+
+// promConfig describes the Prometheus configuration of one run.
+type promConfig struct {
+	port          int    // Prometheus' own port (it scrapes itself)
+	targetAddr    string // the synthetic target's host:port
+	tsdbMetrics   string // tsdb's host:port when tsdb serves /metrics, else ""
+	writeURL      string // tsdb's remote-write URL
+	protobufMsg   string // protoV1 or protoV2
+	runLabel      string // an external label naming the run
+	scrapeEvery   time.Duration
+	batchDeadline time.Duration
+}
+
+func (c promConfig) yaml() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, `global:
+  scrape_interval: %[1]s
+  scrape_timeout: %[1]s
+  evaluation_interval: %[1]s
+scrape_configs:
+  - job_name: prometheus
+    static_configs:
+      - targets: ["127.0.0.1:%[2]d"]
+  - job_name: e2e-target
+    static_configs:
+      - targets: [%[3]q]
+        labels:
+          e2e_run: %[4]q
+`, model(c.scrapeEvery), c.port, c.targetAddr, c.runLabel)
+	if c.tsdbMetrics != "" {
+		fmt.Fprintf(&b, `  - job_name: tsdb
+    static_configs:
+      - targets: [%q]
+`, c.tsdbMetrics)
+	}
+	fmt.Fprintf(&b, `remote_write:
+  - name: tsdb
+    url: %q
+    protobuf_message: %s
+    remote_timeout: 30s
+    queue_config:
+      batch_send_deadline: %s
+      min_backoff: 100ms
+      max_backoff: 2s
+    metadata_config:
+      send: true
+      send_interval: 5s
+`, c.writeURL, c.protobufMsg, model(c.batchDeadline))
+	return b.String()
+}
+
+// model formats a duration the way Prometheus' configuration reads it.
+func model(d time.Duration) string {
+	if d%time.Second == 0 {
+		return fmt.Sprintf("%ds", d/time.Second)
+	}
+	return fmt.Sprintf("%dms", d/time.Millisecond)
+}
+
+// flushDeadline is Prometheus' --storage.remote.flush-deadline.
+const flushDeadline = 2 * time.Minute
+
+// checkNoLoss fails the test when Prometheus' log says it dropped samples itself
+// (a reshard or shutdown that hit its flush deadline): tsdb never got them, so the
+// comparison would blame tsdb for Prometheus' loss.
+func (ps *promServer) checkNoLoss(t *testing.T) {
+	t.Helper()
+	for _, l := range ps.out.lines() {
+		if strings.Contains(l, "Failed to flush all") {
+			t.Errorf("Prometheus dropped data itself, so tsdb cannot have it: %s", l)
+		}
+	}
+}
+
+// startPrometheus writes the configuration into dir and starts Prometheus on it,
+// retrying with another port if the chosen one was taken meanwhile.
+func startPrometheus(t *testing.T, bin, dir string, cfg promConfig) *promServer {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		cfg.port = freePort(t)
+		cfgPath := filepath.Join(dir, "prometheus.yml")
+		if err := os.WriteFile(cfgPath, []byte(cfg.yaml()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		args := []string{
+			"--config.file=" + cfgPath,
+			"--storage.tsdb.path=" + filepath.Join(dir, "prometheus-data"),
+			fmt.Sprintf("--web.listen-address=127.0.0.1:%d", cfg.port),
+			// How long remote write waits for in-flight sends when it reshards its
+			// queues or shuts down, before it cancels them and drops their
+			// samples. A short deadline (1s) makes shutdown quick but loses a
+			// batch whenever a reshard meets a write that takes longer (new
+			// series on a loaded HBase): Prometheus' loss, not tsdb's. The test
+			// waits for the queues to drain before stopping Prometheus, so a
+			// long deadline costs nothing there.
+			"--storage.remote.flush-deadline=" + model(flushDeadline),
+			"--log.level=info",
+		}
+		if cfg.protobufMsg == protoV2 {
+			// Metadata travels inside remote-write 2.0 requests only with this.
+			args = append(args, "--enable-feature=metadata-wal-records")
+		}
+		p := startProcess(t, "prometheus", dir, bin, args...)
+		ps := &promServer{process: p, url: fmt.Sprintf("http://127.0.0.1:%d", cfg.port), start: time.Now()}
+		deadline := time.Now().Add(2 * time.Minute)
+		for {
+			if p.exited() {
+				if attempt < 3 && p.out.contains("address already in use") {
+					t.Logf("prometheus: port %d was taken, retrying", cfg.port)
+					break
+				}
+				t.Fatalf("prometheus exited at start (%v); last lines of its log:\n%s\nconfig:\n%s", p.waitErr, p.tail(40), cfg.yaml())
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			_, err := httpGet(ctx, ps.url+"/-/ready")
+			cancel()
+			if err == nil {
+				return ps
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("prometheus not ready within 2m: %v; last lines of its log:\n%s", err, p.tail(40))
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+}
+
+// metrics returns the sum over all series of each metric family named in names, read
+// from Prometheus' own /metrics page (not from its TSDB, which lags a scrape).
+func (ps *promServer) metrics(ctx context.Context, names ...string) (map[string]float64, error) {
+	body, err := httpGet(ctx, ps.url+"/metrics")
+	if err != nil {
+		return nil, err
+	}
+	want := map[string]bool{}
+	for _, n := range names {
+		want[n] = true
+	}
+	sums := map[string]float64{}
+	sc := bufio.NewScanner(bytes.NewReader(body))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		name := line
+		if i := strings.IndexAny(line, "{ "); i >= 0 {
+			name = line[:i]
+		}
+		if !want[name] {
+			continue
+		}
+		fields := strings.Fields(line[strings.LastIndexByte(line, '}')+1:])
+		if len(fields) == 0 {
+			continue
+		}
+		v, err := strconv.ParseFloat(fields[0], 64)
+		if err != nil {
+			return nil, fmt.Errorf("metric line %q: %w", line, err)
+		}
+		sums[name] += v
+	}
+	return sums, sc.Err()
+}
+
+// Prometheus' remote-write metrics, reported after every run.
+var remoteWriteMetrics = []string{
+	"prometheus_remote_storage_samples_total",
+	"prometheus_remote_storage_samples_failed_total",
+	"prometheus_remote_storage_samples_retried_total",
+	"prometheus_remote_storage_samples_dropped_total",
+	"prometheus_remote_storage_samples_pending",
+	"prometheus_remote_storage_metadata_total",
+	"prometheus_remote_storage_metadata_failed_total",
+	"prometheus_remote_storage_queue_highest_sent_timestamp_seconds",
+	"prometheus_remote_storage_bytes_total",
+}
+
+// waitSent waits until Prometheus has sent samples up to ts (ms; the gauge it reports
+// has whole seconds) and holds nothing pending for tsdb, and returns its remote-write
+// metrics.
+func (ps *promServer) waitSent(t *testing.T, ts int64, timeout time.Duration) map[string]float64 {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		m, err := ps.metrics(ctx, remoteWriteMetrics...)
+		cancel()
+		if err == nil {
+			sent := m["prometheus_remote_storage_queue_highest_sent_timestamp_seconds"]
+			if sent*1000 >= float64(ts) && m["prometheus_remote_storage_samples_pending"] == 0 {
+				return m
+			}
+		}
+		ps.alive(t)
+		if time.Now().After(deadline) {
+			t.Fatalf("prometheus did not send samples up to %s within %s (metrics %v, err %v); last lines of its log:\n%s",
+				time.UnixMilli(ts).UTC().Format(time.RFC3339Nano), timeout, m, err, ps.tail(40))
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// apiResponse is the envelope of Prometheus' HTTP API.
+type apiResponse struct {
+	Status    string          `json:"status"`
+	Data      json.RawMessage `json:"data"`
+	ErrorType string          `json:"errorType"`
+	Error     string          `json:"error"`
+	Warnings  []string        `json:"warnings"`
+}
+
+type apiMatrix struct {
+	ResultType string `json:"resultType"`
+	Result     []struct {
+		Metric map[string]string    `json:"metric"`
+		Values [][2]json.RawMessage `json:"values"`
+	} `json:"result"`
+}
+
+// queryMatrix runs an API query (path /api/v1/query or /api/v1/query_range) whose
+// result is a matrix and returns its series, each with samples in time order.
+func (ps *promServer) queryMatrix(ctx context.Context, path string, params url.Values) (seriesSet, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ps.url+path, strings.NewReader(params.Encode()))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	return parseMatrixResponse(body, resp.Status)
+}
+
+// parseMatrixResponse decodes an API response whose data is a matrix.
+func parseMatrixResponse(body []byte, status string) (seriesSet, error) {
+	var r apiResponse
+	if err := json.Unmarshal(body, &r); err != nil {
+		return nil, fmt.Errorf("%s: not an API response: %w: %s", status, err, truncate(string(body), 300))
+	}
+	if r.Status != "success" {
+		return nil, fmt.Errorf("%s: %s: %s", status, r.ErrorType, r.Error)
+	}
+	var m apiMatrix
+	if err := json.Unmarshal(r.Data, &m); err != nil {
+		return nil, fmt.Errorf("decode matrix: %w", err)
+	}
+	if m.ResultType != "matrix" {
+		return nil, fmt.Errorf("result type %q, want matrix", m.ResultType)
+	}
+	set := seriesSet{}
+	for _, s := range m.Result {
+		ls := labels.FromMap(s.Metric)
+		out := &series{labels: ls}
+		for _, p := range s.Values {
+			ts, err := parseAPITimestamp(string(p[0]))
+			if err != nil {
+				return nil, fmt.Errorf("series %s: %w", ls, err)
+			}
+			var vs string
+			if err := json.Unmarshal(p[1], &vs); err != nil {
+				return nil, fmt.Errorf("series %s: value %s is not a string: %w", ls, p[1], err)
+			}
+			v, err := parseAPIValue(vs)
+			if err != nil {
+				return nil, fmt.Errorf("series %s: %w", ls, err)
+			}
+			out.samples = append(out.samples, sample{t: ts, v: v})
+		}
+		if _, dup := set[ls.String()]; dup {
+			return nil, fmt.Errorf("series %s twice in one result", ls)
+		}
+		set[ls.String()] = out
+	}
+	return set, nil
+}
+
+// parseAPITimestamp parses an API timestamp (seconds with up to three decimals, as
+// Prometheus writes them) into milliseconds, exactly.
+func parseAPITimestamp(s string) (int64, error) {
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	secs, frac, _ := strings.Cut(s, ".")
+	if len(frac) > 3 {
+		return 0, fmt.Errorf("timestamp %s has more than millisecond precision", s)
+	}
+	sec, err := strconv.ParseInt(secs, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("timestamp %q: %w", s, err)
+	}
+	var ms int64
+	if frac != "" {
+		ms, err = strconv.ParseInt(frac+strings.Repeat("0", 3-len(frac)), 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("timestamp %q: %w", s, err)
+		}
+	}
+	ts := sec*1000 + ms
+	if neg {
+		ts = -ts
+	}
+	return ts, nil
+}
+
+// parseAPIValue parses a sample value as the API writes it: shortest round-trip
+// decimal, NaN, +Inf or -Inf.
+func parseAPIValue(s string) (float64, error) {
+	switch s {
+	case "NaN":
+		return math.NaN(), nil
+	case "+Inf", "Inf":
+		return math.Inf(1), nil
+	case "-Inf":
+		return math.Inf(-1), nil
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return 0, fmt.Errorf("value %q: %w", s, err)
+	}
+	return v, nil
+}
+
+// remoteRead reads the raw samples of every series in [mint, maxt] (ms, inclusive)
+// through Prometheus' remote-read API (sampled response). Unlike the query API it
+// returns stale markers, with their bits.
+func (ps *promServer) remoteRead(ctx context.Context, mint, maxt int64) (seriesSet, error) {
+	req := &prompb.ReadRequest{
+		Queries: []*prompb.Query{{
+			StartTimestampMs: mint,
+			EndTimestampMs:   maxt,
+			Matchers:         []*prompb.LabelMatcher{{Type: prompb.LabelMatcher_RE, Name: labels.MetricName, Value: ".+"}},
+		}},
+		AcceptedResponseTypes: []prompb.ReadRequest_ResponseType{prompb.ReadRequest_SAMPLES},
+	}
+	raw, err := req.Marshal()
+	if err != nil {
+		return nil, err
+	}
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, ps.url+"/api/v1/read", bytes.NewReader(snappy.Encode(nil, raw)))
+	if err != nil {
+		return nil, err
+	}
+	hreq.Header.Set("Content-Encoding", "snappy")
+	hreq.Header.Set("Content-Type", "application/x-protobuf")
+	hreq.Header.Set("X-Prometheus-Remote-Read-Version", "0.1.0")
+	resp, err := http.DefaultClient.Do(hreq)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("remote read: %s: %s", resp.Status, truncate(string(body), 300))
+	}
+	dec, err := snappy.Decode(nil, body)
+	if err != nil {
+		return nil, fmt.Errorf("remote read: response is not snappy: %w", err)
+	}
+	var rr prompb.ReadResponse
+	if err := rr.Unmarshal(dec); err != nil {
+		return nil, fmt.Errorf("remote read: decode response: %w", err)
+	}
+	if len(rr.Results) != 1 {
+		return nil, fmt.Errorf("remote read: %d results for 1 query", len(rr.Results))
+	}
+	set := seriesSet{}
+	for _, ts := range rr.Results[0].Timeseries {
+		b := labels.NewScratchBuilder(len(ts.Labels))
+		for _, l := range ts.Labels {
+			b.Add(l.Name, l.Value)
+		}
+		b.Sort()
+		ls := b.Labels()
+		if len(ts.Histograms) > 0 {
+			return nil, fmt.Errorf("remote read: series %s has native histograms, which this test does not expect", ls)
+		}
+		s := &series{labels: ls}
+		for _, smp := range ts.Samples {
+			s.samples = append(s.samples, sample{t: smp.Timestamp, v: smp.Value})
+		}
+		set[ls.String()] = s
+	}
+	return set, nil
+}
+
+// metadata is a metric family's metadata as Prometheus' metadata API shows it.
+type metadata struct {
+	Type string `json:"type"`
+	Help string `json:"help"`
+	Unit string `json:"unit"`
+}
+
+// metadata returns Prometheus' metadata of each family (the zero value for a
+// family it has none of); a family with more than one distinct entry is an error.
+func (ps *promServer) metadata(ctx context.Context, families []string) (map[string]metadata, error) {
+	out := map[string]metadata{}
+	for _, f := range families {
+		body, err := httpGet(ctx, ps.url+"/api/v1/metadata?metric="+url.QueryEscape(f))
+		if err != nil {
+			return nil, err
+		}
+		var r apiResponse
+		if err := json.Unmarshal(body, &r); err != nil || r.Status != "success" {
+			return nil, fmt.Errorf("metadata of %s: %v %s: %s", f, err, r.Error, truncate(string(body), 300))
+		}
+		var m map[string][]metadata
+		if err := json.Unmarshal(r.Data, &m); err != nil {
+			return nil, fmt.Errorf("metadata of %s: %w", f, err)
+		}
+		switch entries := m[f]; len(entries) {
+		case 0:
+		case 1:
+			out[f] = entries[0]
+		default:
+			return nil, fmt.Errorf("metadata of %s: %d different entries %+v", f, len(entries), entries)
+		}
+	}
+	return out, nil
+}

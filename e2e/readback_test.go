@@ -1,0 +1,77 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/hbtsdb/hbtsdb/db"
+	"github.com/hbtsdb/hbtsdb/schema"
+)
+
+// readBack opens the store in-process (tsdb serve has stopped) and reads every series
+// with samples in [mint, maxt] (ms, inclusive), stale markers included, through
+// db.DB's reader — the package API tsdb's own reads use: the tag index for the
+// series of the window, then each series' data rows. It also reads the metadata of
+// each of families.
+func readBack(ctx context.Context, st store, mint, maxt int64, families []string) (_ seriesSet, _ map[string]metadata, err error) {
+	s, err := st.open(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open the %s store: %w", st.name, err)
+	}
+	defer func() { err = errors.Join(err, s.Close()) }()
+	settings, err := schema.Read(ctx, s)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read the schema settings: %w", err)
+	}
+	d, err := db.Open(ctx, db.Options{Store: s, Settings: settings})
+	if err != nil {
+		return nil, nil, err
+	}
+	defer func() { err = errors.Join(err, d.Close()) }()
+	r := d.Reader()
+
+	all := labels.MustNewMatcher(labels.MatchRegexp, labels.MetricName, ".+")
+	lsets, err := r.SeriesInRange(ctx, mint, maxt, all)
+	if err != nil {
+		return nil, nil, fmt.Errorf("series in [%d, %d]: %w", mint, maxt, err)
+	}
+	set := seriesSet{}
+	for _, ls := range lsets {
+		key := ls.String()
+		if _, dup := set[key]; dup {
+			return nil, nil, fmt.Errorf("series %s listed twice", key)
+		}
+		samples, err := r.Samples(ctx, ls, mint, maxt)
+		if err != nil {
+			return nil, nil, err
+		}
+		out := &series{labels: ls}
+		for _, p := range samples {
+			if p.T < mint || p.T > maxt {
+				return nil, nil, fmt.Errorf("series %s: sample at %s outside [%d, %d]", key, fmtTime(p.T), mint, maxt)
+			}
+			if n := len(out.samples); n > 0 && out.samples[n-1].t >= p.T {
+				return nil, nil, fmt.Errorf("series %s: sample at %s after one at %s: not in strictly increasing time order",
+					key, fmtTime(p.T), fmtTime(out.samples[n-1].t))
+			}
+			out.samples = append(out.samples, sample{t: p.T, v: p.V})
+		}
+		if len(out.samples) > 0 {
+			set[key] = out
+		}
+	}
+	meta := map[string]metadata{}
+	for _, f := range families {
+		m, ok, err := r.Metadata(ctx, f)
+		if err != nil {
+			return nil, nil, err
+		}
+		if ok {
+			meta[f] = metadata{Type: string(m.Type), Help: m.Help, Unit: m.Unit}
+		}
+	}
+	return set, meta, nil
+}

@@ -1,0 +1,195 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/golang/snappy"
+	"github.com/prometheus/prometheus/prompb"
+
+	"github.com/hbtsdb/hbtsdb/storage"
+	"github.com/hbtsdb/hbtsdb/storage/backend"
+	"github.com/hbtsdb/hbtsdb/testing/hbasestore"
+	"github.com/hbtsdb/hbtsdb/testing/hbasetest"
+)
+
+// store is where one run's tsdb keeps its data: the serve flags that select it and
+// how the test opens it afterwards.
+type store struct {
+	name string
+	// flags are the tsdb serve flags that select the store.
+	flags []string
+	// open opens the store in-process once tsdb has stopped.
+	open func(ctx context.Context) (storage.Store, error)
+}
+
+// keepStores reports whether a failed test keeps its store for a post-mortem
+// (EnvKeep=1): the embedded directory, the HBase tables.
+func keepStores() bool { return os.Getenv(EnvKeep) == "1" }
+
+// embeddedStore is a fresh embedded store in a directory of the test's own.
+func embeddedStore(t *testing.T) store {
+	dir := filepath.Join(t.TempDir(), "store")
+	if keepStores() {
+		tmp, err := os.MkdirTemp("", "hbtsdb-e2e-store-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir = filepath.Join(tmp, "store")
+		t.Cleanup(func() {
+			if t.Failed() {
+				t.Logf("%s=1: kept the embedded store in %s", EnvKeep, dir)
+				return
+			}
+			os.RemoveAll(tmp)
+		})
+	}
+	addr := backend.Address{Kind: backend.Embedded, Dir: dir}
+	return store{
+		name:  "embedded",
+		flags: []string{"--storage=" + addr.String()},
+		open: func(ctx context.Context) (storage.Store, error) {
+			return backend.Open(ctx, addr, backend.Options{})
+		},
+	}
+}
+
+// hbaseStore is a table prefix of the test's own on the test HBase; its tables are
+// dropped when the test ends.
+func hbaseStore(t *testing.T) store {
+	zk := hbasetest.ZooKeeper(t)
+	prefix := hbasetest.UniquePrefix("e2e")
+	t.Cleanup(func() {
+		if keepStores() && t.Failed() {
+			t.Logf("%s=1: kept the HBase tables %s* at ZooKeeper %s", EnvKeep, prefix, zk)
+			return
+		}
+		hbasestore.DropPrefix(t, zk, prefix)
+	})
+	addr := backend.Address{Kind: backend.HBase, Quorum: zk}
+	return store{
+		name:  "hbase",
+		flags: []string{"--storage=" + addr.String(), "--hbase.table-prefix=" + prefix},
+		open: func(ctx context.Context) (storage.Store, error) {
+			return backend.Open(ctx, addr, backend.Options{HBaseTablePrefix: prefix})
+		},
+	}
+}
+
+// tsdbServer is a running `tsdb serve`; it is a receiver.
+type tsdbServer struct {
+	*process
+	addr  string // host:port it listens on
+	store store
+	// canceledOK: errors of requests whose client went away ("context
+	// canceled") are expected, because a proxy aborts requests on purpose.
+	canceledOK bool
+}
+
+func (s *tsdbServer) writeURL() string { return "http://" + s.addr + "/api/v1/write" }
+
+// readBack reads what tsdb stored, in-process, once it has stopped.
+func (s *tsdbServer) readBack(ctx context.Context, mint, maxt int64, families []string) (seriesSet, map[string]metadata, error) {
+	return readBack(ctx, s.store, mint, maxt, families)
+}
+
+// startTSDB starts `tsdb serve` on a free loopback port and waits until it is ready.
+func startTSDB(t *testing.T, dir string, st store) *tsdbServer {
+	t.Helper()
+	bin := tsdbBinary(t)
+	args := append([]string{"serve", "--listen=127.0.0.1:0", "--log.format=json", "--log.level=info"}, st.flags...)
+	p := startProcess(t, "tsdb", dir, bin, args...)
+	var addr string
+	p.waitForLine(t, `the "listening" log line`, time.Minute, func(line string) bool {
+		var rec struct {
+			Msg     string `json:"msg"`
+			Address string `json:"address"`
+		}
+		if json.Unmarshal([]byte(line), &rec) != nil || rec.Msg != "listening" {
+			return false
+		}
+		addr = rec.Address
+		return true
+	})
+	s := &tsdbServer{process: p, addr: addr, store: st}
+	// Creating the tables (pre-split on HBase) can take a while on a loaded machine.
+	p.waitReady(t, "http://"+addr+"/-/ready", 3*time.Minute)
+	return s
+}
+
+// checkWriteEndpoint posts an empty remote-write 1.0 request: a tsdb that serves
+// /api/v1/write accepts it (2xx) and stores nothing.
+func (s *tsdbServer) checkWriteEndpoint(t *testing.T) {
+	t.Helper()
+	raw, err := (&prompb.WriteRequest{}).Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest(http.MethodPost, "http://"+s.addr+"/api/v1/write", bytes.NewReader(snappy.Encode(nil, raw)))
+	req.Header.Set("Content-Type", "application/x-protobuf")
+	req.Header.Set("Content-Encoding", "snappy")
+	req.Header.Set("X-Prometheus-Remote-Write-Version", "0.1.0")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("POST /api/v1/write: %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	switch {
+	case resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusMethodNotAllowed:
+		t.Fatalf("tsdb serve does not serve POST /api/v1/write (%s): the remote-write receiver is not wired into promapi/cmd yet", resp.Status)
+	case resp.StatusCode/100 != 2:
+		t.Fatalf("POST /api/v1/write with an empty remote-write 1.0 request: %s: %s", resp.Status, bytes.TrimSpace(body))
+	}
+}
+
+// metricsAddr returns the address to scrape tsdb's own metrics at, or "" when tsdb
+// does not serve /metrics.
+func (s *tsdbServer) metricsAddr() string {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	body, err := httpGet(ctx, "http://"+s.addr+"/metrics")
+	if err != nil || !strings.Contains(string(body), "# TYPE") {
+		return ""
+	}
+	return s.addr
+}
+
+// stopAndCheck stops tsdb with SIGTERM and fails the test if it did not exit
+// cleanly or if the race detector reported a data race in it.
+func (s *tsdbServer) stopAndCheck(t *testing.T) {
+	t.Helper()
+	if err := s.stop(time.Minute); err != nil {
+		t.Errorf("stop tsdb: %v; last lines of its log:\n%s", err, s.tail(40))
+	}
+	if s.out.contains("WARNING: DATA RACE") {
+		t.Errorf("the race detector found a data race in tsdb serve; see its log %s:\n%s", s.logPath, s.tail(80))
+	}
+	if errs := s.errorLines(); len(errs) > 0 {
+		t.Errorf("tsdb logged %d errors:\n  %s", len(errs), strings.Join(errs[:min(len(errs), 10)], "\n  "))
+	}
+}
+
+// errorLines returns tsdb's ERROR log lines, without those of requests whose client
+// went away when that is expected.
+func (s *tsdbServer) errorLines() []string {
+	var errs []string
+	for _, l := range s.out.lines() {
+		if !strings.Contains(l, `"level":"ERROR"`) {
+			continue
+		}
+		if s.canceledOK && strings.Contains(l, "context canceled") {
+			continue
+		}
+		errs = append(errs, l)
+	}
+	return errs
+}
