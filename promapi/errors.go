@@ -36,6 +36,10 @@ var (
 // an unsupported content type or encoding (2.0, Unsupported Request Content).
 // Everything that is not known to be the client's fault is a 5xx, so that a
 // sender retries instead of dropping data.
+// statusClientClosedRequest is nginx's status for a request whose client closed
+// the connection before the answer.
+const statusClientClosedRequest = 499
+
 func statusOf(err error) int {
 	switch {
 	case err == nil:
@@ -50,11 +54,16 @@ func statusOf(err error) int {
 		// storage.ErrInvalidArgument: the store refused the data itself (retrying
 		// "will not help", storage.go); nothing of the batch is stored.
 		return http.StatusBadRequest
+	case errors.Is(err, context.Canceled):
+		// The client went away (or the server is stopping): nothing was
+		// acknowledged, and nobody reads the answer. nginx's 499 says so in the
+		// log without counting as a server failure.
+		return statusClientClosedRequest
 	case errors.Is(err, storage.ErrUnavailable), errors.Is(err, storage.ErrClosed),
 		errors.Is(err, errNoWriter), errors.Is(err, context.DeadlineExceeded):
 		return http.StatusServiceUnavailable
 	default:
-		// A dropped table, a bug, a cancelled request: not the client's fault.
+		// A dropped table, a bug: not the client's fault.
 		return http.StatusInternalServerError
 	}
 }
@@ -63,7 +72,9 @@ func statusOf(err error) int {
 // a request the client must fix, an error for one the server failed.
 func logWriteFailure(logger *slog.Logger, r *http.Request, status int, err error, attrs ...any) {
 	level, msg := slog.LevelWarn, "write request rejected"
-	if status >= 500 {
+	if status == statusClientClosedRequest {
+		msg = "write request abandoned by the client"
+	} else if status >= 500 {
 		level, msg = slog.LevelError, "write request failed"
 	}
 	attrs = append([]any{"path", r.URL.Path, "status", status, "remote", r.RemoteAddr,

@@ -336,5 +336,24 @@ func metadataV2(ts *writev2.TimeSeries, syms []string, lbls labels.Labels) write
 		return write.Metadata{}
 	}
 	md, _ := ts.ToMetadata(syms) // refs were checked
-	return write.Metadata{Metric: name, Type: md.Type, Help: md.Help, Unit: md.Unit}
+	return write.Metadata{Metric: metricFamily(name, md.Type), Type: md.Type, Help: md.Help, Unit: md.Unit}
+}
+
+// metricFamily is the metric family a series of the given type belongs to: 2.0
+// attaches metadata to each series, so a histogram's x_bucket, x_sum and x_count
+// carry the metadata of family x (as Prometheus' /api/v1/metadata names it).
+func metricFamily(name string, typ model.MetricType) string {
+	var suffixes []string
+	switch typ {
+	case model.MetricTypeHistogram, model.MetricTypeGaugeHistogram:
+		suffixes = []string{"_bucket", "_sum", "_count", "_gsum", "_gcount"}
+	case model.MetricTypeSummary:
+		suffixes = []string{"_sum", "_count"}
+	}
+	for _, s := range suffixes {
+		if family, ok := strings.CutSuffix(name, s); ok && family != "" {
+			return family
+		}
+	}
+	return name
 }

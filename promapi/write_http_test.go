@@ -73,6 +73,7 @@ func TestStatusOfEveryErrorClass(t *testing.T) {
 		{fmt.Errorf("apply: %w", storage.ErrClosed), 503},
 		{errNoWriter, 503},
 		{fmt.Errorf("scan: %w", context.DeadlineExceeded), 503},
+		{fmt.Errorf("apply: %w", context.Canceled), 499},
 		{fmt.Errorf("apply: %w", storage.ErrTableNotFound), 500},
 		{errors.New("something broke"), 500},
 	} {
@@ -294,5 +295,27 @@ func TestV2HeadersCountWhatWasWritten(t *testing.T) {
 	if r.status != 204 || r.header.Get(headerSamplesWritten) != "3" || r.header.Get(headerHistogramsWritten) != "0" ||
 		r.header.Get(headerExemplarsWritten) != "0" {
 		t.Fatalf("v2 write: %d %q headers %v", r.status, r.body, r.header)
+	}
+}
+
+func TestMetricFamilyOfRemoteWrite2Metadata(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		typ  model.MetricType
+		want string
+	}{
+		{"http_duration_seconds_bucket", model.MetricTypeHistogram, "http_duration_seconds"},
+		{"http_duration_seconds_sum", model.MetricTypeHistogram, "http_duration_seconds"},
+		{"http_duration_seconds_count", model.MetricTypeHistogram, "http_duration_seconds"},
+		{"rpc_latency_sum", model.MetricTypeSummary, "rpc_latency"},
+		{"rpc_latency", model.MetricTypeSummary, "rpc_latency"},
+		{"queue_gsum", model.MetricTypeGaugeHistogram, "queue"},
+		{"requests_total", model.MetricTypeCounter, "requests_total"},
+		{"build_count", model.MetricTypeGauge, "build_count"},
+		{"_bucket", model.MetricTypeHistogram, "_bucket"},
+	} {
+		if got := metricFamily(tc.name, tc.typ); got != tc.want {
+			t.Errorf("metricFamily(%s, %s) = %s, want %s", tc.name, tc.typ, got, tc.want)
+		}
 	}
 }
