@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"runtime"
 	"slices"
 	"strings"
@@ -791,5 +792,39 @@ func TestGohbaseLoggerLowersCancelledErrors(t *testing.T) {
 	l.Error("dial failed", "err", errors.New("connection refused"))
 	if got := buf.String(); strings.Count(got, "\n") != 1 || !strings.Contains(got, "connection refused") || !strings.Contains(got, "component=gohbase") {
 		t.Errorf("logged:\n%s\nwant only the connection refused error", got)
+	}
+}
+
+// fakeRegionClient marshals like gohbase's region client in its log records.
+type fakeRegionClient struct{ inFlight uint32 }
+
+func (c fakeRegionClient) MarshalJSON() ([]byte, error) {
+	return []byte(fmt.Sprintf(`{"RegionServerAddress":"localhost:16020","ClientType":"MasterService","InFlight":%d}`, c.inFlight)), nil
+}
+
+func TestGohbaseLoggerLowersIdleTimeouts(t *testing.T) {
+	// A real read-deadline error, as gohbase's region client sees it.
+	server, client := net.Pipe()
+	defer server.Close()
+	defer client.Close()
+	if err := client.SetReadDeadline(time.Now().Add(-time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	_, timeout := client.Read(make([]byte, 1))
+	if ne, ok := timeout.(net.Error); !ok || !ne.Timeout() {
+		t.Fatalf("read past the deadline: %v, want a timeout", timeout)
+	}
+
+	var buf bytes.Buffer
+	l := gohbaseLogger(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo})))
+	l.Error("error occured, closing region client", "client", fakeRegionClient{0}, "err", fmt.Errorf("region.ServerError: %w", timeout))
+	if got := buf.String(); got != "" {
+		t.Errorf("idle timeout logged:\n%s\nwant nothing at Info", got)
+	}
+	l.Error("error occured, closing region client", "client", fakeRegionClient{3}, "err", timeout)
+	l.Error("error occured, closing region client", "client", fakeRegionClient{0}, "err", errors.New("connection reset by peer"))
+	got := buf.String()
+	if strings.Count(got, "\n") != 2 || !strings.Contains(got, "i/o timeout") || !strings.Contains(got, "connection reset by peer") {
+		t.Errorf("logged:\n%s\nwant the timeout with 3 calls in flight and the reset, both at Error", got)
 	}
 }

@@ -2,27 +2,38 @@ package hbase
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
+	"net"
 )
 
-// gohbaseLogger is the logger handed to gohbase. gohbase logs at Error level every
-// region lookup that ends because the region's context was cancelled, which is how
-// it retires the regions of a dropped table or of a closed client; such records
-// are lowered to Debug, everything else passes through.
+// gohbaseLogger is the logger handed to gohbase. gohbase logs at Error level two
+// kinds of events that lose nothing, and such records are lowered to Debug:
+//
+//   - every region lookup that ends because the region's context was cancelled,
+//     which is how it retires the regions of a dropped table or of a closed client;
+//   - an idle region client closed for a read timeout with no call in flight.
+//     gohbase arms a connection's read deadline after writing a call; when the
+//     answer is read before that, the in-flight count goes to -1 and back to 0 and
+//     the deadline outlives the call, so the idle connection "times out" 30s later
+//     (region.client.send/inFlightUp, gohbase be525bde7d77). The next call simply
+//     reconnects.
+//
+// Everything else passes through unchanged.
 func gohbaseLogger(l *slog.Logger) *slog.Logger {
-	return slog.New(&cancelledAsDebug{l.Handler()}).With("component", "gohbase")
+	return slog.New(&benignAsDebug{l.Handler()}).With("component", "gohbase")
 }
 
-type cancelledAsDebug struct{ slog.Handler }
+type benignAsDebug struct{ slog.Handler }
 
-func (h *cancelledAsDebug) Enabled(ctx context.Context, level slog.Level) bool {
+func (h *benignAsDebug) Enabled(ctx context.Context, level slog.Level) bool {
 	// Decided in Handle, once the record's attributes are known.
 	return h.Handler.Enabled(ctx, level) || level >= slog.LevelWarn
 }
 
-func (h *cancelledAsDebug) Handle(ctx context.Context, r slog.Record) error {
-	if r.Level >= slog.LevelWarn && cancelled(r) {
+func (h *benignAsDebug) Handle(ctx context.Context, r slog.Record) error {
+	if r.Level >= slog.LevelWarn && (cancelled(r) || idleTimeout(r)) {
 		r.Level = slog.LevelDebug
 	}
 	if !h.Handler.Enabled(ctx, r.Level) {
@@ -43,10 +54,39 @@ func cancelled(r slog.Record) bool {
 	return found
 }
 
-func (h *cancelledAsDebug) WithAttrs(attrs []slog.Attr) slog.Handler {
-	return &cancelledAsDebug{h.Handler.WithAttrs(attrs)}
+// idleTimeout reports a record of a region client closed for a network timeout
+// while its "client" attribute says no call was in flight.
+func idleTimeout(r slog.Record) bool {
+	timedOut, idle := false, false
+	r.Attrs(func(a slog.Attr) bool {
+		switch v := a.Value.Resolve().Any().(type) {
+		case error:
+			var ne net.Error
+			if errors.As(v, &ne) && ne.Timeout() {
+				timedOut = true
+			}
+		case json.Marshaler:
+			if a.Key != "client" {
+				break
+			}
+			b, err := v.MarshalJSON()
+			if err != nil {
+				break
+			}
+			var state struct{ InFlight *uint32 }
+			if json.Unmarshal(b, &state) == nil && state.InFlight != nil && *state.InFlight == 0 {
+				idle = true
+			}
+		}
+		return true
+	})
+	return timedOut && idle
 }
 
-func (h *cancelledAsDebug) WithGroup(name string) slog.Handler {
-	return &cancelledAsDebug{h.Handler.WithGroup(name)}
+func (h *benignAsDebug) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return &benignAsDebug{h.Handler.WithAttrs(attrs)}
+}
+
+func (h *benignAsDebug) WithGroup(name string) slog.Handler {
+	return &benignAsDebug{h.Handler.WithGroup(name)}
 }
