@@ -22,6 +22,7 @@
 #                    [${TMPDIR:-/tmp}/hbtsdb-hbase-$(id -u)]
 #   HBASE_HEAP       JVM heap [2g]
 #   HBASE_START_TIMEOUT  seconds to wait for a usable HBase [240]
+#   HBASE_JVM_OPTS   extra JVM options (word-split), e.g. to try another GC
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -106,9 +107,11 @@ write_conf() {
        40 s ZooKeeper session a pause expires the region server's session and
        standalone HBase shuts itself down. -->
   <property><name>zookeeper.session.timeout</name><value>180000</value></property>
-  <!-- Heap buffers for RPCs: the region server once died here with SIGSEGV in an
-       Unsafe copy into a pooled off-heap buffer under load. -->
+  <!-- Heap buffers for RPCs: with netty's pooled direct buffers the region server
+       died here with SIGSEGV (an Unsafe copy from a request buffer already given
+       back to the pool), reproducibly under a burst of new series. -->
   <property><name>hbase.server.allocator.pool.enabled</name><value>false</value></property>
+  <property><name>hbase.netty.rpcserver.allocator</name><value>heap</value></property>
   <property><name>hbase.zookeeper.property.maxSessionTimeout</name><value>180000</value></property>
   <property><name>hbase.hregion.memstore.flush.size</name><value>67108864</value></property>
 </configuration>
@@ -162,7 +165,7 @@ start() {
   # setsid: the JVM gets its own session so that the caller's Ctrl-C or exit does not
   # leave it half-dead; stop() kills it by pid.
   (cd "$run" && exec setsid java -Xms256m -Xmx"$heap" -XX:+UseG1GC "${jdk_flags[@]}" \
-    -XX:ErrorFile="$run/logs/hs_err_pid%p.log" \
+    -XX:ErrorFile="$run/logs/hs_err_pid%p.log" ${HBASE_JVM_OPTS:-} \
     -Djava.io.tmpdir="$run/tmp" \
     -Dhbase.log.dir="$run/logs" -Dhbase.log.file=hbase.log \
     -Dlog4j.configuration="file:$run/conf/log4j.properties" \
