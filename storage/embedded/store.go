@@ -81,6 +81,11 @@ type Store struct {
 	tables      map[string]*table
 	nextTableID uint64
 
+	// syncing counts the read-modify-write batches applied under mu whose fsync
+	// their caller still awaits (pendingSync); Close waits for them before it
+	// closes Pebble.
+	syncing sync.WaitGroup
+
 	// scanners are the open Scanners, which Close ends (they hold Pebble iterators
 	// that must be released before Pebble closes).
 	scMu     sync.Mutex
@@ -266,6 +271,7 @@ func (s *Store) Close() error {
 
 	s.stopSweep()
 	<-s.sweepDone
+	s.syncing.Wait()
 
 	s.scMu.Lock()
 	open := s.scanners

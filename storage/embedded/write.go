@@ -134,32 +134,41 @@ func (s *Store) Increment(ctx context.Context, tableName string, row []byte, fam
 	if err := ctx.Err(); err != nil {
 		return 0, fmt.Errorf("embedded: increment %s: %w", tableName, err)
 	}
+	sum, pending, err := s.incrementLocked(tableName, row, familyName, qualifier, delta)
+	if err == nil {
+		err = pending.wait()
+	}
+	if err != nil {
+		return 0, fmt.Errorf("embedded: increment %s: %w", tableName, err)
+	}
+	return sum, nil
+}
+
+func (s *Store) incrementLocked(tableName string, row []byte, familyName string, qualifier []byte, delta int64) (int64, pendingSync, error) {
 	now := s.now().UnixMilli()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t, f, err := s.checkCell(tableName, storage.Put(row, familyName, qualifier, now, nil))
 	if err != nil {
-		return 0, fmt.Errorf("embedded: increment %s: %w", tableName, err)
+		return 0, pendingSync{}, err
 	}
 	col := appendColumn(rowPrefix(t.prefix, row), familyName, qualifier)
 	cur, curTs, found, err := s.newestVisible(col, f, now)
 	if err != nil {
-		return 0, fmt.Errorf("embedded: increment %s: %w", tableName, err)
+		return 0, pendingSync{}, err
 	}
 	var sum int64
 	if found {
 		if len(cur) != 8 {
-			return 0, fmt.Errorf("embedded: increment %s: %w: cell %s:%q of row %q holds %d bytes, not an 8-byte counter",
-				tableName, storage.ErrInvalidArgument, familyName, qualifier, row, len(cur))
+			return 0, pendingSync{}, fmt.Errorf("%w: cell %s:%q of row %q holds %d bytes, not an 8-byte counter",
+				storage.ErrInvalidArgument, familyName, qualifier, row, len(cur))
 		}
 		sum = int64(binary.BigEndian.Uint64(cur))
 		now = max(now, curTs)
 	}
 	sum += delta
-	if err := s.db.Set(appendTimestamp(col, now), binary.BigEndian.AppendUint64(nil, uint64(sum)), pebble.Sync); err != nil {
-		return 0, fmt.Errorf("embedded: increment %s: %w", tableName, err)
-	}
-	return sum, nil
+	pending, err := s.applyNoSyncWait(appendTimestamp(col, now), binary.BigEndian.AppendUint64(nil, uint64(sum)))
+	return sum, pending, err
 }
 
 // CheckAndPut writes put if the newest visible value of its cell equals expected
@@ -171,28 +180,77 @@ func (s *Store) CheckAndPut(ctx context.Context, tableName string, expected []by
 	if put.Kind != storage.KindPut {
 		return false, fmt.Errorf("embedded: check and put %s: %w: mutation is a %s, not a put", tableName, storage.ErrInvalidArgument, put.Kind)
 	}
+	won, pending, err := s.checkAndPutLocked(tableName, expected, put)
+	if err == nil {
+		err = pending.wait()
+	}
+	if err != nil {
+		return false, fmt.Errorf("embedded: check and put %s: %w", tableName, err)
+	}
+	return won, nil
+}
+
+func (s *Store) checkAndPutLocked(tableName string, expected []byte, put storage.Mutation) (bool, pendingSync, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t, f, err := s.checkCell(tableName, put)
 	if err != nil {
-		return false, fmt.Errorf("embedded: check and put %s: %w", tableName, err)
+		return false, pendingSync{}, err
 	}
 	col := appendColumn(rowPrefix(t.prefix, put.Row), put.Family, put.Qualifier)
 	cur, _, found, err := s.newestVisible(col, f, s.now().UnixMilli())
 	if err != nil {
-		return false, fmt.Errorf("embedded: check and put %s: %w", tableName, err)
+		return false, pendingSync{}, err
 	}
 	if len(expected) == 0 {
 		if found && len(cur) > 0 {
-			return false, nil
+			return false, pendingSync{}, nil
 		}
 	} else if !found || !bytes.Equal(cur, expected) {
-		return false, nil
+		return false, pendingSync{}, nil
 	}
-	if err := s.db.Set(appendTimestamp(col, put.Timestamp), put.Value, pebble.Sync); err != nil {
-		return false, fmt.Errorf("embedded: check and put %s: %w", tableName, err)
+	pending, err := s.applyNoSyncWait(appendTimestamp(col, put.Timestamp), put.Value)
+	return err == nil, pending, err
+}
+
+// pendingSync is a write of a read-modify-write (Increment, CheckAndPut) that is
+// applied, and so visible to the next one, but whose fsync is still under way.
+//
+// Read-modify-writes hold the exclusive s.mu only while they read and apply; they
+// wait for the fsync after releasing it, so that Pebble's commit pipeline groups
+// the fsyncs of concurrent callers into one: registering a burst of new series
+// costs one fsync per group rather than one per series, in a row. A write seen
+// before its fsync is safe: the directory lock makes this the only process, and
+// anything built on such a value is written after it in the same WAL with Sync,
+// so it cannot outlive it in a crash.
+type pendingSync struct {
+	b    *pebble.Batch
+	done func() // tells Close that the batch is released
+}
+
+// applyNoSyncWait applies key=value and starts its fsync; s.mu must be held.
+func (s *Store) applyNoSyncWait(key, value []byte) (pendingSync, error) {
+	b := s.db.NewBatch()
+	if err := b.Set(key, value, nil); err != nil {
+		b.Close()
+		return pendingSync{}, err
 	}
-	return true, nil
+	if err := s.db.ApplyNoSyncWait(b, pebble.Sync); err != nil {
+		b.Close()
+		return pendingSync{}, err
+	}
+	s.syncing.Add(1)
+	return pendingSync{b, s.syncing.Done}, nil
+}
+
+// wait waits for the fsync, if there is one, and releases the batch.
+func (p pendingSync) wait() error {
+	if p.b == nil {
+		return nil
+	}
+	defer p.done()
+	defer p.b.Close()
+	return p.b.SyncWait()
 }
 
 // checkCell validates a put-shaped mutation against the catalog; s.mu must be held.
