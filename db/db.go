@@ -32,6 +32,9 @@ type Options struct {
 	// value has no limits: the server passes write.DefaultLimits(), tests loading
 	// old data set MaxAge to 0).
 	Write write.Options
+	// Query tunes the read path: limits per Select (series, samples) and read
+	// concurrency; see query.Options.
+	Query query.Options
 	// Registry and Postings tune the series registry and the tag index (cache
 	// sizes, ID block size).
 	Registry index.RegistryOptions
@@ -99,7 +102,7 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("db: %w", err)
 	}
 	db.writer = w
-	db.reader = query.NewReader(opts.Store, opts.Settings, db.registry, db.postings)
+	db.reader = query.NewReader(opts.Store, opts.Settings, db.registry, db.postings).WithOptions(opts.Query)
 	return db, nil
 }
 
@@ -109,7 +112,8 @@ func (db *DB) Settings() schema.Settings { return db.settings }
 // Writer is the write pipeline (for the HTTP write endpoints).
 func (db *DB) Writer() *write.Writer { return db.writer }
 
-// Reader is the minimal read path (series of a range, raw samples, metadata).
+// Reader is the read path (Prometheus queriers, series of a range, raw
+// samples, metadata).
 func (db *DB) Reader() *query.Reader { return db.reader }
 
 // Registry is the series registry the DB's writer and reader share.

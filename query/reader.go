@@ -3,7 +3,6 @@ package query
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
@@ -20,6 +19,7 @@ type Reader struct {
 	settings schema.Settings
 	registry *index.Registry
 	postings *index.Postings
+	opts     Options
 }
 
 // NewReader returns a reader of st, whose schema was created with settings.
@@ -32,111 +32,33 @@ func NewReader(st storage.Store, settings schema.Settings, registry *index.Regis
 	if postings == nil {
 		postings = index.NewPostings(st, index.PostingsOptions{})
 	}
-	return &Reader{st: st, settings: settings, registry: registry, postings: postings}
+	return &Reader{st: st, settings: settings, registry: registry, postings: postings, opts: Options{}.withDefaults()}
+}
+
+// WithOptions returns a reader like r (same store, registry and tag index)
+// whose queries follow opts.
+func (r *Reader) WithOptions(opts Options) *Reader {
+	c := *r
+	c.opts = opts.withDefaults()
+	return &c
 }
 
 // SeriesInRange returns the label sets of the series that had samples on a day
 // (UTC) overlapping [mint, maxt] and that match every matcher, sorted
 // (labels.Compare). mint and maxt are inclusive bounds in milliseconds; the index
 // is per day, so a series may have its samples of that day outside [mint, maxt]
-// and then Samples returns none for it.
-//
-// Equality matchers with a non-empty value are answered from their posting lists
-// (intersected); every other matcher (!=, =~, !~, ="") filters the label sets of
-// the candidates, which are all the series of the day when there is no such
-// equality matcher — correct, and slow on a large day. Days without any index row
-// cost one short scan in total, not one read each.
+// and then Samples returns none for it. Matchers are answered from the index
+// (postings.go).
 func (r *Reader) SeriesInRange(ctx context.Context, mint, maxt int64, matchers ...*labels.Matcher) ([]labels.Labels, error) {
-	if maxt < 0 || maxt < mint {
-		return nil, nil
-	}
-	mint = max(mint, 0)
-	var eq []*labels.Matcher
-	for _, m := range matchers {
-		if m.Type == labels.MatchEqual && m.Value != "" {
-			eq = append(eq, m)
-		}
-	}
-	var ids []uint64
-	for day, last := schema.Day(mint), schema.Day(maxt); ; day++ {
-		var ok bool
-		var err error
-		if day, ok, err = r.nextDay(ctx, day, last); err != nil || !ok {
-			if err != nil {
-				return nil, err
-			}
-			break
-		}
-		dayIDs, err := r.candidates(ctx, day, eq)
-		if err != nil {
-			return nil, err
-		}
-		ids = append(ids, dayIDs...)
-		if day == last {
-			break
-		}
-	}
-	slices.Sort(ids)
-	ids = slices.Compact(ids)
-	all, err := r.registry.Labels(ctx, ids)
+	ss, err := r.selectSeries(ctx, mint, maxt, 0, matchers)
 	if err != nil {
-		return nil, fmt.Errorf("query: %w", err)
+		return nil, err
 	}
-	out := all[:0]
-	for _, ls := range all {
-		if !ls.IsEmpty() && matches(ls, matchers) {
-			out = append(out, ls)
-		}
+	out := make([]labels.Labels, len(ss))
+	for i, s := range ss {
+		out[i] = s.labels
 	}
-	slices.SortFunc(out, labels.Compare)
 	return out, nil
-}
-
-// nextDay returns the first day in [day, last] that has index rows.
-func (r *Reader) nextDay(ctx context.Context, day, last uint32) (uint32, bool, error) {
-	start := schema.IndexDayPrefix(nil, day)
-	stop := storage.PrefixEnd(schema.IndexDayPrefix(nil, last))
-	sc := r.st.Scan(ctx, schema.TableIndex, start, stop, storage.RowLimit(1), storage.WithFilter(storage.KeyOnlyFilter{}))
-	defer sc.Close()
-	if !sc.Next() {
-		if err := sc.Err(); err != nil {
-			return 0, false, fmt.Errorf("query: find the next index day from %d: %w", day, err)
-		}
-		return 0, false, nil
-	}
-	k, err := schema.ParseIndexRowKey(sc.Row().Key)
-	if err != nil {
-		return 0, false, fmt.Errorf("query: %w", err)
-	}
-	return k.Day, true, nil
-}
-
-// candidates returns the IDs of the series of day that match every equality
-// matcher in eq, ascending; all the day's series when eq is empty.
-func (r *Reader) candidates(ctx context.Context, day uint32, eq []*labels.Matcher) ([]uint64, error) {
-	if len(eq) == 0 {
-		ids, err := r.postings.LabelSeries(ctx, day, model.MetricNameLabel)
-		if err != nil {
-			return nil, fmt.Errorf("query: %w", err)
-		}
-		return ids, nil
-	}
-	var ids []uint64
-	for i, m := range eq {
-		p, err := r.postings.Postings(ctx, day, m.Name, m.Value)
-		if err != nil {
-			return nil, fmt.Errorf("query: %w", err)
-		}
-		if i == 0 {
-			ids = p
-		} else {
-			ids = intersect(ids, p)
-		}
-		if len(ids) == 0 {
-			return nil, nil
-		}
-	}
-	return ids, nil
 }
 
 // intersect returns the IDs in both ascending lists, reusing a.

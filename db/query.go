@@ -1,0 +1,39 @@
+package db
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/prometheus/prometheus/storage"
+
+	hstorage "github.com/hbtsdb/hbtsdb/storage"
+)
+
+var _ storage.Storage = (*DB)(nil)
+
+// Querier returns a Prometheus querier of the samples in [mint, maxt]
+// (inclusive, milliseconds); see query.Reader.Querier. It fails with
+// storage.ErrClosed (ours) after Close.
+func (db *DB) Querier(mint, maxt int64) (storage.Querier, error) {
+	if db.closed.Load() {
+		return nil, fmt.Errorf("db: querier: %w", hstorage.ErrClosed)
+	}
+	return db.reader.Querier(mint, maxt)
+}
+
+// ChunkQuerier returns a Prometheus chunk querier of [mint, maxt] (inclusive,
+// milliseconds), for remote read's streamed XOR chunks; see
+// query.Reader.ChunkQuerier.
+func (db *DB) ChunkQuerier(mint, maxt int64) (storage.ChunkQuerier, error) {
+	if db.closed.Load() {
+		return nil, fmt.Errorf("db: chunk querier: %w", hstorage.ErrClosed)
+	}
+	return db.reader.ChunkQuerier(mint, maxt)
+}
+
+// StartTime is math.MinInt64: the DB keeps no notion of its oldest sample
+// (HBase's TTL expires cells on its own), so every range may hold data and is
+// read. Prometheus uses a storage's StartTime only to skip ranges before it
+// (fanout's remote-read "read recent" logic, the web UI), so claiming nothing is
+// the answer that never hides data.
+func (db *DB) StartTime() (int64, error) { return math.MinInt64, nil }

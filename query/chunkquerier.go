@@ -1,0 +1,126 @@
+package query
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/storage"
+	"github.com/prometheus/prometheus/tsdb/chunkenc"
+	"github.com/prometheus/prometheus/tsdb/chunks"
+	"github.com/prometheus/prometheus/util/annotations"
+)
+
+// MaxChunkSamples is the most samples of a chunk the ChunkQuerier encodes from
+// raw cells, as Prometheus' head cuts its chunks.
+const MaxChunkSamples = 120
+
+// ChunkQuerier returns a Prometheus chunk querier of [mint, maxt] (inclusive,
+// ms), for remote read's STREAMED_XOR_CHUNKS. Each series' chunks are the stored
+// chunks of its rows (family c) as they are when a row holds one and nothing
+// else in the range, and otherwise XOR chunks encoded from the row's merged
+// samples, at most MaxChunkSamples each and never across a bucket boundary.
+// Series come as Querier's do, Options.Concurrency read ahead, so memory stays
+// flat in the number of series.
+func (r *Reader) ChunkQuerier(mint, maxt int64) (storage.ChunkQuerier, error) {
+	return &chunkQuerier{base: base{r: r, mint: mint, maxt: maxt}}, nil
+}
+
+type chunkQuerier struct{ base }
+
+func (q *chunkQuerier) Select(ctx context.Context, _ bool, hints *storage.SelectHints, ms ...*labels.Matcher) storage.ChunkSeriesSet {
+	sel, err := q.selectSeries(ctx, hints, ms)
+	if err != nil {
+		return storage.ErrChunkSeriesSet(err)
+	}
+	if sel.onlyLabels || sel.rows != nil {
+		return &chunkSeriesSet{list: &listSeriesSet{sel: sel, i: -1}}
+	}
+	f := newFetcher(ctx, q.r, sel.series, sel.mint, sel.maxt)
+	q.track(f)
+	return &chunkSeriesSet{f: f}
+}
+
+// chunkSeriesSet hands out the series of a fetcher, or of a list, as chunks.
+type chunkSeriesSet struct {
+	f    *fetcher
+	list *listSeriesSet
+	cur  *chunkSeries
+	err  error
+}
+
+func (s *chunkSeriesSet) Next() bool {
+	if s.list != nil {
+		if !s.list.Next() {
+			return false
+		}
+		fs := s.list.At().(*floatSeries)
+		s.cur = &chunkSeries{labels: fs.labels, rows: fs.rows}
+		return true
+	}
+	if s.err != nil {
+		return false
+	}
+	ser, rows, ok, err := s.f.next()
+	if !ok {
+		s.err = err
+		return false
+	}
+	s.cur = &chunkSeries{labels: ser.labels, rows: rows}
+	return true
+}
+
+func (s *chunkSeriesSet) At() storage.ChunkSeries           { return s.cur }
+func (s *chunkSeriesSet) Err() error                        { return s.err }
+func (s *chunkSeriesSet) Warnings() annotations.Annotations { return nil }
+
+type chunkSeries struct {
+	labels labels.Labels
+	rows   []bucketSamples
+}
+
+func (s *chunkSeries) Labels() labels.Labels { return s.labels }
+
+func (s *chunkSeries) Iterator(chunks.Iterator) chunks.Iterator {
+	return &chunkIterator{rows: s.rows}
+}
+
+// chunkIterator encodes chunks one at a time: a row's stored chunk, or up to
+// MaxChunkSamples of its samples.
+type chunkIterator struct {
+	rows []bucketSamples
+	r, i int // next row and sample within it
+	cur  chunks.Meta
+	err  error
+}
+
+func (it *chunkIterator) Next() bool {
+	for it.r < len(it.rows) && it.i >= len(it.rows[it.r].samples) {
+		it.r, it.i = it.r+1, 0
+	}
+	if it.err != nil || it.r >= len(it.rows) {
+		return false
+	}
+	row := it.rows[it.r]
+	if row.chunk != nil && it.i == 0 {
+		it.cur = chunks.Meta{Chunk: row.chunk, MinTime: row.samples[0].t, MaxTime: row.samples[len(row.samples)-1].t}
+		it.i = len(row.samples)
+		return true
+	}
+	part := row.samples[it.i:min(it.i+MaxChunkSamples, len(row.samples))]
+	chk := chunkenc.NewXORChunk()
+	app, err := chk.Appender()
+	if err != nil {
+		it.err = fmt.Errorf("query: encode a chunk: %w", err)
+		return false
+	}
+	for _, s := range part {
+		app.Append(0, s.t, s.v)
+	}
+	it.cur = chunks.Meta{Chunk: chk, MinTime: part[0].t, MaxTime: part[len(part)-1].t}
+	it.i += len(part)
+	return true
+}
+
+func (it *chunkIterator) At() chunks.Meta { return it.cur }
+func (it *chunkIterator) Err() error      { return it.err }

@@ -1,0 +1,91 @@
+package query
+
+import (
+	"context"
+	"fmt"
+)
+
+// fetcher reads the samples of a list of series in order, at most
+// Options.Concurrency series ahead of its consumer: that many scans run at
+// once, and memory holds at most that many series' windows, whatever the
+// number of series. It starts on the first call of next.
+type fetcher struct {
+	r          *Reader
+	ctx        context.Context
+	cancel     context.CancelFunc
+	series     []series
+	mint, maxt int64
+	slots      []chan fetched // series i arrives on slots[i % len(slots)]
+	tokens     chan struct{}  // one per series read and not yet consumed
+	started    bool
+	pos        int // series consumed so far
+	samples    int // samples handed out so far
+}
+
+type fetched struct {
+	rows []bucketSamples
+	err  error
+}
+
+func newFetcher(ctx context.Context, r *Reader, ss []series, mint, maxt int64) *fetcher {
+	ctx, cancel := context.WithCancel(ctx)
+	k := min(r.opts.Concurrency, max(len(ss), 1))
+	f := &fetcher{r: r, ctx: ctx, cancel: cancel, series: ss, mint: mint, maxt: maxt,
+		slots: make([]chan fetched, k), tokens: make(chan struct{}, k)}
+	for i := range f.slots {
+		f.slots[i] = make(chan fetched, 1)
+	}
+	return f
+}
+
+// run starts one read per series, in order, each once a token is free.
+func (f *fetcher) run() {
+	for i := range f.series {
+		select {
+		case f.tokens <- struct{}{}:
+		case <-f.ctx.Done():
+			return
+		}
+		go func(i int) {
+			rows, err := f.r.readSeries(f.ctx, &f.series[i], f.mint, f.maxt)
+			f.slots[i%len(f.slots)] <- fetched{rows, err}
+		}(i)
+	}
+}
+
+// next returns the next series and its rows, false at the end or on error
+// (then the error).
+func (f *fetcher) next() (*series, []bucketSamples, bool, error) {
+	if f.pos >= len(f.series) {
+		f.cancel()
+		return nil, nil, false, nil
+	}
+	if !f.started {
+		f.started = true
+		go f.run()
+	}
+	var res fetched
+	select {
+	case res = <-f.slots[f.pos%len(f.slots)]:
+	case <-f.ctx.Done():
+		return nil, nil, false, fmt.Errorf("query: %w", f.ctx.Err())
+	}
+	<-f.tokens
+	s := &f.series[f.pos]
+	f.pos++
+	if res.err != nil {
+		f.cancel()
+		return nil, nil, false, res.err
+	}
+	for _, b := range res.rows {
+		f.samples += len(b.samples)
+	}
+	if max := f.r.opts.MaxSamples; max > 0 && f.samples > max {
+		f.cancel()
+		return nil, nil, false, fmt.Errorf("query: more than %d samples in %d series: %w", max, f.pos, ErrTooManySamples)
+	}
+	return s, res.rows, true, nil
+}
+
+// close stops the reads in flight.
+func (f *fetcher) close() { f.cancel() }

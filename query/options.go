@@ -1,0 +1,53 @@
+package query
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Defaults of Options.
+const (
+	DefaultConcurrency       = 8
+	DefaultHostScanMaxSeries = 1000
+)
+
+// ErrLimitExceeded is wrapped by every error of a query that went over one of
+// Options' limits (ErrTooManySeries, ErrTooManySamples): the query was valid but
+// too large, which the HTTP layer answers with 422 (Prometheus' "execution").
+var ErrLimitExceeded = errors.New("query limit exceeded")
+
+// ErrTooManySeries and ErrTooManySamples say which limit a Select went over;
+// both wrap ErrLimitExceeded.
+var (
+	ErrTooManySeries  = fmt.Errorf("too many series: %w", ErrLimitExceeded)
+	ErrTooManySamples = fmt.Errorf("too many samples: %w", ErrLimitExceeded)
+)
+
+// Options tune the read path. Zero values take the defaults in brackets.
+type Options struct {
+	// MaxSeries is the most series one Select may return; more fail the Select
+	// with an error wrapping ErrTooManySeries [0: no limit].
+	MaxSeries int
+	// MaxSamples is the most samples one Select may read (counted after the
+	// [mint, maxt] cut); more fail its series set with an error wrapping
+	// ErrTooManySamples [0: no limit].
+	MaxSamples int
+	// Concurrency is how many index days or series rows a Select reads at once,
+	// and so how many series' samples it holds in memory ahead of its consumer
+	// [8].
+	Concurrency int
+	// HostScanMaxSeries bounds the host/metric scan plan (see plan.go): it is
+	// considered only when the host and metric fixed by the matchers have at most
+	// this many series on the days of the query [1000]; negative disables it.
+	HostScanMaxSeries int
+}
+
+func (o Options) withDefaults() Options {
+	if o.Concurrency <= 0 {
+		o.Concurrency = DefaultConcurrency
+	}
+	if o.HostScanMaxSeries == 0 {
+		o.HostScanMaxSeries = DefaultHostScanMaxSeries
+	}
+	return o
+}

@@ -1,0 +1,52 @@
+package schema
+
+import (
+	"fmt"
+	"time"
+)
+
+// Chunks: family FamilyChunk of the data table, written by compaction (which
+// seals a bucket into chunks and deletes the raw cells they cover).
+//
+//	qualifier = offset(4)          big-endian uint32, ms from the row's bucketStart
+//	                               to the chunk's first sample (as a raw qualifier)
+//	value     = encoding(1) | data Prometheus chunk encoding (chunkenc.Encoding,
+//	                               EncXOR = 1) followed by the chunk's bytes as
+//	                               chunkenc.Chunk.Bytes returns them
+//	timestamp = the timestamp of the chunk's last sample (ms)
+//
+// Invariants:
+//
+//   - every sample of a chunk lies in its row's bucket, so chunk qualifiers sort
+//     by first sample and a bucket may hold several chunks;
+//   - the cell timestamp is the newest sample's, so the family's TTL expires a
+//     chunk only when all of its samples expired; a reader that restricts a scan
+//     to a time range must let through cells up to the end of the last bucket it
+//     reads (a chunk's samples may be older than its cell timestamp);
+//   - a chunk and raw cells of the same row may hold the same timestamp (a late
+//     sample written again after compaction): readers keep the raw sample.
+
+// ChunkEncodingLen is the length of the encoding byte in front of a chunk value.
+const ChunkEncodingLen = 1
+
+// AppendChunkQualifier appends the qualifier of a chunk whose first sample is
+// offset milliseconds after its bucket start; see AppendRawQualifier.
+func AppendChunkQualifier(dst []byte, offset int64, width time.Duration) ([]byte, error) {
+	return AppendRawQualifier(dst, offset, width)
+}
+
+// AppendChunkValue appends the value of a chunk cell: the encoding byte, then
+// the chunk's bytes.
+func AppendChunkValue(dst []byte, encoding byte, data []byte) []byte {
+	dst = append(dst, encoding)
+	return append(dst, data...)
+}
+
+// DecodeChunkValue splits a chunk cell's value into its encoding byte and the
+// chunk's bytes (aliasing b). It fails, wrapping ErrMalformed, on an empty value.
+func DecodeChunkValue(b []byte) (encoding byte, data []byte, err error) {
+	if len(b) < ChunkEncodingLen+1 {
+		return 0, nil, fmt.Errorf("schema: chunk value of %d bytes is too short: %w", len(b), ErrMalformed)
+	}
+	return b[0], b[ChunkEncodingLen:], nil
+}
