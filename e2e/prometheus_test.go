@@ -45,10 +45,23 @@ type promConfig struct {
 	runLabel      string // an external label naming the run
 	scrapeEvery   time.Duration
 	batchDeadline time.Duration
+	// readURL, when set, makes a reader instead: a Prometheus that scrapes
+	// nothing, writes nowhere and remote-reads from readURL (read_recent, so even
+	// the newest data comes from there).
+	readURL string
 }
 
 func (c promConfig) yaml() string {
 	var b strings.Builder
+	if c.readURL != "" {
+		fmt.Fprintf(&b, `remote_read:
+  - name: tsdb
+    url: %q
+    read_recent: true
+    remote_timeout: 1m
+`, c.readURL)
+		return b.String()
+	}
 	fmt.Fprintf(&b, `global:
   scrape_interval: %[1]s
   scrape_timeout: %[1]s
@@ -245,6 +258,7 @@ type apiResponse struct {
 	ErrorType string          `json:"errorType"`
 	Error     string          `json:"error"`
 	Warnings  []string        `json:"warnings"`
+	Infos     []string        `json:"infos"`
 }
 
 type apiMatrix struct {

@@ -128,6 +128,7 @@ func exposition(n int, now time.Time) string {
 	for i := range manySeries {
 		fmt.Fprintf(&b, "%s{i=\"%03d\",parity=\"%d\"} %s\n", metricMany, i, i%2, f(float64(i*n)+float64(i)/7))
 	}
+	exposePromQLFamilies(&b, n)
 	return b.String()
 }
 
