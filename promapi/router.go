@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"github.com/gorilla/mux"
+	promstorage "github.com/prometheus/prometheus/storage"
+
+	"github.com/hbtsdb/hbtsdb/storage"
 )
 
 // Options configures the HTTP surface.
@@ -26,6 +29,21 @@ type Options struct {
 	// WriteLimits bound the write endpoints' requests; zero fields take the
 	// defaults of DefaultWriteLimits.
 	WriteLimits WriteLimits
+
+	// Queryable answers PromQL (/api/v1/query, query_range), the series and label
+	// endpoints and remote read (POST /api/v1/read): db.DB. nil answers them 503.
+	Queryable promstorage.SampleAndChunkQueryable
+	// Reader answers /api/v1/last and /api/v1/metadata: db.DB's Reader(). nil
+	// answers them 503.
+	Reader Reader
+	// ReadReady reports why reads cannot be served yet (the store is not open);
+	// the read endpoints answer 503 while it returns an error. nil means ready.
+	ReadReady func() error
+	// Query configures the PromQL engine and the read endpoints' limits; zero
+	// fields take the defaults of DefaultQueryOptions.
+	Query QueryOptions
+	// BuildInfo is what /api/v1/status/buildinfo answers.
+	BuildInfo BuildInfo
 }
 
 // NewRouter returns the handler of every endpoint hbtsdb serves.
@@ -42,6 +60,25 @@ func NewRouter(opts Options) http.Handler {
 	wh := newWriteHandler(opts)
 	r.Handle("/api/v1/write", wh.remoteWrite()).Methods(http.MethodPost)
 	r.Handle("/api/put", wh.put()).Methods(http.MethodPost)
+
+	opts.Query = opts.Query.withDefaults()
+	readReady := func() error {
+		if opts.ReadReady != nil {
+			if err := opts.ReadReady(); err != nil {
+				return fmt.Errorf("%w: %w", storage.ErrUnavailable, err)
+			}
+		}
+		if opts.Queryable == nil {
+			return fmt.Errorf("%w: %w", storage.ErrUnavailable, errNoWriter)
+		}
+		return nil
+	}
+	rh := &readHandler{rd: opts.Reader, ready: readReady, limits: opts.Query, logger: opts.Logger}
+	r.HandleFunc("/api/v1/last", rh.last).Methods(http.MethodGet, http.MethodPost)
+	r.HandleFunc("/api/v1/metadata", rh.metadata).Methods(http.MethodGet)
+	r.Handle("/api/v1/read", remoteRead(opts.Queryable, opts.Query, readReady, opts.Logger)).Methods(http.MethodPost)
+	engine := newPromQLEngine(opts.Query, opts.Logger)
+	registerPrometheusAPI(r, opts.Queryable, engine, opts.Query, opts.BuildInfo, readReady, opts.Logger)
 	return recoverPanics(opts.Logger, r)
 }
 

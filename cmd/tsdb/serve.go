@@ -28,6 +28,7 @@ type serveFlags struct {
 	shutdownTimeout *time.Duration
 	retryMax        *time.Duration
 	write           writeFlags
+	query           queryFlags
 }
 
 // writeFlags are the limits of the write endpoints (/api/v1/write, /api/put): the
@@ -111,7 +112,14 @@ func (f writeFlags) check() error {
 }
 
 func registerServe(a *app) {
-	cmd := a.kp.Command("serve", "Run the server: Prometheus remote write (1.0 and 2.0) on /api/v1/write, OpenTSDB put on /api/put,\nhealth on /-/healthy and /-/ready.\n\n"+
+	cmd := a.kp.Command("serve", "Run the server:\n"+
+		"  POST /api/v1/write   Prometheus remote write (1.0 and 2.0)\n"+
+		"  POST /api/put        OpenTSDB put\n"+
+		"  POST /api/v1/read    Prometheus remote read (SAMPLES and STREAMED_XOR_CHUNKS)\n"+
+		"  /api/v1/query, query_range, series, labels, label/<name>/values, metadata, query_exemplars,\n"+
+		"  format_query, parse_query, status/buildinfo   the Prometheus HTTP API (PromQL), for Grafana\n"+
+		"  GET /api/v1/last?host=H&metric=M&n=N[&match[]=S]   the newest N readings of each series of M on H\n"+
+		"  /-/healthy, /-/ready health\n\n"+
 		"On HBase, tsdb serve waits (not ready, retrying with backoff) until HBase answers; an embedded\n"+
 		"directory in use by another process, an unknown --storage or a schema mismatch stop it at once.")
 	f := &serveFlags{
@@ -120,6 +128,7 @@ func registerServe(a *app) {
 		shutdownTimeout: durationFlag(flag(cmd, "shutdown-timeout", "How long SIGINT/SIGTERM waits for in-flight requests before closing the store."), "30s"),
 		retryMax:        durationFlag(flag(cmd, "storage.retry-max-backoff", "Longest wait between attempts to reach an unavailable store at start."), "30s"),
 		write:           registerWriteFlags(cmd),
+		query:           registerQueryFlags(cmd),
 	}
 	a.actions[cmd.FullCommand()] = func(ctx context.Context, logger *slog.Logger) error {
 		return serve(ctx, a.common, f, logger)
@@ -195,6 +204,9 @@ func serve(ctx context.Context, c *commonFlags, f *serveFlags, logger *slog.Logg
 	if err := f.write.check(); err != nil {
 		return err
 	}
+	if err := f.query.check(); err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", *f.listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w (is another tsdb running? choose another --listen)", *f.listen, err)
@@ -202,7 +214,9 @@ func serve(ctx context.Context, c *commonFlags, f *serveFlags, logger *slog.Logg
 	state := &storeState{}
 	srv := &http.Server{
 		Handler: promapi.NewRouter(promapi.Options{Ready: state.ready, Logger: logger,
-			Writer: state, WriteLimits: f.write.httpLimits()}),
+			Writer: state, WriteLimits: f.write.httpLimits(),
+			Queryable: state, Reader: state, ReadReady: state.readReady,
+			Query: f.query.options(), BuildInfo: buildInfo()}),
 		ReadHeaderTimeout: 30 * time.Second,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}

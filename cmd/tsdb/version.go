@@ -22,14 +22,18 @@ func registerVersion(a *app) {
 }
 
 func versionString() string {
-	revision := "unknown"
+	return fmt.Sprintf("tsdb %s (revision %s, %s %s/%s, schema format %d)",
+		version, revision(), runtime.Version(), runtime.GOOS, runtime.GOARCH, schema.CurrentFormatVersion)
+}
+
+// revision is the VCS revision the binary was built from, or "unknown".
+func revision() string {
 	if info, ok := debug.ReadBuildInfo(); ok {
 		for _, s := range info.Settings {
 			if s.Key == "vcs.revision" {
-				revision = s.Value
+				return s.Value
 			}
 		}
 	}
-	return fmt.Sprintf("tsdb %s (revision %s, %s %s/%s, schema format %d)",
-		version, revision, runtime.Version(), runtime.GOOS, runtime.GOARCH, schema.CurrentFormatVersion)
+	return "unknown"
 }

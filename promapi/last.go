@@ -1,0 +1,102 @@
+package promapi
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/promql"
+	"github.com/prometheus/prometheus/promql/parser"
+)
+
+// lastSeries is one element of /api/v1/last's data: Prometheus' range-vector
+// ("matrix") element, with its values newest first.
+type lastSeries struct {
+	Metric labels.Labels   `json:"metric"`
+	Values []promql.FPoint `json:"values"`
+}
+
+// last serves GET (or form POST) /api/v1/last: the newest readings of a metric
+// on a host, newest first, read from the newest data rows and never from
+// history (query.Reader.Last).
+//
+// Parameters:
+//   - host (required): the series' host, the value of the first of the schema's
+//     host labels (--schema.host-labels, [host, instance]) that a series has;
+//   - metric (required): the metric name (__name__);
+//   - n: how many readings per series, 1 to --query.last-max-n [1000]; default 1;
+//   - match[] (repeatable): series selectors such as {job="node",cpu=~"0|1"}; a
+//     series is returned when it matches any of them (all series of host and
+//     metric without match[]), as match[] works in /api/v1/series.
+//
+// The answer is Prometheus' envelope whose data is a list of series sorted by
+// labels, each with its labels and up to n [unix seconds, "value"] pairs, newest
+// first (values as Prometheus formats them: "NaN", "+Inf", shortest round-trip
+// decimal); a series with no readings is absent, so no series gives []:
+//
+//	GET /api/v1/last?host=web1&metric=cpu_seconds_total&n=2
+//	{"status":"success","data":[
+//	  {"metric":{"__name__":"cpu_seconds_total","cpu":"0","host":"web1"},
+//	   "values":[[1700000060,"12.5"],[1700000045,"12.25"]]},
+//	  {"metric":{"__name__":"cpu_seconds_total","cpu":"1","host":"web1"},
+//	   "values":[[1700000060,"7"],[1700000045,"6.5"]]}]}
+//
+// A missing host or metric, an n that is not an integer in range or a match[]
+// that does not parse is a 400 with errorType bad_data naming the parameter.
+func (h *readHandler) last(w http.ResponseWriter, r *http.Request) {
+	if err := r.ParseForm(); err != nil {
+		respondError(w, errBadDataType, fmt.Errorf("error parsing form values: %w", err))
+		return
+	}
+	host, metric := r.Form.Get("host"), r.Form.Get("metric")
+	if host == "" {
+		respondError(w, errBadDataType, fmt.Errorf(`missing parameter "host"`))
+		return
+	}
+	if metric == "" {
+		respondError(w, errBadDataType, fmt.Errorf(`missing parameter "metric"`))
+		return
+	}
+	n := 1
+	if s := r.Form.Get("n"); s != "" {
+		var err error
+		if n, err = strconv.Atoi(s); err != nil {
+			respondError(w, errBadDataType, fmt.Errorf(`invalid parameter "n": %q is not an integer`, s))
+			return
+		}
+		if n < 1 || n > h.limits.LastMaxN {
+			respondError(w, errBadDataType, fmt.Errorf(`invalid parameter "n": %d is not in 1..%d`, n, h.limits.LastMaxN))
+			return
+		}
+	}
+	p := parser.NewParser(parser.Options{})
+	var sets [][]*labels.Matcher
+	for _, s := range r.Form["match[]"] {
+		ms, err := p.ParseMetricSelector(s)
+		if err != nil {
+			respondError(w, errBadDataType, fmt.Errorf(`invalid parameter "match[]": %w`, err))
+			return
+		}
+		sets = append(sets, ms)
+	}
+	reader, err := h.reader()
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	series, err := reader.Last(r.Context(), host, metric, n, sets...)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	out := make([]lastSeries, 0, len(series))
+	for _, s := range series {
+		values := make([]promql.FPoint, len(s.Samples))
+		for i, smp := range s.Samples {
+			values[i] = promql.FPoint{T: smp.T, F: smp.V}
+		}
+		out = append(out, lastSeries{Metric: s.Labels, Values: values})
+	}
+	respondData(w, out)
+}

@@ -1,0 +1,188 @@
+package promapi
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/gorilla/mux"
+	"github.com/prometheus/common/route"
+	"github.com/prometheus/prometheus/config"
+	"github.com/prometheus/prometheus/model/exemplar"
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/promql"
+	"github.com/prometheus/prometheus/promql/parser"
+	promstorage "github.com/prometheus/prometheus/storage"
+	v1 "github.com/prometheus/prometheus/web/api/v1"
+)
+
+// QueryOptions configure the PromQL engine and the read endpoints. Zero fields
+// take the defaults of DefaultQueryOptions.
+type QueryOptions struct {
+	// LookbackDelta is how far back an instant vector selector looks for the
+	// newest sample [5m], as Prometheus' --query.lookback-delta.
+	LookbackDelta time.Duration
+	// MaxSamples bounds the samples one query may hold in memory at once [50e6],
+	// as Prometheus' --query.max-samples; over it the query fails (422).
+	MaxSamples int
+	// Timeout bounds one query, queueing included [2m]; over it: 503 timeout.
+	Timeout time.Duration
+	// MaxConcurrent bounds the queries executed at once [20]; more wait in a
+	// queue (within Timeout), as in Prometheus.
+	MaxConcurrent int
+	// RemoteReadSampleLimit bounds the samples of one SAMPLES remote-read query
+	// [50e6]; over it the request fails, as in Prometheus.
+	RemoteReadSampleLimit int
+	// RemoteReadConcurrency bounds the remote-read requests served at once [10].
+	RemoteReadConcurrency int
+	// RemoteReadMaxBytesInFrame bounds one frame of a STREAMED_XOR_CHUNKS
+	// response [1 MiB].
+	RemoteReadMaxBytesInFrame int
+	// LastMaxN is the largest n /api/v1/last accepts [1000].
+	LastMaxN int
+}
+
+// DefaultQueryOptions are Prometheus' defaults for the same settings.
+func DefaultQueryOptions() QueryOptions {
+	return QueryOptions{
+		LookbackDelta:             5 * time.Minute,
+		MaxSamples:                50_000_000,
+		Timeout:                   2 * time.Minute,
+		MaxConcurrent:             20,
+		RemoteReadSampleLimit:     50_000_000,
+		RemoteReadConcurrency:     10,
+		RemoteReadMaxBytesInFrame: 1 << 20,
+		LastMaxN:                  1000,
+	}
+}
+
+func (o QueryOptions) withDefaults() QueryOptions {
+	d := DefaultQueryOptions()
+	if o.LookbackDelta <= 0 {
+		o.LookbackDelta = d.LookbackDelta
+	}
+	if o.MaxSamples <= 0 {
+		o.MaxSamples = d.MaxSamples
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = d.Timeout
+	}
+	if o.MaxConcurrent <= 0 {
+		o.MaxConcurrent = d.MaxConcurrent
+	}
+	if o.RemoteReadSampleLimit <= 0 {
+		o.RemoteReadSampleLimit = d.RemoteReadSampleLimit
+	}
+	if o.RemoteReadConcurrency <= 0 {
+		o.RemoteReadConcurrency = d.RemoteReadConcurrency
+	}
+	if o.RemoteReadMaxBytesInFrame <= 0 {
+		o.RemoteReadMaxBytesInFrame = d.RemoteReadMaxBytesInFrame
+	}
+	if o.LastMaxN <= 0 {
+		o.LastMaxN = d.LastMaxN
+	}
+	return o
+}
+
+// BuildInfo is what GET /api/v1/status/buildinfo answers (Prometheus' shape).
+type BuildInfo = v1.PrometheusVersion
+
+// prometheusAPIPaths are the endpoints of Prometheus' web/api/v1 that hbtsdb
+// serves, relative to /api/v1, with their methods. Everything else of that API
+// (targets, rules, alerts, admin, TSDB status, its remote write) is not
+// registered and answers 404: hbtsdb has no scrape loop, rules or local TSDB.
+var prometheusAPIPaths = []struct {
+	path    string
+	methods []string
+}{
+	{"/query", []string{http.MethodGet, http.MethodPost}},
+	{"/query_range", []string{http.MethodGet, http.MethodPost}},
+	{"/query_exemplars", []string{http.MethodGet, http.MethodPost}},
+	{"/format_query", []string{http.MethodGet, http.MethodPost}},
+	{"/parse_query", []string{http.MethodGet, http.MethodPost}},
+	{"/series", []string{http.MethodGet, http.MethodPost}},
+	{"/labels", []string{http.MethodGet, http.MethodPost}},
+	{"/label/{name}/values", []string{http.MethodGet}},
+	{"/status/buildinfo", []string{http.MethodGet}},
+}
+
+// newPromQLEngine is the real PromQL engine with opts' limits. The Prometheus
+// 3 defaults that are no longer flags there (@ modifier, negative offsets) are on.
+func newPromQLEngine(opts QueryOptions, logger *slog.Logger) *promql.Engine {
+	return promql.NewEngine(promql.EngineOpts{
+		Logger:               logger,
+		MaxSamples:           opts.MaxSamples,
+		Timeout:              opts.Timeout,
+		ActiveQueryTracker:   newQueryGate(opts.MaxConcurrent),
+		LookbackDelta:        opts.LookbackDelta,
+		EnableAtModifier:     true,
+		EnableNegativeOffset: true,
+		Parser:               parser.NewParser(parser.Options{}),
+	})
+}
+
+// registerPrometheusAPI mounts Prometheus' own API handlers (web/api/v1) for
+// prometheusAPIPaths on r, over q and engine. storeErr, when it returns an
+// error, answers 503 (errorType "unavailable") before any handler runs.
+func registerPrometheusAPI(r *mux.Router, q promstorage.SampleAndChunkQueryable, engine promql.QueryEngine, opts QueryOptions,
+	build BuildInfo, storeErr func() error, logger *slog.Logger) {
+	ready := func(next http.HandlerFunc) http.HandlerFunc {
+		return func(w http.ResponseWriter, req *http.Request) {
+			if err := storeErr(); err != nil {
+				respondError(w, errUnavailableType, err)
+				return
+			}
+			next(w, req)
+		}
+	}
+	noConfig := func() config.Config { return config.Config{} }
+	api := v1.NewAPI(engine, q, nil, emptyExemplars{}, nil, nil, nil, noConfig, map[string]string{},
+		v1.GlobalURLOptions{}, ready, nil, "", false, false, 0, logger, nil,
+		opts.RemoteReadSampleLimit, opts.RemoteReadConcurrency, opts.RemoteReadMaxBytesInFrame, false, nil,
+		nil, &build, nil, nil, nil, nil, nil, false, nil, false, false, false,
+		opts.LookbackDelta, false, false, nil, nil, v1.OpenAPIOptions{}, parser.NewParser(parser.Options{}), false,
+		opts.Timeout)
+	prom := route.New()
+	api.Register(prom.WithPrefix("/api/v1"))
+	for _, p := range prometheusAPIPaths {
+		r.Handle("/api/v1"+p.path, prom).Methods(p.methods...)
+	}
+}
+
+// emptyExemplars answers /api/v1/query_exemplars with no exemplars: hbtsdb does
+// not store exemplars yet.
+type emptyExemplars struct{}
+
+func (emptyExemplars) ExemplarQuerier(context.Context) (promstorage.ExemplarQuerier, error) {
+	return emptyExemplars{}, nil
+}
+
+func (emptyExemplars) Select(int64, int64, ...[]*labels.Matcher) ([]exemplar.QueryResult, error) {
+	return nil, nil
+}
+
+// queryGate is promql's QueryTracker reduced to what hbtsdb needs: at most n
+// queries execute at once; the engine waits for a slot within the query's
+// timeout and reports "query queue" timeouts and cancellations as Prometheus
+// does. It keeps no file of active queries (Prometheus' tracker does, to log
+// them after a crash).
+type queryGate struct{ slots chan struct{} }
+
+func newQueryGate(n int) *queryGate { return &queryGate{slots: make(chan struct{}, n)} }
+
+func (g *queryGate) GetMaxConcurrent() int { return cap(g.slots) }
+
+func (g *queryGate) Insert(ctx context.Context, _ string) (int, error) {
+	select {
+	case g.slots <- struct{}{}:
+		return 0, nil
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+}
+
+func (g *queryGate) Delete(int) { <-g.slots }
+
+func (g *queryGate) Close() error { return nil }

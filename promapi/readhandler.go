@@ -1,0 +1,68 @@
+package promapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+
+	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/hbtsdb/hbtsdb/query"
+	"github.com/hbtsdb/hbtsdb/storage"
+	"github.com/hbtsdb/hbtsdb/write"
+)
+
+// Reader answers the native read endpoints; *query.Reader (db.DB's Reader())
+// satisfies it.
+type Reader interface {
+	// Last returns the newest n samples of each series of metric on host that
+	// matches any of matcherSets (every series when there is none).
+	Last(ctx context.Context, host, metric string, n int, matcherSets ...[]*labels.Matcher) ([]query.LastSeries, error)
+	// Metadata returns the metadata stored for one metric family.
+	Metadata(ctx context.Context, metric string) (write.Metadata, bool, error)
+	// ListMetadata returns the metadata of every metric family, sorted by name,
+	// at most limit of them when limit > 0.
+	ListMetadata(ctx context.Context, limit int) ([]write.Metadata, error)
+}
+
+// readHandler serves the read endpoints hbtsdb implements itself.
+type readHandler struct {
+	rd     Reader
+	ready  func() error
+	limits QueryOptions
+	logger *slog.Logger
+}
+
+// reader is the Reader once the store can serve reads, and otherwise an error
+// wrapping storage.ErrUnavailable.
+func (h *readHandler) reader() (Reader, error) {
+	if err := h.ready(); err != nil {
+		return nil, err
+	}
+	if h.rd == nil {
+		return nil, fmt.Errorf("%w: %w", storage.ErrUnavailable, errNoWriter)
+	}
+	return h.rd, nil
+}
+
+// fail answers a read that failed in the store with Prometheus' error envelope:
+// canceled (499) when the client went away, timeout (503) on a deadline,
+// unavailable (503) when the store is not open or does not answer, internal
+// (500) otherwise; the last three are logged.
+func (h *readHandler) fail(w http.ResponseWriter, r *http.Request, err error) {
+	typ := errInternalType
+	switch {
+	case errors.Is(err, context.Canceled):
+		typ = errCanceledType
+	case errors.Is(err, context.DeadlineExceeded):
+		typ = errTimeoutType
+	case errors.Is(err, storage.ErrUnavailable), errors.Is(err, storage.ErrClosed):
+		typ = errUnavailableType
+	}
+	if typ != errCanceledType {
+		h.logger.Error("read request failed", "path", r.URL.Path, "status", typ.status, "remote", r.RemoteAddr, "err", err)
+	}
+	respondError(w, typ, err)
+}

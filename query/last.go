@@ -1,0 +1,158 @@
+package query
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/hbtsdb/hbtsdb/schema"
+	"github.com/hbtsdb/hbtsdb/storage"
+	"github.com/hbtsdb/hbtsdb/write"
+)
+
+// LastSeries is one series' newest samples, as Last returns them.
+type LastSeries struct {
+	// Labels are the series' labels, from the series registry.
+	Labels labels.Labels
+	// Samples are the newest samples of the series, newest first; at most the n
+	// Last was asked for, fewer when the series has fewer.
+	Samples []write.Sample
+}
+
+// Last returns the newest n samples (n >= 1) of every series of metric on host
+// whose labels match every matcher of at least one of matcherSets (every series
+// when there is no set), newest first within a series; the series are
+// sorted by labels (labels.Compare). host is the series' host as
+// schema.HostOf computes it from the schema's host labels; metric is __name__.
+//
+// It reads the data rows of the host/metric key range, which sort by series ID
+// and then newest bucket first (see schema's data row key invariants), and never
+// scans history: per series it reads one row to learn the series' labels and then
+// at most the rows that still hold the missing samples (each row holds at least
+// one sample), with a row limit, and moves to the next series' first row with a
+// new scan as soon as it has n samples. A series that does not match costs one
+// row. Samples with timestamps in the future are returned like any other: the
+// newest stored readings are what the caller asked for.
+func (r *Reader) Last(ctx context.Context, host, metric string, n int, matcherSets ...[]*labels.Matcher) ([]LastSeries, error) {
+	if n < 1 {
+		return nil, fmt.Errorf("query: last %d samples of %s on %q: n must be at least 1: %w", n, metric, host, storage.ErrInvalidArgument)
+	}
+	salt := schema.Salt(host, r.settings.SaltBuckets)
+	pos := schema.HostMetricPrefix(nil, salt, host, metric)
+	end := storage.PrefixEnd(pos)
+	var out []LastSeries
+	for {
+		first, ok, err := r.firstRow(ctx, pos, end)
+		if err != nil || !ok {
+			if err != nil {
+				return nil, fmt.Errorf("query: last samples of %s on %q: %w", metric, host, err)
+			}
+			break
+		}
+		seriesID, _, err := schema.ParseDataRowTail(first.Key)
+		if err != nil {
+			return nil, fmt.Errorf("query: last samples of %s on %q: %w", metric, host, err)
+		}
+		next := schema.SeriesPrefix(nil, salt, host, metric, seriesID)
+		next = storage.PrefixEnd(next) // the first key of the next series
+		lbls, err := r.registry.Labels(ctx, []uint64{seriesID})
+		if err != nil {
+			return nil, fmt.Errorf("query: last samples of %s on %q: %w", metric, host, err)
+		}
+		if lbls[0].IsEmpty() || !matchesAny(lbls[0], matcherSets) {
+			pos = next
+			continue
+		}
+		samples, err := r.newestOfRow(first, n, nil)
+		if err != nil {
+			return nil, fmt.Errorf("query: last samples of %s: %w", lbls[0], err)
+		}
+		if len(samples) < n {
+			// The rest of the series: the rows after its first one, newest first.
+			if samples, err = r.newestAfter(ctx, first.Key, next, n, samples); err != nil {
+				return nil, fmt.Errorf("query: last samples of %s: %w", lbls[0], err)
+			}
+		}
+		if len(samples) > 0 {
+			out = append(out, LastSeries{Labels: lbls[0], Samples: samples})
+		}
+		pos = next
+	}
+	slices.SortFunc(out, func(a, b LastSeries) int { return labels.Compare(a.Labels, b.Labels) })
+	return out, nil
+}
+
+// firstRow reads the first data row in [start, stop) with its raw cells.
+func (r *Reader) firstRow(ctx context.Context, start, stop []byte) (storage.Row, bool, error) {
+	sc := r.st.Scan(ctx, schema.TableData, start, stop, storage.Families(schema.FamilyRaw), storage.RowLimit(1))
+	defer sc.Close()
+	if !sc.Next() {
+		return storage.Row{}, false, sc.Err()
+	}
+	return sc.Row(), true, nil
+}
+
+// newestAfter appends to samples the newest samples of the rows after the row
+// key after (exclusive) and before stop, until samples holds n. It asks for at
+// most n-len(samples) rows: every stored row holds at least one raw sample.
+func (r *Reader) newestAfter(ctx context.Context, after, stop []byte, n int, samples []write.Sample) ([]write.Sample, error) {
+	start := append(slices.Clip(after), 0x00) // the smallest key after the row
+	sc := r.st.Scan(ctx, schema.TableData, start, stop, storage.Families(schema.FamilyRaw), storage.RowLimit(n-len(samples)))
+	defer sc.Close()
+	for len(samples) < n && sc.Next() {
+		var err error
+		if samples, err = r.newestOfRow(sc.Row(), n, samples); err != nil {
+			return nil, err
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	return samples, nil
+}
+
+// newestOfRow appends the samples of one data row to samples, newest first,
+// until samples holds n. A row's raw cells come oldest first (qualifier order).
+func (r *Reader) newestOfRow(row storage.Row, n int, samples []write.Sample) ([]write.Sample, error) {
+	_, bucketStart, err := schema.ParseDataRowTail(row.Key)
+	if err != nil {
+		return nil, err
+	}
+	width := r.settings.BucketWidth
+	for i := len(row.Cells) - 1; i >= 0 && len(samples) < n; i-- {
+		c := row.Cells[i]
+		if c.Family != schema.FamilyRaw {
+			continue
+		}
+		off, err := schema.DecodeRawQualifier(c.Qualifier, width)
+		if err != nil {
+			return nil, err
+		}
+		v, err := schema.DecodeRawValue(c.Value)
+		if err != nil {
+			return nil, err
+		}
+		if t := bucketStart + off; t != c.Timestamp {
+			return nil, fmt.Errorf("raw cell at offset %d of bucket %d has timestamp %d: %w",
+				off, bucketStart, c.Timestamp, schema.ErrMalformed)
+		}
+		samples = append(samples, write.Sample{T: c.Timestamp, V: v})
+	}
+	return samples, nil
+}
+
+// matchesAny reports whether ls matches every matcher of one of sets, or
+// whether there is no set.
+func matchesAny(ls labels.Labels, sets [][]*labels.Matcher) bool {
+	if len(sets) == 0 {
+		return true
+	}
+	for _, set := range sets {
+		if matches(ls, set) {
+			return true
+		}
+	}
+	return false
+}
