@@ -40,7 +40,22 @@ type Options struct {
 	// considered only when the host and metric fixed by the matchers have at most
 	// this many series on the days of the query [1000]; negative disables it.
 	HostScanMaxSeries int
+	// Plan forces a plan on every Select (tests, benchmarks) [PlanAuto].
+	Plan Plan
 }
+
+// Plan names a Select plan (plan.go).
+type Plan uint8
+
+const (
+	// PlanAuto picks the index plan or the host/metric scan by estimated cost.
+	PlanAuto Plan = iota
+	// PlanIndex always uses the index.
+	PlanIndex
+	// PlanHostScan uses the host/metric scan whenever the matchers fix the
+	// host and the metric, whatever it costs.
+	PlanHostScan
+)
 
 func (o Options) withDefaults() Options {
 	if o.Concurrency <= 0 {

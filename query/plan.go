@@ -2,9 +2,50 @@ package query
 
 import (
 	"context"
+	"fmt"
+	"slices"
 
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/hbtsdb/hbtsdb/schema"
+	"github.com/hbtsdb/hbtsdb/storage"
 )
+
+// A Select has two plans.
+//
+// The index plan (the general one): matchers -> posting lists of the days of
+// the range (postings.go) -> series IDs -> labels from the registry -> one
+// scan per series, Options.Concurrency at a time, Options.Concurrency ahead of
+// the consumer (fetch.go).
+//
+// The host/metric scan, for the seeds' pattern: when __name__ and the host are
+// fixed by equality matchers, every series it can select lies in one key range,
+// salt | host | metric. One scan of that range — restricted by the read's time
+// range and by a server-side ColumnValueFilter on the promoted t: column of
+// every other non-empty equality matcher — returns rows and labels (t: columns
+// hold every label but __name__) together: no other index read, no registry
+// read, one round trip instead of one per series. It holds the whole result in
+// memory before handing it out (it sorts by labels), so it is bounded by
+// Options.HostScanMaxSeries.
+//
+// The host is the value of the first configured host label a series has
+// (schema.HostOf), so a matcher host="h" fixes the host, but instance="i"
+// does only when every host label before instance is matched as absent
+// (host=""); otherwise a series with both labels lives under its host value.
+//
+// The choice is by estimated cost, in round trips, from the posting lists of
+// the host and the metric on the days of the range (two gets per day), whose
+// intersection counts the series n in the range:
+//
+//	index plan = days * (other matchers' reads) + n        (one scan per series)
+//	scan plan  = 1 + n * buckets / rowsPerRoundTrip        (one streamed scan)
+//
+// and the scan is taken when n <= HostScanMaxSeries and it costs no more.
+
+// rowsPerRoundTrip is how many data rows a scan is assumed to stream for the
+// cost of one round trip.
+const rowsPerRoundTrip = 100
 
 // selection is the outcome of a Select's plan: the series, sorted by labels,
 // and the range to read. rows is set when the plan read the samples already
@@ -18,9 +59,207 @@ type selection struct {
 
 // plan selects the series of a Select of [mint, maxt] (clamped, mint <= maxt).
 func (r *Reader) plan(ctx context.Context, mint, maxt int64, limit int, onlyLabels bool, ms []*labels.Matcher) (selection, error) {
+	if hm, ok := r.hostMetric(ms); ok && !onlyLabels && r.opts.Plan != PlanIndex {
+		scan := r.opts.Plan == PlanHostScan
+		if !scan && r.opts.HostScanMaxSeries >= 0 {
+			var err error
+			if scan, err = r.preferScan(ctx, mint, maxt, hm, ms); err != nil {
+				return selection{}, err
+			}
+		}
+		if scan {
+			return r.hostScan(ctx, mint, maxt, limit, hm, ms)
+		}
+	}
 	ss, err := r.selectSeries(ctx, mint, maxt, limit, ms)
 	if err != nil {
 		return selection{}, err
 	}
 	return selection{series: ss, mint: mint, maxt: maxt, onlyLabels: onlyLabels}, nil
+}
+
+// hostMetricKey is the host label, host and metric fixed by a Select's matchers.
+type hostMetricKey struct {
+	hostLabel, host, metric string
+}
+
+// hostMetric returns the host and metric the matchers fix, if they do (see the
+// plan comment above).
+func (r *Reader) hostMetric(ms []*labels.Matcher) (hostMetricKey, bool) {
+	eq := func(name string) (string, bool) {
+		for _, m := range ms {
+			if m.Type == labels.MatchEqual && m.Name == name {
+				return m.Value, true
+			}
+		}
+		return "", false
+	}
+	var k hostMetricKey
+	metric, ok := eq(model.MetricNameLabel)
+	if !ok || metric == "" {
+		return k, false
+	}
+	for _, name := range r.settings.HostLabels {
+		v, ok := eq(name)
+		if !ok {
+			return k, false // may be present: the host is unknown
+		}
+		if v != "" {
+			return hostMetricKey{hostLabel: name, host: v, metric: metric}, true
+		}
+	}
+	return k, false
+}
+
+// preferScan estimates both plans' costs and reports whether the scan wins.
+func (r *Reader) preferScan(ctx context.Context, mint, maxt int64, hm hostMetricKey, ms []*labels.Matcher) (bool, error) {
+	fixed := []*labels.Matcher{
+		labels.MustNewMatcher(labels.MatchEqual, model.MetricNameLabel, hm.metric),
+		labels.MustNewMatcher(labels.MatchEqual, hm.hostLabel, hm.host),
+	}
+	ids, err := r.seriesIDs(ctx, mint, maxt, fixed)
+	if err != nil {
+		return false, err
+	}
+	n := int64(len(ids))
+	if n == 0 || n > int64(r.opts.HostScanMaxSeries) {
+		return false, nil
+	}
+	width := r.settings.BucketWidth.Milliseconds()
+	buckets := (schema.BucketStart(maxt, r.settings.BucketWidth)-schema.BucketStart(mint, r.settings.BucketWidth))/width + 1
+	days := int64(schema.Day(maxt)-schema.Day(mint)) + 1
+	other := int64(0)
+	for _, m := range ms {
+		if (m.Name == model.MetricNameLabel || m.Name == hm.hostLabel) && m.Type == labels.MatchEqual {
+			continue
+		}
+		other += int64(matcherCost(m)) + 1
+	}
+	index := days*other + n
+	scan := 1 + n*buckets/rowsPerRoundTrip
+	return scan <= index, nil
+}
+
+// hostScan runs the host/metric scan plan.
+func (r *Reader) hostScan(ctx context.Context, mint, maxt int64, limit int, hm hostMetricKey, ms []*labels.Matcher) (selection, error) {
+	salt := schema.Salt(hm.host, r.settings.SaltBuckets)
+	prefix := schema.HostMetricPrefix(nil, salt, hm.host, hm.metric)
+	opts := []storage.ReadOption{storage.Families(schema.FamilyChunk, schema.FamilyRaw, schema.FamilyTags), r.readRange(mint, maxt)}
+	for _, m := range ms {
+		if m.Type == labels.MatchEqual && m.Value != "" && m.Name != model.MetricNameLabel {
+			opts = append(opts, storage.WithFilter(storage.ColumnValueFilter{
+				Family: schema.FamilyTags, Qualifier: []byte(m.Name), Op: storage.Equal, Value: []byte(m.Value), FilterIfMissing: true}))
+		}
+	}
+	sc := r.st.Scan(ctx, schema.TableData, prefix, storage.PrefixEnd(prefix), opts...)
+	defer sc.Close()
+	sel := selection{mint: mint, maxt: maxt}
+	var (
+		cur     *series
+		rows    []bucketSamples
+		samples int
+		noTags  []int // series whose rows had no t: cells
+	)
+	flush := func() {
+		if cur != nil && len(rows) > 0 {
+			slices.Reverse(rows)
+			sel.series = append(sel.series, *cur)
+			sel.rows = append(sel.rows, rows)
+		}
+		cur, rows = nil, nil
+	}
+	for sc.Next() {
+		row := sc.Row()
+		id, _, err := schema.ParseDataRowTail(row.Key)
+		if err != nil {
+			return selection{}, fmt.Errorf("query: scan %s on host %s: %w", hm.metric, hm.host, err)
+		}
+		if cur == nil || cur.id != id {
+			flush()
+			cur = &series{id: id, host: hm.host, metric: hm.metric, salt: salt}
+		}
+		if cur.labels.IsEmpty() {
+			cur.labels = tagLabels(row, hm.metric)
+		}
+		b, err := r.decodeRow(row, mint, maxt)
+		if err != nil {
+			return selection{}, fmt.Errorf("query: scan %s on host %s, series %d: %w", hm.metric, hm.host, id, err)
+		}
+		if len(b.samples) > 0 {
+			rows = append(rows, b)
+			samples += len(b.samples)
+			if max := r.opts.MaxSamples; max > 0 && samples > max {
+				return selection{}, fmt.Errorf("query: more than %d samples in %s on host %s: %w", max, hm.metric, hm.host, ErrTooManySamples)
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return selection{}, fmt.Errorf("query: scan %s on host %s: %w", hm.metric, hm.host, err)
+	}
+	flush()
+	for i := range sel.series {
+		if sel.series[i].labels.IsEmpty() {
+			noTags = append(noTags, i)
+		}
+	}
+	if err := r.fillLabels(ctx, sel.series, noTags); err != nil {
+		return selection{}, err
+	}
+	// Filter by every matcher and sort by labels, keeping rows aligned.
+	idx := make([]int, 0, len(sel.series))
+	for i, s := range sel.series {
+		if !s.labels.IsEmpty() && matches(s.labels, ms) {
+			idx = append(idx, i)
+		}
+	}
+	slices.SortFunc(idx, func(a, b int) int { return labels.Compare(sel.series[a].labels, sel.series[b].labels) })
+	if limit > 0 && len(idx) > limit {
+		idx = idx[:limit]
+	}
+	if max := r.opts.MaxSeries; max > 0 && len(idx) > max {
+		return selection{}, fmt.Errorf("query: %d series match %s, more than the limit of %d: %w", len(idx), matchersString(ms), max, ErrTooManySeries)
+	}
+	out := selection{mint: mint, maxt: maxt, series: make([]series, len(idx)), rows: make([][]bucketSamples, len(idx))}
+	for j, i := range idx {
+		out.series[j], out.rows[j] = sel.series[i], sel.rows[i]
+	}
+	return out, nil
+}
+
+// tagLabels returns the labels of a data row from its t: cells and the metric;
+// empty when the row has no t: cell.
+func tagLabels(row storage.Row, metric string) labels.Labels {
+	var b labels.ScratchBuilder
+	n := 0
+	for _, c := range row.Cells {
+		if c.Family == schema.FamilyTags {
+			b.Add(string(c.Qualifier), string(c.Value))
+			n++
+		}
+	}
+	if n == 0 {
+		return labels.EmptyLabels()
+	}
+	b.Add(model.MetricNameLabel, metric)
+	b.Sort()
+	return b.Labels()
+}
+
+// fillLabels reads from the registry the labels of the series at idx.
+func (r *Reader) fillLabels(ctx context.Context, ss []series, idx []int) error {
+	if len(idx) == 0 {
+		return nil
+	}
+	ids := make([]uint64, len(idx))
+	for j, i := range idx {
+		ids[j] = ss[i].id
+	}
+	lsets, err := r.registry.Labels(ctx, ids)
+	if err != nil {
+		return fmt.Errorf("query: labels of %d series: %w", len(ids), err)
+	}
+	for j, i := range idx {
+		ss[i].labels = lsets[j]
+	}
+	return nil
 }

@@ -122,13 +122,18 @@ func (s *seriesSet) Next() bool {
 	if s.err != nil {
 		return false
 	}
-	ser, rows, ok, err := s.f.next()
-	if !ok {
-		s.err = err
-		return false
+	for {
+		ser, rows, ok, err := s.f.next()
+		if !ok {
+			s.err = err
+			return false
+		}
+		// A series indexed on a day of the range may have no sample in it.
+		if len(rows) > 0 {
+			s.cur = &floatSeries{labels: ser.labels, rows: rows}
+			return true
+		}
 	}
-	s.cur = &floatSeries{labels: ser.labels, rows: rows}
-	return true
 }
 
 func (s *seriesSet) At() storage.Series                { return s.cur }
