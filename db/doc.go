@@ -7,8 +7,9 @@
 //
 // *DB implements storage.Appendable and storage.AppendableV2 (Prometheus
 // v0.316.0); its AppenderV2 also implements storage.ExemplarAppenderV2, which
-// Prometheus' remote-write handler requires. SampleAndChunkQueryable comes with
-// the query issue. An appender buffers one transaction and writes it through
+// Prometheus' remote-write handler requires. Querier and ChunkQuerier come from
+// query.Reader (Options.Query sets its limits and concurrency), so *DB is a whole
+// storage.Storage (StartTime is math.MinInt64: see its comment). An appender buffers one transaction and writes it through
 // write.Writer on Commit; Rollback discards it. Append validates each series and
 // sample at once (write.Writer.CheckSeries, CheckSample), so that a bad sample
 // fails its own Append, as Prometheus' receivers expect.
