@@ -159,8 +159,10 @@ func (emptyExemplars) ExemplarQuerier(context.Context) (promstorage.ExemplarQuer
 	return emptyExemplars{}, nil
 }
 
+// Select returns an empty, non-nil list, as Prometheus' exemplar storage does,
+// so that the answer's data is [] rather than null.
 func (emptyExemplars) Select(int64, int64, ...[]*labels.Matcher) ([]exemplar.QueryResult, error) {
-	return nil, nil
+	return []exemplar.QueryResult{}, nil
 }
 
 // queryGate is promql's QueryTracker reduced to what hbtsdb needs: at most n
@@ -175,6 +177,9 @@ func newQueryGate(n int) *queryGate { return &queryGate{slots: make(chan struct{
 func (g *queryGate) GetMaxConcurrent() int { return cap(g.slots) }
 
 func (g *queryGate) Insert(ctx context.Context, _ string) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err // a query whose deadline passed never runs, even with a free slot
+	}
 	select {
 	case g.slots <- struct{}{}:
 		return 0, nil

@@ -130,32 +130,20 @@ func (s *storeState) readReady() error {
 
 // Querier is the DB's, for the PromQL engine and the series and label endpoints.
 func (s *storeState) Querier(mint, maxt int64) (promstorage.Querier, error) {
-	q, err := s.queryable()
-	if err != nil {
-		return nil, err
-	}
-	return q.Querier(mint, maxt)
-}
-
-// ChunkQuerier is the DB's, for STREAMED_XOR_CHUNKS remote read.
-func (s *storeState) ChunkQuerier(mint, maxt int64) (promstorage.ChunkQuerier, error) {
-	q, err := s.queryable()
-	if err != nil {
-		return nil, err
-	}
-	return q.ChunkQuerier(mint, maxt)
-}
-
-func (s *storeState) queryable() (promstorage.SampleAndChunkQueryable, error) {
 	d, err := s.openDB()
 	if err != nil {
 		return nil, err
 	}
-	q, ok := any(d).(promstorage.SampleAndChunkQueryable)
-	if !ok {
-		return nil, errors.New("this build of db.DB has no query path")
+	return d.Querier(mint, maxt)
+}
+
+// ChunkQuerier is the DB's, for STREAMED_XOR_CHUNKS remote read.
+func (s *storeState) ChunkQuerier(mint, maxt int64) (promstorage.ChunkQuerier, error) {
+	d, err := s.openDB()
+	if err != nil {
+		return nil, err
 	}
-	return q, nil
+	return d.ChunkQuerier(mint, maxt)
 }
 
 // Last is the DB reader's, for /api/v1/last.
