@@ -2,19 +2,40 @@ package promapi
 
 import (
 	"fmt"
+	jsoniter "github.com/json-iterator/go"
 	"net/http"
 	"strconv"
 
 	"github.com/prometheus/prometheus/model/labels"
-	"github.com/prometheus/prometheus/promql"
 	"github.com/prometheus/prometheus/promql/parser"
+	"github.com/prometheus/prometheus/util/jsonutil"
 )
 
 // lastSeries is one element of /api/v1/last's data: Prometheus' range-vector
 // ("matrix") element, with its values newest first.
 type lastSeries struct {
-	Metric labels.Labels   `json:"metric"`
-	Values []promql.FPoint `json:"values"`
+	Metric labels.Labels `json:"metric"`
+	Values []lastPoint   `json:"values"`
+}
+
+// lastPoint is one [unix seconds, "value"] pair, written exactly as Prometheus'
+// query API writes a sample (util/jsonutil: milliseconds as a decimal fraction
+// only when non-zero, values in the shortest form, 'e' notation below 1e-6 and
+// from 1e21, "NaN", "+Inf", "-Inf").
+type lastPoint struct {
+	t int64
+	v float64
+}
+
+func (p lastPoint) MarshalJSON() ([]byte, error) {
+	stream := jsoniter.ConfigCompatibleWithStandardLibrary.BorrowStream(nil)
+	defer jsoniter.ConfigCompatibleWithStandardLibrary.ReturnStream(stream)
+	stream.WriteArrayStart()
+	jsonutil.MarshalTimestamp(p.t, stream)
+	stream.WriteMore()
+	jsonutil.MarshalFloat(p.v, stream)
+	stream.WriteArrayEnd()
+	return append([]byte(nil), stream.Buffer()...), stream.Error
 }
 
 // last serves GET (or form POST) /api/v1/last: the newest readings of a metric
@@ -92,9 +113,9 @@ func (h *readHandler) last(w http.ResponseWriter, r *http.Request) {
 	}
 	out := make([]lastSeries, 0, len(series))
 	for _, s := range series {
-		values := make([]promql.FPoint, len(s.Samples))
+		values := make([]lastPoint, len(s.Samples))
 		for i, smp := range s.Samples {
-			values[i] = promql.FPoint{T: smp.T, F: smp.V}
+			values[i] = lastPoint{t: smp.T, v: smp.V}
 		}
 		out = append(out, lastSeries{Metric: s.Labels, Values: values})
 	}
