@@ -1,7 +1,7 @@
 // Package promapi is hbtsdb's HTTP surface: the operational endpoints (/-/healthy,
 // /-/ready), the write endpoints (Prometheus remote write on POST /api/v1/write,
-// OpenTSDB's POST /api/put) and, as they land, remote read, the Prometheus HTTP API
-// and the rest of the native JSON API. It decodes requests, hands them to the
+// OpenTSDB's POST /api/put), remote read, the Prometheus HTTP API and the
+// native JSON API (/api/v1/last). It decodes requests, hands them to the
 // layers below (a Writer: write.Writer or db.DB) and maps their errors to status
 // codes in one place (statusOf); it holds no storage logic and never imports a
 // storage backend.
@@ -111,6 +111,35 @@
 //     errors",...}}. Request-level failures use the same error object. A store
 //     failure is a 5xx (OpenTSDB reports it per datapoint instead): nothing is
 //     acknowledged and the client may retry.
+//
+// # Prometheus HTTP API (/api/v1/query, query_range, series, labels, ...)
+//
+// Served by Prometheus' own handlers (web/api/v1.NewAPI, as Mimir does) over
+// db.DB as a storage.SampleAndChunkQueryable and the real engine
+// (promql.NewEngine with --query.* limits), rather than by a router of our own
+// on top of promql and Prometheus' codecs. The handlers are where the contract
+// lives: parameter parsing (times as RFC 3339 or float seconds, durations,
+// step, the 11 000-points limit, match[], limit with its "results truncated"
+// warning), the error texts, errorType-to-status mapping (bad_data 400,
+// execution 422, canceled 499, timeout 503, internal 500, unavailable 503),
+// warnings and infos, and the JSON codec (jsoniter with Prometheus' float and
+// timestamp formats). Copying that into our own handlers would be more code and
+// would drift on every Prometheus upgrade; reusing it gives Grafana exactly what
+// Prometheus gives, at the price of a 50-argument constructor
+// (registerPrometheusAPI). Only an allow-list of paths is routed to it
+// (prometheusAPIPaths: query, query_range, query_exemplars, format_query,
+// parse_query, series, labels, label/{name}/values, status/buildinfo); targets,
+// rules, alerts, admin, TSDB status and its remote write are not served (404),
+// since hbtsdb has no scrape loop, rules or local TSDB. Exemplars are not
+// stored yet: query_exemplars answers []. Before the store is open every read
+// endpoint answers 503 with errorType unavailable.
+//
+// Ours, in Prometheus' envelope and error types: /api/v1/metadata (Prometheus
+// answers it from scrape targets; hbtsdb from the metadata remote write
+// stored, see readHandler.metadata) and /api/v1/last (native; see readHandler.last).
+// POST /api/v1/read is Prometheus' storage/remote.NewReadHandler over db.DB
+// (SAMPLES and STREAMED_XOR_CHUNKS, --remote-read.* limits). The write
+// endpoints and /-/healthy, /-/ready stay ours, on the same gorilla/mux router.
 //
 // Both write endpoints share one concurrency bound and the body limits (see
 // WriteLimits); what a decoded request may carry is bounded by write.Limits in the

@@ -8,7 +8,7 @@ import (
 	"github.com/prometheus/prometheus/model/metadata"
 )
 
-// metadataHandler serves GET /api/v1/metadata from the metric metadata that
+// metadata serves GET /api/v1/metadata from the metric metadata that
 // remote write stored (query.Reader.ListMetadata / Metadata), in Prometheus'
 // shape: {"metric": [{"type": ..., "help": ..., "unit": ...}], ...}. Prometheus
 // answers it from its scrape targets, which hbtsdb does not have, so this one
