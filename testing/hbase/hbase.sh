@@ -4,7 +4,8 @@
 #   testing/hbase/hbase.sh start    resolve (once, cached) and start a standalone HBase,
 #                                   wait until a table can be created, print the
 #                                   ZooKeeper address (host:port) on stdout
-#   testing/hbase/hbase.sh stop     stop it and remove its data
+#   testing/hbase/hbase.sh stop     stop it and remove its data (the logs of a JVM that had
+#                                   died on its own are kept in <run dir>.crashed)
 #   testing/hbase/hbase.sh status   print the ZooKeeper address if it runs; exit 1 if not
 #   testing/hbase/hbase.sh zk       print the ZooKeeper address (same as status)
 #   testing/hbase/hbase.sh classpath  resolve the classpath only (warms the cache)
@@ -155,6 +156,7 @@ start() {
   command -v java >/dev/null || die "java not found: install a JDK 17 (Debian: apt-get install openjdk-17-jdk-headless)"
   local t0=$SECONDS
   resolve_classpath
+  keep_crash_logs
   rm -rf "$run"
   local zk_port master_port rs_port
   zk_port=$(free_port); master_port=$(free_port); rs_port=$(free_port)
@@ -207,7 +209,28 @@ stop_jvm() {
   fi
 }
 
+# keep_crash_logs saves the logs of a JVM that died on its own (a crash report
+# hs_err_pid*.log, or a pid file whose process is gone) to $run.crashed, outside the
+# run directory that the next start wipes, and says so with the crash's first lines.
+keep_crash_logs() {
+  local died=
+  if [ -f "$run/pid" ] && ! kill -0 "$(cat "$run/pid")" 2>/dev/null; then died=1; fi
+  if compgen -G "$run/logs/hs_err_pid*.log" >/dev/null; then died=1; fi
+  [ -n "$died" ] || return 0
+  rm -rf "$run.crashed"
+  cp -r "$run/logs" "$run.crashed" 2>/dev/null || return 0
+  log "HBase had died before this stop; its logs are kept in $run.crashed"
+  local report
+  for report in "$run.crashed"/hs_err_pid*.log; do
+    [ -f "$report" ] || continue
+    grep -m1 -A1 'SIGSEGV\|SIGBUS\|Problematic frame' "$report" >&2 || true
+    grep -m1 '^Current thread' "$report" >&2 || true
+  done
+  tail -5 "$run.crashed/hbase.log" >&2 2>/dev/null || true
+}
+
 stop() {
+  keep_crash_logs
   stop_jvm
   rm -rf "$run"
   log "stopped"
