@@ -301,7 +301,8 @@ func openWithRetry(ctx context.Context, c *commonFlags, f *serveFlags, addr back
 }
 
 // openAndCheck opens the store, checks (or creates) its schema and joins it into
-// the DB the write endpoints write through, with the --write.* limits.
+// the DB the endpoints write and read through, with the --write.* and the
+// per-selector --query.* limits.
 func openAndCheck(ctx context.Context, c *commonFlags, f *serveFlags, addr backend.Address, want schema.Settings,
 	logger *slog.Logger) (storage.Store, *db.DB, schema.Settings, error) {
 	st, err := c.openStore(ctx, addr, logger)
@@ -314,7 +315,8 @@ func openAndCheck(ctx context.Context, c *commonFlags, f *serveFlags, addr backe
 		return nil, nil, schema.Settings{}, err
 	}
 	d, err := db.Open(ctx, db.Options{Store: st, Settings: settings, Logger: logger,
-		Write: write.Options{Limits: f.write.limits(*c.rawRetention), Logger: logger}})
+		Write: write.Options{Limits: f.write.limits(*c.rawRetention), Logger: logger},
+		Query: f.query.readLimits()})
 	if err != nil {
 		st.Close()
 		return nil, nil, schema.Settings{}, err

@@ -31,6 +31,8 @@ type queryFlags struct {
 	readConcurrent *int
 	readFrameBytes *units.Base2Bytes
 	lastMaxN       *int
+	selectSeries   *int
+	selectSamples  *int
 }
 
 func registerQueryFlags(cmd flagger) queryFlags {
@@ -54,7 +56,26 @@ func registerQueryFlags(cmd flagger) queryFlags {
 			"response, before compression.").Default(units.Base2Bytes(d.RemoteReadMaxBytesInFrame).String()).Bytes(),
 		lastMaxN: flag(cmd, "query.last-max-n", "Largest n that GET /api/v1/last accepts (readings per series).").
 			Default(itoa(d.LastMaxN)).Int(),
+		selectSeries: flag(cmd, "query.max-series", "Most series one selector of a query (or one remote-read query) "+
+			"may match; over it the query fails with 422 (errorType execution) naming the selector. 0: no limit.").
+			Default(itoa(defaultSelectMaxSeries)).Int(),
+		selectSamples: flag(cmd, "query.max-fetched-samples", "Most samples one selector of a query (or one "+
+			"remote-read query) may read from the store; over it the query fails with 422. 0: no limit.").
+			Default(itoa(defaultSelectMaxSamples)).Int(),
 	}
+}
+
+// Defaults of the per-selector read limits: far above what a dashboard asks for
+// (a million series is a whole fleet), low enough that one careless selector such
+// as {__name__=~".+"} over a year cannot keep the store busy for minutes.
+const (
+	defaultSelectMaxSeries  = 1_000_000
+	defaultSelectMaxSamples = 500_000_000
+)
+
+// readLimits are the query.Options of the per-selector limits.
+func (f queryFlags) readLimits() query.Options {
+	return query.Options{MaxSeries: *f.selectSeries, MaxSamples: *f.selectSamples}
 }
 
 // options are the promapi.QueryOptions of the flags.
@@ -90,6 +111,10 @@ func (f queryFlags) check() error {
 		return fmt.Errorf("--remote-read.max-bytes-in-frame must be positive, got %s", f.readFrameBytes)
 	case *f.lastMaxN <= 0:
 		return fmt.Errorf("--query.last-max-n must be positive, got %d", *f.lastMaxN)
+	case *f.selectSeries < 0:
+		return fmt.Errorf("--query.max-series must be 0 (no limit) or positive, got %d", *f.selectSeries)
+	case *f.selectSamples < 0:
+		return fmt.Errorf("--query.max-fetched-samples must be 0 (no limit) or positive, got %d", *f.selectSamples)
 	}
 	return nil
 }

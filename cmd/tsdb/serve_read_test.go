@@ -1,0 +1,70 @@
+package main
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestServeReadsWithTheQueryFlags checks that tsdb serve wires the PromQL API to
+// the store and the per-selector read limits (--query.max-series and, through its
+// environment twin, --query.max-fetched-samples) to the query layer, whose errors
+// reach the client as Prometheus' 422 execution errors.
+func TestServeReadsWithTheQueryFlags(t *testing.T) {
+	t.Setenv("TSDB_QUERY_MAX_FETCHED_SAMPLES", "3")
+	s := startServe(t, "--storage=embedded:"+t.TempDir(), "--query.max-series=1")
+	s.waitFor(t, "/-/ready", 200, 30*time.Second)
+	now := time.Now().Unix()
+	var points []string
+	for _, host := range []string{"a", "b"} {
+		for i := range 2 {
+			points = append(points, fmt.Sprintf(`{"metric":"m","timestamp":%d,"value":%d,"tags":{"host":%q}}`, now-int64(i), 10*i+len(host), host))
+		}
+	}
+	if code, body := s.post(t, "/api/put", "["+strings.Join(points, ",")+"]", nil); code != 204 {
+		t.Fatalf("put: %d %q", code, body)
+	}
+	query := func(q string) string { return fmt.Sprintf("/api/v1/query?time=%d&query=%s", now, url.QueryEscape(q)) }
+	for _, tc := range []struct {
+		name, path string
+		code       int
+		body       string
+	}{
+		{"Grafana's health check", query("1+1"), 200,
+			fmt.Sprintf(`{"status":"success","data":{"resultType":"scalar","result":[%d,"2"]}}`, now)},
+		{"one series", query(`m{host="a"}`), 200,
+			fmt.Sprintf(`{"status":"success","data":{"resultType":"vector","result":[{"metric":{"__name__":"m","host":"a"},"value":[%d,"1"]}]}}`, now)},
+		{"--query.max-series", query("m"), 422,
+			`{"status":"error","errorType":"execution","error":"expanding series: query: 2 series match {__name__=\"m\"}, more than the limit of 1: too many series: query limit exceeded"}`},
+		{"--query.max-series on /api/v1/series", "/api/v1/series?match[]=m", 422,
+			`{"status":"error","errorType":"execution","error":"query: 2 series match {__name__=\"m\"}, more than the limit of 1: too many series: query limit exceeded"}`},
+	} {
+		if code, body := s.get(tc.path); code != tc.code || body != tc.body {
+			t.Errorf("%s: %d %s\nwant %d %s", tc.name, code, body, tc.code, tc.body)
+		}
+	}
+	// Host a's two samples fit in 3; with three more, its selector reads 5.
+	more := []string{}
+	for i := 2; i < 5; i++ {
+		more = append(more, fmt.Sprintf(`{"metric":"m","timestamp":%d,"value":%d,"tags":{"host":"a"}}`, now-int64(i), i))
+	}
+	if code, body := s.post(t, "/api/put", "["+strings.Join(more, ",")+"]", nil); code != 204 {
+		t.Fatalf("put: %d %q", code, body)
+	}
+	code, body := s.get(query(`count_over_time(m{host="a"}[1m])`))
+	if code != 422 || !strings.Contains(body, `"errorType":"execution"`) || !strings.Contains(body, "more than 3 samples") {
+		t.Errorf("--query.max-fetched-samples: %d %s, want 422 execution naming the limit of 3 samples", code, body)
+	}
+	if err := s.stop(t); err != nil {
+		t.Fatalf("serve exited with %v after SIGTERM; log:\n%s", err, s.log())
+	}
+}
+
+func TestServeRefusesUnworkableQueryLimits(t *testing.T) {
+	code, _, stderr := tsdb(t, "serve", "--storage=embedded:"+t.TempDir(), "--query.max-series=-1", "--listen=127.0.0.1:0")
+	if code != 1 || !strings.Contains(stderr, "--query.max-series must be 0 (no limit) or positive, got -1") {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+}
