@@ -11,6 +11,8 @@ import (
 
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/prometheus/common/model"
+
+	"github.com/hbtsdb/hbtsdb/schema"
 )
 
 // app is the parsed command line: the kingpin application, the flags every command
@@ -91,6 +93,7 @@ type commonFlags struct {
 
 	bucketWidth  *time.Duration
 	saltBuckets  *int
+	hostLabels   *string
 	compression  *string
 	rawRetention *time.Duration
 	m5Retention  *time.Duration
@@ -114,6 +117,9 @@ func registerCommonFlags(kp *kingpin.Application) *commonFlags {
 		bucketWidth: durationFlag(flag(kp, "schema.bucket-width", "Time span of one data row. Fixed when the store is created."), "1h"),
 		saltBuckets: flag(kp, "schema.salt-buckets", "Number of salt buckets (pre-split regions) of the data table; "+
 			"0 means 16 on HBase and 1 embedded. Fixed when the store is created.").Default("0").Int(),
+		hostLabels: flag(kp, "schema.host-labels", "Comma-separated labels whose first present value is a series' host: "+
+			"the host part of its row key (one host's series are stored together) and the host of /api/v1/last. "+
+			"Fixed when the store is created.").Default(strings.Join(schema.DefaultHostLabels(), ",")).String(),
 		compression: flag(kp, "schema.compression", "HBase compression of new tables: NONE, SNAPPY, GZ, LZ4 or ZSTD "+
 			"(the codec must be installed on the region servers).").Default("NONE").Enum("NONE", "SNAPPY", "GZ", "LZ4", "ZSTD"),
 		rawRetention: durationFlag(flag(kp, "retention.raw", "How long raw samples are kept (HBase TTL of new tables); 0 keeps them forever."), "400d"),

@@ -68,3 +68,18 @@ func TestServeRefusesUnworkableQueryLimits(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
 	}
 }
+
+// TestSchemaHostLabelsFlag checks that --schema.host-labels reaches the schema
+// settings: a store created with one list refuses a process configured with
+// another, naming both.
+func TestSchemaHostLabelsFlag(t *testing.T) {
+	dir := t.TempDir()
+	if code, _, stderr := tsdb(t, "schema", "create", "--storage=embedded:"+dir, "--schema.host-labels=node,instance"); code != 0 {
+		t.Fatalf("schema create: exit %d: %s", code, stderr)
+	}
+	code, _, stderr := tsdb(t, "schema", "check", "--storage=embedded:"+dir)
+	want := "the store was created with node,instance, this process is configured with host,instance: start with --schema.host-labels=node,instance"
+	if code != 1 || !strings.Contains(stderr, want) {
+		t.Fatalf("schema check with the default host labels: exit %d, stderr %q, want %q", code, stderr, want)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 
 	"github.com/hbtsdb/hbtsdb/schema"
 	"github.com/hbtsdb/hbtsdb/storage"
@@ -48,7 +49,7 @@ func (c *commonFlags) schemaSettings(addr backend.Address) schema.Settings {
 		FormatVersion: schema.CurrentFormatVersion,
 		BucketWidth:   *c.bucketWidth,
 		SaltBuckets:   salt,
-		HostLabels:    schema.DefaultHostLabels(),
+		HostLabels:    strings.Split(*c.hostLabels, ","),
 	}
 }
 
