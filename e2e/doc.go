@@ -20,6 +20,24 @@
 // series are checked against what it exposed (one stale marker per replaced series,
 // at the first sample of its successor).
 //
+// At the end of one run per store (remote write 1.0, no aborts), while both still
+// run, tsdb's query side is compared with Prometheus on the same data
+// (checkQueryAPIs in promql_diff_test.go): 76 PromQL expressions (diffQueries: rate,
+// irate, increase, delta, histogram_quantile over the target's classic histogram,
+// aggregations, topk/bottomk, offset, @, subqueries, every matcher type,
+// absent/absent_over_time, label_replace/label_join, time functions, comparisons
+// with bool, vector matching with on/ignoring/group_left, staleness of
+// e2e_flapping), as instant queries at two times and as range queries over the
+// window from the first scrape to T, must give the same result type, series,
+// timestamps, values within 1e-9 relative (NaN = NaN) and annotations;
+// /api/v1/series and /api/v1/labels are compared for several match[] sets. The raw
+// remote-read protocol is checked by hand (remoteread_test.go: SAMPLES decoded,
+// STREAMED_XOR_CHUNKS frames parsed as uvarint length, CRC32-Castagnoli, message)
+// against Prometheus' own remote read, bit for bit. Then a second Prometheus with
+// no data of its own and only `remote_read: [{url: tsdb, read_recent: true}]`
+// answers every query again — once as it negotiates (streamed chunks), once forced
+// to SAMPLES by a proxy that rewrites its accepted response types.
+//
 // One difference is Prometheus', not tsdb's: Prometheus' remote-write encoders omit a
 // sample value that compares equal to 0, so -0 reaches every receiver as +0 (see
 // onTheWire). TestHarnessWithReferenceReceiver, a control run against a minimal

@@ -33,17 +33,20 @@ func TestPrometheusRemoteWrite(t *testing.T) {
 		name   string
 		proto  string
 		aborts bool // through an abortingProxy
+		// queries: at the end of the run, check tsdb's query APIs against
+		// Prometheus (checkQueryAPIs); once per store is enough.
+		queries bool
 	}{
-		{"rw1", protoV1, false},
-		{"rw2", protoV2, false},
-		{"rw1-aborted-requests", protoV1, true},
-		{"rw2-aborted-requests", protoV2, true},
+		{"rw1", protoV1, false, true},
+		{"rw2", protoV2, false, false},
+		{"rw1-aborted-requests", protoV1, true, false},
+		{"rw2-aborted-requests", protoV2, true, false},
 	}
 	for _, st := range stores {
 		for _, run := range runs {
 			t.Run(st.name+"/"+run.name, func(t *testing.T) {
 				t.Parallel()
-				runRemoteWrite(t, promBin, st.new(t), run.proto, run.aborts, dur)
+				runRemoteWrite(t, promBin, st.new(t), run.proto, run.aborts, run.queries, dur)
 			})
 		}
 	}
@@ -100,8 +103,9 @@ type receiver interface {
 
 // runRemoteWrite starts tsdb on st and runs Prometheus against it, directly or, with
 // aborts, through a proxy that aborts the first attempt of every request while tsdb
-// works on it.
-func runRemoteWrite(t *testing.T, promBin string, st store, protobufMsg string, aborts bool, dur time.Duration) {
+// works on it. With queries, tsdb's query APIs are checked against Prometheus at the
+// end of the run (checkQueryAPIs).
+func runRemoteWrite(t *testing.T, promBin string, st store, protobufMsg string, aborts, queries bool, dur time.Duration) {
 	dir := t.TempDir()
 	tsdb := startTSDB(t, dir, st)
 	tsdb.checkWriteEndpoint(t)
@@ -113,12 +117,24 @@ func runRemoteWrite(t *testing.T, promBin string, st store, protobufMsg string, 
 		rcv = proxied{receiver: tsdb, proxy: startAbortingProxy(t, "http://"+tsdb.addr, 300*time.Millisecond), path: "/api/v1/write"}
 		what += ", first attempts aborted"
 	}
-	runAgainst(t, promBin, dir, rcv, what, protobufMsg, dur)
+	var after afterCutoff
+	if queries {
+		after = func(ctx context.Context, t *testing.T, ps *promServer, cutoff int64) {
+			checkQueryAPIs(ctx, t, promBin, dir, ps, tsdb, cutoff)
+		}
+	}
+	runAgainst(t, promBin, dir, rcv, what, protobufMsg, dur, after)
 }
 
+// afterCutoff is a check that runs at the end of a run, while Prometheus and the
+// receiver still run and once Prometheus has sent every sample up to the cut-off
+// (ms).
+type afterCutoff func(ctx context.Context, t *testing.T, ps *promServer, cutoff int64)
+
 // runAgainst lets Prometheus scrape and remote-write to rcv for dur, then compares
-// what rcv stored with what Prometheus has.
-func runAgainst(t *testing.T, promBin, dir string, rcv receiver, what, protobufMsg string, dur time.Duration) {
+// what rcv stored with what Prometheus has; after, if not nil, runs before
+// Prometheus and rcv are stopped.
+func runAgainst(t *testing.T, promBin, dir string, rcv receiver, what, protobufMsg string, dur time.Duration, after afterCutoff) {
 	ctx := context.Background()
 	began := time.Now()
 	tg := startTarget(t)
@@ -177,6 +193,9 @@ func runAgainst(t *testing.T, promBin, dir string, rcv receiver, what, protobufM
 			t.Fatalf("Prometheus query_range %s: %v", sel, err)
 		}
 		ranges[sel] = r
+	}
+	if after != nil {
+		after(ctx, t, ps, cutoff)
 	}
 
 	stopStart := time.Now()

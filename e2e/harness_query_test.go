@@ -48,8 +48,8 @@ func TestDiffQueriesAreEnoughAndExpandOverTheWindow(t *testing.T) {
 	if len(diffQueries) < 50 {
 		t.Errorf("%d differential queries, want at least 50", len(diffQueries))
 	}
-	w := newDiffWindow(time.UnixMilli(1_700_000_000_250), 1_700_000_030_000)
-	if w.start != 1_700_000_003_000 || w.end != 1_700_000_030_000 || w.at != 1_700_000_020_000 {
+	w := newDiffWindow(1_700_000_000_250, 1_700_000_030_000)
+	if w.start != 1_700_000_007_000 || w.end != 1_700_000_030_000 || w.at != 1_700_000_020_000 {
 		t.Errorf("window %+v", w)
 	}
 	reqs := w.requests(diffQueries)

@@ -142,17 +142,38 @@ type diffWindow struct {
 	at               int64   // the @ modifier's time (ms)
 }
 
-// newDiffWindow is the window of a run whose Prometheus started at start and whose
-// cut-off is cutoff (ms).
-func newDiffWindow(start time.Time, cutoff int64) diffWindow {
-	first := start.Truncate(time.Second).Add(3 * time.Second).UnixMilli()
+// newDiffWindow is the window of a run whose first scrape of the synthetic target
+// was at first and whose cut-off is cutoff (ms). Range queries start 6 s after the
+// first scrape, so that `@ start()` and 10 s rates at the start have samples.
+func newDiffWindow(first, cutoff int64) diffWindow {
+	start := (first/1000 + 7) * 1000
 	return diffWindow{
 		instants: []int64{cutoff, cutoff - 7300},
-		start:    first,
+		start:    start,
 		end:      cutoff,
 		step:     2000,
 		at:       cutoff - 10000,
 	}
+}
+
+// firstScrape returns the timestamp (ms) of Prometheus' first scrape of the
+// synthetic target: Prometheus starts scraping a few seconds after it was
+// started, later on a loaded machine.
+func firstScrape(ctx context.Context, promURL string, cutoff int64) (int64, error) {
+	res, err := apiQuery(ctx, promURL, "/api/v1/query", url.Values{
+		"query": {`up{job="e2e-target"}[10m]`},
+		"time":  {apiTime(cutoff)},
+	})
+	if err != nil {
+		return 0, fmt.Errorf("first scrape of the target: %w", err)
+	}
+	if len(res.series) != 1 {
+		return 0, fmt.Errorf("first scrape of the target: %d series of up{job=\"e2e-target\"}, want 1", len(res.series))
+	}
+	for _, s := range res.series {
+		return s.samples[0].t, nil
+	}
+	panic("unreachable")
 }
 
 // diffRequest is one query request: an expression at one instant or over the range.
@@ -231,6 +252,15 @@ func compareAnswers(ctx context.Context, t *testing.T, who, base string, reqs []
 
 // compareSeriesAPI compares the /api/v1/series and /api/v1/labels answers of the
 // server at base with Prometheus' for every set of seriesMatchers over the window.
+//
+// One difference is by design and allowed: tsdb's series API lists the series its
+// per-day tag index has for the days of the window, without reading their samples,
+// while Prometheus lists those with a chunk overlapping the window — exact to the
+// sample for its in-memory head. So tsdb may list more: series of the same day with
+// no sample in the window (here e2e_flapping's generations that ended before it or
+// began after it). Each such extra must be a series Prometheus has just outside the
+// window; every series Prometheus lists must be there, and the label names must be
+// the same.
 func compareSeriesAPI(ctx context.Context, t *testing.T, who, promURL, base string, w diffWindow) {
 	t.Helper()
 	for _, match := range seriesMatchers {
@@ -245,20 +275,34 @@ func compareSeriesAPI(ctx context.Context, t *testing.T, who, promURL, base stri
 		if err != nil {
 			t.Errorf("%s: series %v: %v", who, match, err)
 		} else {
-			var d []string
+			// Prometheus' series of the whole day so far, for the extras.
+			dayStart := w.start - w.start%(24*3600*1000)
+			wider, err := apiSeries(ctx, promURL, match, dayStart, time.Now().UnixMilli())
+			if err != nil {
+				t.Fatalf("Prometheus: series %v of the day: %v", match, err)
+			}
+			var d, outside []string
 			for _, k := range slices.Sorted(maps.Keys(want)) {
 				if !got[k] {
 					d = append(d, "missing "+k)
 				}
 			}
 			for _, k := range slices.Sorted(maps.Keys(got)) {
-				if !want[k] {
-					d = append(d, "extra "+k)
+				switch {
+				case want[k]:
+				case wider[k]:
+					outside = append(outside, k)
+				default:
+					d = append(d, "extra "+k+", unknown to Prometheus")
 				}
 			}
 			if len(d) > 0 {
 				t.Errorf("%s: /api/v1/series %v over [%s, %s] differs from Prometheus' (%d series) in %d places:%s",
 					who, match, apiTime(w.start), apiTime(w.end), len(want), len(d), summarize(d, 10))
+			}
+			if len(outside) > 0 {
+				t.Logf("%s: /api/v1/series %v also lists %d series of the day without samples in the window (by design, see compareSeriesAPI):%s",
+					who, match, len(outside), summarize(outside, 5))
 			}
 		}
 
@@ -288,7 +332,11 @@ func checkQueryAPIs(ctx context.Context, t *testing.T, promBin, dir string, ps *
 	began := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	w := newDiffWindow(ps.start, cutoff)
+	first, err := firstScrape(ctx, ps.url, cutoff)
+	if err != nil {
+		t.Fatalf("Prometheus: %v", err)
+	}
+	w := newDiffWindow(first, cutoff)
 	reqs := w.requests(diffQueries)
 	want := referenceAnswers(ctx, t, ps.url, reqs)
 	tsdbURL := "http://" + tsdb.addr

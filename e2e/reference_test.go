@@ -29,7 +29,7 @@ func TestHarnessWithReferenceReceiver(t *testing.T) {
 		t.Run(proto.name, func(t *testing.T) {
 			t.Parallel()
 			rcv := newReferenceReceiver(t)
-			runAgainst(t, promBin, t.TempDir(), rcv, "reference receiver", proto.msg, dur)
+			runAgainst(t, promBin, t.TempDir(), rcv, "reference receiver", proto.msg, dur, nil)
 		})
 	}
 }
