@@ -121,3 +121,5 @@ func hbaseStorages(t *testing.T, b schematest.Backend) func(testing.TB) promstor
 		return openPromQLDB(t, ks, b.Settings)
 	}
 }
+
+func backendsForPromQL() []schematest.Backend { return schematest.Backends() }
