@@ -29,14 +29,17 @@ func (r *Reader) ChunkQuerier(mint, maxt int64) (storage.ChunkQuerier, error) {
 type chunkQuerier struct{ base }
 
 func (q *chunkQuerier) Select(ctx context.Context, _ bool, hints *storage.SelectHints, ms ...*labels.Matcher) storage.ChunkSeriesSet {
+	ctx, cancel := q.r.withTimeout(ctx)
 	sel, err := q.selectSeries(ctx, hints, ms)
 	if err != nil {
+		cancel()
 		return storage.ErrChunkSeriesSet(err)
 	}
 	if sel.onlyLabels || sel.rows != nil {
+		cancel()
 		return &chunkSeriesSet{list: &listSeriesSet{sel: sel, i: -1}}
 	}
-	f := newFetcher(ctx, q.r, sel.series, sel.mint, sel.maxt)
+	f := newFetcher(ctx, cancel, q.r, sel.series, sel.mint, sel.maxt)
 	q.track(f)
 	return &chunkSeriesSet{f: f}
 }

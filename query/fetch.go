@@ -27,8 +27,11 @@ type fetched struct {
 	err  error
 }
 
-func newFetcher(ctx context.Context, r *Reader, ss []series, mint, maxt int64) *fetcher {
-	ctx, cancel := context.WithCancel(ctx)
+// newFetcher reads ss under ctx; cancel (of ctx, which may carry the Select's
+// Options.Timeout) is called when the fetcher ends or is closed.
+func newFetcher(ctx context.Context, cancelParent context.CancelFunc, r *Reader, ss []series, mint, maxt int64) *fetcher {
+	ctx, cancelCtx := context.WithCancel(ctx)
+	cancel := func() { cancelCtx(); cancelParent() }
 	k := min(r.opts.Concurrency, max(len(ss), 1))
 	f := &fetcher{r: r, ctx: ctx, cancel: cancel, series: ss, mint: mint, maxt: maxt,
 		slots: make([]chan fetched, k), tokens: make(chan struct{}, k)}

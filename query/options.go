@@ -1,8 +1,10 @@
 package query
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Defaults of Options.
@@ -40,6 +42,11 @@ type Options struct {
 	// considered only when the host and metric fixed by the matchers have at most
 	// this many series on the days of the query [1000]; negative disables it.
 	HostScanMaxSeries int
+	// Timeout bounds each Select, from the call to the last series read: reads
+	// after it fail with an error wrapping context.DeadlineExceeded (Prometheus'
+	// "timeout", 503) [0: only the caller's context]. PromQL queries are bounded
+	// by the engine's own timeout as well.
+	Timeout time.Duration
 	// Plan forces a plan on every Select (tests, benchmarks) [PlanAuto].
 	Plan Plan
 }
@@ -65,4 +72,12 @@ func (o Options) withDefaults() Options {
 		o.HostScanMaxSeries = DefaultHostScanMaxSeries
 	}
 	return o
+}
+
+// withTimeout returns ctx bounded by Options.Timeout, if any.
+func (r *Reader) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	if r.opts.Timeout > 0 {
+		return context.WithTimeout(ctx, r.opts.Timeout)
+	}
+	return context.WithCancel(ctx)
 }

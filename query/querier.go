@@ -99,14 +99,17 @@ type querier struct{ base }
 // tsdb does for the series API. Errors, limit errors (ErrLimitExceeded)
 // included, come from the set's Err.
 func (q *querier) Select(ctx context.Context, _ bool, hints *storage.SelectHints, ms ...*labels.Matcher) storage.SeriesSet {
+	ctx, cancel := q.r.withTimeout(ctx)
 	sel, err := q.selectSeries(ctx, hints, ms)
 	if err != nil {
+		cancel()
 		return storage.ErrSeriesSet(err)
 	}
 	if sel.onlyLabels || sel.rows != nil {
+		cancel()
 		return &listSeriesSet{sel: sel, i: -1}
 	}
-	f := newFetcher(ctx, q.r, sel.series, sel.mint, sel.maxt)
+	f := newFetcher(ctx, cancel, q.r, sel.series, sel.mint, sel.maxt)
 	q.track(f)
 	return &seriesSet{f: f}
 }

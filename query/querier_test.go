@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/value"
@@ -201,6 +202,17 @@ func TestSelect(t *testing.T) {
 				}
 				if got := sel(t, f.reader(query.Options{MaxSeries: 3, MaxSamples: 8}), 0, all, nil, m(labels.MatchEqual, "__name__", "cpu")); got != lineA+lineB+lineC {
 					t.Errorf("at the limits: %s", got)
+				}
+			})
+			t.Run("a Select past its timeout fails with DeadlineExceeded", func(t *testing.T) {
+				q, _ := f.reader(query.Options{Timeout: time.Nanosecond}).Querier(0, all)
+				defer q.Close()
+				time.Sleep(time.Millisecond)
+				ss := q.Select(context.Background(), true, nil, m(labels.MatchEqual, "__name__", "cpu"))
+				for ss.Next() {
+				}
+				if err := ss.Err(); !errors.Is(err, context.DeadlineExceeded) {
+					t.Errorf("Err = %v, want DeadlineExceeded", err)
 				}
 			})
 			t.Run("label names and values", func(t *testing.T) {
