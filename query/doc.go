@@ -34,7 +34,8 @@
 // Series without a sample in the range are left out. With SelectHints.Func
 // "series" only labels are read. SelectHints.Limit cuts the sorted series;
 // Options.MaxSeries and MaxSamples fail a Select with errors wrapping
-// ErrLimitExceeded. LabelNames and LabelValues read the index (without
+// ErrLimitExceeded; Options.Timeout bounds it (context.DeadlineExceeded).
+// LabelNames and LabelValues read the index (without
 // matchers) or the labels of the matching series, with LabelHints.Limit.
 //
 // Not yet: rollups (SelectHints.Step/Func are not used to pick a resolution),
