@@ -828,3 +828,48 @@ func TestGohbaseLoggerLowersIdleTimeouts(t *testing.T) {
 		t.Errorf("logged:\n%s\nwant the timeout with 3 calls in flight and the reset, both at Error", got)
 	}
 }
+
+// TestConnTrackerHandsOutTCPConns checks that gohbase gets the *net.TCPConn
+// itself (net.Buffers.WriteTo is then one writev, not one Write per buffer that
+// another goroutine's request could interleave) and that closed connections are
+// forgotten at the next dial and open ones closed by closeAll.
+func TestConnTrackerHandsOutTCPConns(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+		}
+	}()
+	tr := newConnTracker()
+	ctx := context.Background()
+	first, err := tr.dial(ctx, "tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := first.(*net.TCPConn); !ok {
+		t.Fatalf("dial returned a %T, want *net.TCPConn", first)
+	}
+	first.Close()
+	second, err := tr.dial(ctx, "tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, tracked := tr.conns[first]; tracked || len(tr.conns) != 1 {
+		t.Fatalf("after closing the first connection and dialing again, %d tracked (first tracked: %v)", len(tr.conns), tracked)
+	}
+	tr.closeAll()
+	if !isClosed(second) {
+		t.Fatal("closeAll left the second connection open")
+	}
+	if _, err := tr.dial(ctx, "tcp", ln.Addr().String()); !errors.Is(err, errStoreClosed) {
+		t.Fatalf("dial after closeAll: %v", err)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/tsuna/gohbase"
@@ -309,14 +310,25 @@ func (s *Store) shutdown() {
 
 // connTracker dials gohbase's region server connections and closes those still open
 // at Close: a last resort for a connection no gohbase Close reaches.
+//
+// It hands gohbase the *net.TCPConn itself, never a wrapper. gohbase writes a
+// request with cell blocks as net.Buffers, and it writes from more than one
+// goroutine on the same connection (its batching writer, and callers sending
+// unbatched calls such as scans directly). On a *net.TCPConn, net.Buffers.WriteTo
+// is one writev under the socket's write lock; on any other net.Conn it falls back
+// to one Write per buffer, which another goroutine's request can interleave. HBase
+// then reads a frame of garbage (here: "RPC data length of 4267562504", "Invalid key
+// length in KeyValue") and its region server died with SIGSEGV copying past a
+// buffer. So connections are tracked by identity, and closed ones are forgotten at
+// the next dial.
 type connTracker struct {
 	mu     sync.Mutex
 	closed bool
-	conns  map[*trackedConn]struct{}
+	conns  map[net.Conn]struct{}
 }
 
 func newConnTracker() *connTracker {
-	return &connTracker{conns: make(map[*trackedConn]struct{})}
+	return &connTracker{conns: make(map[net.Conn]struct{})}
 }
 
 var errStoreClosed = errors.New("hbase store closed")
@@ -333,39 +345,41 @@ func (t *connTracker) dial(ctx context.Context, network, addr string) (net.Conn,
 	if err != nil {
 		return nil, err
 	}
-	tc := &trackedConn{Conn: c, t: t}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {
 		c.Close()
 		return nil, errStoreClosed
 	}
-	t.conns[tc] = struct{}{}
-	return tc, nil
+	for old := range t.conns {
+		if isClosed(old) {
+			delete(t.conns, old)
+		}
+	}
+	t.conns[c] = struct{}{}
+	return c, nil
+}
+
+// isClosed reports whether c was closed (by gohbase, which does not tell us).
+func isClosed(c net.Conn) bool {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return false
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return true
+	}
+	return raw.Control(func(uintptr) {}) != nil
 }
 
 func (t *connTracker) closeAll() {
 	t.mu.Lock()
 	t.closed = true
 	conns := t.conns
-	t.conns = map[*trackedConn]struct{}{}
+	t.conns = map[net.Conn]struct{}{}
 	t.mu.Unlock()
 	for c := range conns {
-		c.Conn.Close()
+		c.Close()
 	}
-}
-
-type trackedConn struct {
-	net.Conn
-	t    *connTracker
-	once sync.Once
-}
-
-func (c *trackedConn) Close() error {
-	c.once.Do(func() {
-		c.t.mu.Lock()
-		delete(c.t.conns, c)
-		c.t.mu.Unlock()
-	})
-	return c.Conn.Close()
 }

@@ -108,11 +108,6 @@ write_conf() {
        40 s ZooKeeper session a pause expires the region server's session and
        standalone HBase shuts itself down. -->
   <property><name>zookeeper.session.timeout</name><value>180000</value></property>
-  <!-- Heap buffers for RPCs: with netty's pooled direct buffers the region server
-       died here with SIGSEGV (an Unsafe copy from a request buffer already given
-       back to the pool), reproducibly under a burst of new series. -->
-  <property><name>hbase.server.allocator.pool.enabled</name><value>false</value></property>
-  <property><name>hbase.netty.rpcserver.allocator</name><value>heap</value></property>
   <property><name>hbase.zookeeper.property.maxSessionTimeout</name><value>180000</value></property>
   <property><name>hbase.hregion.memstore.flush.size</name><value>67108864</value></property>
 </configuration>
