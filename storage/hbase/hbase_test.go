@@ -795,6 +795,11 @@ func TestGohbaseLoggerLowersCancelledErrors(t *testing.T) {
 	}
 }
 
+// opaqueError is an error that hides its cause, as gohbase's region.ServerError does.
+type opaqueError struct{ msg string }
+
+func (e opaqueError) Error() string { return e.msg }
+
 // fakeRegionClient marshals like gohbase's region client in its log records.
 type fakeRegionClient struct{ inFlight uint32 }
 
@@ -818,6 +823,8 @@ func TestGohbaseLoggerLowersIdleTimeouts(t *testing.T) {
 	var buf bytes.Buffer
 	l := gohbaseLogger(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo})))
 	l.Error("error occured, closing region client", "client", fakeRegionClient{0}, "err", fmt.Errorf("region.ServerError: %w", timeout))
+	// gohbase's region.ServerError embeds the error without Unwrap.
+	l.Error("error occured, closing region client", "client", fakeRegionClient{0}, "err", opaqueError{"region.ServerError: " + timeout.Error()})
 	if got := buf.String(); got != "" {
 		t.Errorf("idle timeout logged:\n%s\nwant nothing at Info", got)
 	}

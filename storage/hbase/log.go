@@ -6,6 +6,8 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"os"
+	"strings"
 )
 
 // gohbaseLogger is the logger handed to gohbase. gohbase logs at Error level two
@@ -61,10 +63,7 @@ func idleTimeout(r slog.Record) bool {
 	r.Attrs(func(a slog.Attr) bool {
 		switch v := a.Value.Resolve().Any().(type) {
 		case error:
-			var ne net.Error
-			if errors.As(v, &ne) && ne.Timeout() {
-				timedOut = true
-			}
+			timedOut = timedOut || isTimeout(v)
 		case json.Marshaler:
 			if a.Key != "client" {
 				break
@@ -81,6 +80,17 @@ func idleTimeout(r slog.Record) bool {
 		return true
 	})
 	return timedOut && idle
+}
+
+// isTimeout reports a network timeout. gohbase hands it over wrapped in
+// region.ServerError, which embeds the error without Unwrap (so errors.As cannot
+// see the net.Error), hence the look at the text os.ErrDeadlineExceeded ends with.
+func isTimeout(err error) bool {
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return true
+	}
+	return strings.HasSuffix(err.Error(), os.ErrDeadlineExceeded.Error())
 }
 
 func (h *benignAsDebug) WithAttrs(attrs []slog.Attr) slog.Handler {
