@@ -170,16 +170,5 @@ func (r *Reader) Metadata(ctx context.Context, metric string) (write.Metadata, b
 	if len(row.Cells) == 0 {
 		return write.Metadata{}, false, nil
 	}
-	m := write.Metadata{Metric: metric}
-	for _, c := range row.Cells {
-		switch string(c.Qualifier) {
-		case schema.QualifierMetadataType:
-			m.Type = model.MetricType(c.Value)
-		case schema.QualifierMetadataHelp:
-			m.Help = string(c.Value)
-		case schema.QualifierMetadataUnit:
-			m.Unit = string(c.Value)
-		}
-	}
-	return m, true, nil
+	return metadataOf(metric, row), true, nil
 }
