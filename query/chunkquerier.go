@@ -64,17 +64,13 @@ func (s *chunkSeriesSet) Next() bool {
 	if s.err != nil {
 		return false
 	}
-	for {
-		ser, rows, ok, err := s.f.next()
-		if !ok {
-			s.err = err
-			return false
-		}
-		if len(rows) > 0 {
-			s.cur = &chunkSeries{labels: ser.labels, rows: rows}
-			return true
-		}
+	ser, rows, ok, err := s.f.nextWithSamples()
+	if !ok {
+		s.err = err
+		return false
 	}
+	s.cur = &chunkSeries{labels: ser.labels, rows: rows}
+	return true
 }
 
 func (s *chunkSeriesSet) At() storage.ChunkSeries           { return s.cur }

@@ -32,7 +32,8 @@
 //     it is, else XOR chunks of at most MaxChunkSamples encoded per bucket.
 //
 // Series without a sample in the range are left out. With SelectHints.Func
-// "series" only labels are read. SelectHints.Limit cuts the sorted series;
+// "series" only labels are read: every series the index holds for the days of the
+// range, including one whose samples that day lie outside it. SelectHints.Limit cuts the sorted series;
 // Options.MaxSeries and MaxSamples fail a Select with errors wrapping
 // ErrLimitExceeded; Options.Timeout bounds it (context.DeadlineExceeded).
 // LabelNames and LabelValues read the index (without

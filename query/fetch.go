@@ -90,5 +90,16 @@ func (f *fetcher) next() (*series, []bucketSamples, bool, error) {
 	return s, res.rows, true, nil
 }
 
+// nextWithSamples is next, skipping the series without a sample in the range (a
+// series indexed on a day of the range may have none in it).
+func (f *fetcher) nextWithSamples() (*series, []bucketSamples, bool, error) {
+	for {
+		ser, rows, ok, err := f.next()
+		if !ok || len(rows) > 0 {
+			return ser, rows, ok, err
+		}
+	}
+}
+
 // close stops the reads in flight.
 func (f *fetcher) close() { f.cancel() }

@@ -95,8 +95,10 @@ type querier struct{ base }
 
 // Select returns the series matching ms with their samples in the querier's
 // range (narrowed by hints.Start/End), sorted by labels whatever sortSeries
-// says. With hints.Func "series" the series carry no samples, as Prometheus'
-// tsdb does for the series API. Errors, limit errors (ErrLimitExceeded)
+// says. With hints.Func "series" the series carry no samples and are those the
+// index holds for the days of the range, without a look at their samples: unlike
+// Prometheus' head, this can include a series whose samples that day all lie
+// outside the range. Errors, limit errors (ErrLimitExceeded)
 // included, come from the set's Err.
 func (q *querier) Select(ctx context.Context, _ bool, hints *storage.SelectHints, ms ...*labels.Matcher) storage.SeriesSet {
 	ctx, cancel := q.r.withTimeout(ctx)
@@ -125,18 +127,13 @@ func (s *seriesSet) Next() bool {
 	if s.err != nil {
 		return false
 	}
-	for {
-		ser, rows, ok, err := s.f.next()
-		if !ok {
-			s.err = err
-			return false
-		}
-		// A series indexed on a day of the range may have no sample in it.
-		if len(rows) > 0 {
-			s.cur = &floatSeries{labels: ser.labels, rows: rows}
-			return true
-		}
+	ser, rows, ok, err := s.f.nextWithSamples()
+	if !ok {
+		s.err = err
+		return false
 	}
+	s.cur = &floatSeries{labels: ser.labels, rows: rows}
+	return true
 }
 
 func (s *seriesSet) At() storage.Series                { return s.cur }
