@@ -1,6 +1,7 @@
 package query
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -106,7 +107,7 @@ func (r *Reader) decodeRow(row storage.Row, mint, maxt int64) (bucketSamples, er
 	case len(fromChunks) == 0:
 		b.samples = raw
 	case len(raw) == 0:
-		slices.SortStableFunc(fromChunks, func(a, b sample) int { return cmpInt64(a.t, b.t) })
+		slices.SortStableFunc(fromChunks, func(a, b sample) int { return cmp.Compare(a.t, b.t) })
 		b.samples = dedupe(fromChunks)
 		if len(chunks) == 1 && !cut && len(b.samples) == chunks[0].NumSamples() {
 			b.chunk = chunks[0]
@@ -165,7 +166,7 @@ func appendChunkSamples(dst []sample, chk chunkenc.Chunk, mint, maxt int64) ([]s
 // mergeSamples merges ascending chunk samples with ascending raw samples, one
 // per timestamp, raw winning.
 func mergeSamples(chunks, raw []sample) []sample {
-	slices.SortStableFunc(chunks, func(a, b sample) int { return cmpInt64(a.t, b.t) })
+	slices.SortStableFunc(chunks, func(a, b sample) int { return cmp.Compare(a.t, b.t) })
 	out := make([]sample, 0, len(chunks)+len(raw))
 	i, j := 0, 0
 	for i < len(chunks) || j < len(raw) {
@@ -194,16 +195,6 @@ func dedupe(s []sample) []sample {
 		out = append(out, x)
 	}
 	return out
-}
-
-func cmpInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // clampRange clamps a Select's [mint, maxt] to the timestamps hbtsdb stores
