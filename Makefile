@@ -67,7 +67,7 @@ bench:
 	@set -e; \
 	trap '$(HBASE) stop' EXIT INT TERM; \
 	zk=$$($(HBASE) start); \
-	TSDB_TEST_HBASE_ZK=$$zk TSDB_TEST_REQUIRE_HBASE=1 $(GO) test -run '^$$' -bench . -benchtime 3x ./storage/... ./schema/...
+	TSDB_TEST_HBASE_ZK=$$zk TSDB_TEST_REQUIRE_HBASE=1 $(GO) test -run '^$$' -bench . -benchtime 3x ./kv/... ./schema/...
 
 # Each fuzz target of schema/ for FUZZTIME (default 20s).
 FUZZTIME ?= 20s

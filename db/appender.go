@@ -13,7 +13,7 @@ import (
 	"github.com/prometheus/prometheus/model/metadata"
 	"github.com/prometheus/prometheus/storage"
 
-	hstorage "github.com/hbtsdb/hbtsdb/storage"
+	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/write"
 )
 
@@ -201,7 +201,7 @@ func (a *appender) Commit() error {
 	}
 	a.done = true
 	if a.db.closed.Load() {
-		return fmt.Errorf("db: commit: %w", hstorage.ErrClosed)
+		return fmt.Errorf("db: commit: %w", kv.ErrClosed)
 	}
 	req := write.Request{Series: a.series}
 	for _, m := range a.metadata {

@@ -9,19 +9,19 @@ import (
 	"time"
 
 	"github.com/hbtsdb/hbtsdb/index"
+	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/query"
 	"github.com/hbtsdb/hbtsdb/schema"
-	"github.com/hbtsdb/hbtsdb/storage"
 	"github.com/hbtsdb/hbtsdb/write"
 )
 
 // Options configure a DB. Store and Settings are required; every other zero value
 // takes the default documented on its type.
 type Options struct {
-	// Store is where data lives. The caller opens it (storage/backend) and creates
+	// Store is where data lives. The caller opens it (kv/backend) and creates
 	// or checks its schema (schema.Open); Open checks once more that its settings
 	// are Settings.
-	Store storage.Store
+	Store kv.Store
 	// CloseStore makes Close close Store too, for callers that hand the store over
 	// (tests, Prometheus' promqltest, which closes each storage it makes).
 	// Otherwise the store outlives the DB and its opener closes it.
@@ -47,7 +47,7 @@ type Options struct {
 
 // DB is hbtsdb's storage as Prometheus sees it; see the package doc.
 type DB struct {
-	st         storage.Store
+	st         kv.Store
 	closeStore bool
 	settings   schema.Settings
 	registry   *index.Registry
@@ -65,7 +65,7 @@ type DB struct {
 // background.
 func Open(ctx context.Context, opts Options) (*DB, error) {
 	if opts.Store == nil {
-		return nil, fmt.Errorf("db: Options.Store is nil: %w", storage.ErrInvalidArgument)
+		return nil, fmt.Errorf("db: Options.Store is nil: %w", kv.ErrInvalidArgument)
 	}
 	if _, err := schema.Check(ctx, opts.Store, opts.Settings); err != nil {
 		return nil, fmt.Errorf("db: %w", err)
@@ -122,15 +122,15 @@ func (db *DB) Registry() *index.Registry { return db.registry }
 // Postings is the tag index the DB's writer and reader share.
 func (db *DB) Postings() *index.Postings { return db.postings }
 
-// Write is Writer().Write, refused with storage.ErrClosed after Close.
+// Write is Writer().Write, refused with kv.ErrClosed after Close.
 func (db *DB) Write(ctx context.Context, req *write.Request) (write.Result, error) {
 	if db.closed.Load() {
-		return write.Result{}, fmt.Errorf("db: write: %w", storage.ErrClosed)
+		return write.Result{}, fmt.Errorf("db: write: %w", kv.ErrClosed)
 	}
 	return db.writer.Write(ctx, req)
 }
 
-// Close makes every later Write and Commit fail with storage.ErrClosed and, with
+// Close makes every later Write and Commit fail with kv.ErrClosed and, with
 // Options.CloseStore, closes the store. Appends in flight are not waited for: an
 // appender commits synchronously in its caller's goroutine. Calling Close again
 // returns nil.
@@ -139,7 +139,7 @@ func (db *DB) Close() error {
 		return nil
 	}
 	if db.closeStore {
-		if err := db.st.Close(); err != nil && !errors.Is(err, storage.ErrClosed) {
+		if err := db.st.Close(); err != nil && !errors.Is(err, kv.ErrClosed) {
 			return fmt.Errorf("db: close the store: %w", err)
 		}
 	}

@@ -14,12 +14,12 @@ import (
 	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/metadata"
-	promstorage "github.com/prometheus/prometheus/storage"
+	"github.com/prometheus/prometheus/storage"
 
 	"github.com/hbtsdb/hbtsdb/db"
+	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/schema"
 	"github.com/hbtsdb/hbtsdb/schema/schematest"
-	"github.com/hbtsdb/hbtsdb/storage"
 	"github.com/hbtsdb/hbtsdb/write"
 )
 
@@ -37,7 +37,7 @@ func forEachBackend(t *testing.T, fn func(t *testing.T, b schematest.Backend)) {
 	}
 }
 
-func open(t testing.TB, st storage.Store, settings schema.Settings, lim write.Limits) *db.DB {
+func open(t testing.TB, st kv.Store, settings schema.Settings, lim write.Limits) *db.DB {
 	t.Helper()
 	d, err := db.Open(context.Background(), db.Options{
 		Store: st, Settings: settings, Write: write.Options{Limits: lim}, Now: func() time.Time { return now },
@@ -51,7 +51,7 @@ func open(t testing.TB, st storage.Store, settings schema.Settings, lim write.Li
 
 func samples(t testing.TB, d *db.DB, lbls labels.Labels) []write.Sample {
 	t.Helper()
-	got, err := d.Reader().Samples(context.Background(), lbls, 0, storage.MaxTimestamp)
+	got, err := d.Reader().Samples(context.Background(), lbls, 0, kv.MaxTimestamp)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,14 +71,14 @@ func TestAppenders(t *testing.T) {
 
 		t.Run("AppenderV2 buffers until Commit", func(t *testing.T) {
 			app := d.AppenderV2(ctx)
-			var refA, refC promstorage.SeriesRef
+			var refA, refC storage.SeriesRef
 			for i := range int64(13) {
 				var err error
 				// Alternate series, passing back the refs like the remote-write handler.
-				if refA, err = app.Append(refA, a, 0, i*300_000, float64(i), nil, nil, promstorage.AOptions{}); err != nil {
+				if refA, err = app.Append(refA, a, 0, i*300_000, float64(i), nil, nil, storage.AOptions{}); err != nil {
 					t.Fatal(err)
 				}
-				if refC, err = app.Append(refC, c, 0, i*300_000, float64(10*i), nil, nil, promstorage.AOptions{
+				if refC, err = app.Append(refC, c, 0, i*300_000, float64(10*i), nil, nil, storage.AOptions{
 					Metadata: metadata.Metadata{Type: "counter", Help: "Requests.", Unit: "requests"},
 				}); err != nil {
 					t.Fatal(err)
@@ -88,7 +88,7 @@ func TestAppenders(t *testing.T) {
 				t.Errorf("refs %d and %d", refA, refC)
 			}
 			// A ref of another series is only a hint.
-			if _, err := app.Append(refC, a, 0, 3_600_001, math.Float64frombits(0x7ff0000000000002), nil, nil, promstorage.AOptions{}); err != nil {
+			if _, err := app.Append(refC, a, 0, 3_600_001, math.Float64frombits(0x7ff0000000000002), nil, nil, storage.AOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			if got := samples(t, d, a); len(got) != 0 {
@@ -120,7 +120,7 @@ func TestAppenders(t *testing.T) {
 			if err := app.Commit(); err == nil {
 				t.Errorf("a second Commit succeeded")
 			}
-			if _, err := app.Append(0, a, 0, 1, 1, nil, nil, promstorage.AOptions{}); err == nil {
+			if _, err := app.Append(0, a, 0, 1, 1, nil, nil, storage.AOptions{}); err == nil {
 				t.Errorf("Append after Commit succeeded")
 			}
 		})
@@ -128,7 +128,7 @@ func TestAppenders(t *testing.T) {
 		t.Run("Rollback discards", func(t *testing.T) {
 			rolled := labels.FromStrings("__name__", "rolled_back")
 			app := d.AppenderV2(ctx)
-			if _, err := app.Append(0, rolled, 0, 1000, 1, nil, nil, promstorage.AOptions{}); err != nil {
+			if _, err := app.Append(0, rolled, 0, 1000, 1, nil, nil, storage.AOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			if err := app.Rollback(); err != nil {
@@ -142,7 +142,7 @@ func TestAppenders(t *testing.T) {
 		t.Run("the older Appender interface", func(t *testing.T) {
 			v1 := labels.FromStrings("__name__", "v1_metric", "host", "h")
 			app := d.Appender(ctx)
-			app.SetOptions(&promstorage.AppendOptions{DiscardOutOfOrder: true})
+			app.SetOptions(&storage.AppendOptions{DiscardOutOfOrder: true})
 			ref, err := app.Append(0, v1, 2000, 2)
 			if err != nil {
 				t.Fatal(err)
@@ -186,49 +186,49 @@ func TestAppendErrors(t *testing.T) {
 	up := labels.FromStrings("__name__", "up", "job", "j")
 	for _, tc := range []struct {
 		name   string
-		append func(promstorage.AppenderV2) (promstorage.SeriesRef, error)
+		append func(storage.AppenderV2) (storage.SeriesRef, error)
 		msg    string
 		is     []error
 	}{
 		{
 			"a native histogram",
-			func(a promstorage.AppenderV2) (promstorage.SeriesRef, error) {
-				return a.Append(0, up, 0, nowMs, 0, &histogram.Histogram{Count: 1}, nil, promstorage.AOptions{})
+			func(a storage.AppenderV2) (storage.SeriesRef, error) {
+				return a.Append(0, up, 0, nowMs, 0, &histogram.Histogram{Count: 1}, nil, storage.AOptions{})
 			},
 			`native histograms are not supported (hbtsdb stores float samples only) in series {__name__="up", job="j"}: native histograms are disabled`,
-			[]error{db.ErrHistogramsNotSupported, promstorage.ErrNativeHistogramsDisabled, promstorage.ErrOutOfBounds},
+			[]error{db.ErrHistogramsNotSupported, storage.ErrNativeHistogramsDisabled, storage.ErrOutOfBounds},
 		},
 		{
 			"a float histogram",
-			func(a promstorage.AppenderV2) (promstorage.SeriesRef, error) {
-				return a.Append(0, up, 0, nowMs, 0, nil, &histogram.FloatHistogram{Count: 1}, promstorage.AOptions{})
+			func(a storage.AppenderV2) (storage.SeriesRef, error) {
+				return a.Append(0, up, 0, nowMs, 0, nil, &histogram.FloatHistogram{Count: 1}, storage.AOptions{})
 			},
 			`native histograms are not supported (hbtsdb stores float samples only) in series {__name__="up", job="j"}: native histograms are disabled`,
-			[]error{db.ErrHistogramsNotSupported, promstorage.ErrOutOfBounds},
+			[]error{db.ErrHistogramsNotSupported, storage.ErrOutOfBounds},
 		},
 		{
 			"a series without a metric name",
-			func(a promstorage.AppenderV2) (promstorage.SeriesRef, error) {
-				return a.Append(0, labels.FromStrings("job", "j"), 0, nowMs, 1, nil, nil, promstorage.AOptions{})
+			func(a storage.AppenderV2) (storage.SeriesRef, error) {
+				return a.Append(0, labels.FromStrings("job", "j"), 0, nowMs, 1, nil, nil, storage.AOptions{})
 			},
 			`metric name (label __name__) is missing in series {job="j"}`,
-			[]error{write.ErrInvalid, write.ErrInvalidLabels, promstorage.ErrOutOfBounds},
+			[]error{write.ErrInvalid, write.ErrInvalidLabels, storage.ErrOutOfBounds},
 		},
 		{
 			"a sample older than the max age",
-			func(a promstorage.AppenderV2) (promstorage.SeriesRef, error) {
-				return a.Append(0, up, 0, nowMs-24*3600_000-1, 1, nil, nil, promstorage.AOptions{})
+			func(a storage.AppenderV2) (storage.SeriesRef, error) {
+				return a.Append(0, up, 0, nowMs-24*3600_000-1, 1, nil, nil, storage.AOptions{})
 			},
 			`timestamp 1795867199999 (2026-11-28T11:59:59.999Z) is older than the max age of 1d (before 2026-11-28T12:00:00Z) in series {__name__="up", job="j"}`,
-			[]error{write.ErrInvalid, write.ErrTooOld, promstorage.ErrTooOldSample},
+			[]error{write.ErrInvalid, write.ErrTooOld, storage.ErrTooOldSample},
 		},
 		{
 			"a sample too far in the future",
-			func(a promstorage.AppenderV2) (promstorage.SeriesRef, error) {
-				return a.Append(0, up, 0, nowMs+10*60_000+1, 1, nil, nil, promstorage.AOptions{})
+			func(a storage.AppenderV2) (storage.SeriesRef, error) {
+				return a.Append(0, up, 0, nowMs+10*60_000+1, 1, nil, nil, storage.AOptions{})
 			},
 			`timestamp 1795954200001 (2026-11-29T12:10:00.001Z) is more than 10m ahead of the server's clock (2026-11-29T12:00:00Z) in series {__name__="up", job="j"}`,
-			[]error{write.ErrInvalid, write.ErrOutOfRange, promstorage.ErrOutOfBounds},
+			[]error{write.ErrInvalid, write.ErrOutOfRange, storage.ErrOutOfBounds},
 		},
 	} {
 		t.Run(tc.name+" fails its Append", func(t *testing.T) {
@@ -243,7 +243,7 @@ func TestAppendErrors(t *testing.T) {
 					t.Errorf("the error does not wrap %v", target)
 				}
 			}
-			if errors.Is(err, promstorage.ErrTooOldSample) == errors.Is(err, promstorage.ErrOutOfBounds) {
+			if errors.Is(err, storage.ErrTooOldSample) == errors.Is(err, storage.ErrOutOfBounds) {
 				t.Errorf("the error should wrap exactly one of Prometheus' ErrTooOldSample and ErrOutOfBounds")
 			}
 		})
@@ -252,13 +252,13 @@ func TestAppendErrors(t *testing.T) {
 	t.Run("exemplars are reported as not written and the sample is kept", func(t *testing.T) {
 		app := d.AppenderV2(ctx)
 		ex := []exemplar.Exemplar{{Value: 1, Ts: nowMs}, {Value: 2, Ts: nowMs + 1}}
-		ref, err := app.Append(0, up, 0, nowMs, 5, nil, nil, promstorage.AOptions{Exemplars: ex})
-		var pe *promstorage.AppendPartialError
+		ref, err := app.Append(0, up, 0, nowMs, 5, nil, nil, storage.AOptions{Exemplars: ex})
+		var pe *storage.AppendPartialError
 		if ref == 0 || !errors.As(err, &pe) || len(pe.ExemplarErrors) != 2 || pe.ExemplarErrors[1].Index != 1 ||
-			!errors.Is(pe.ExemplarErrors[0], db.ErrExemplarsNotSupported) || !errors.Is(pe.ExemplarErrors[0], promstorage.ErrExemplarsDisabled) {
+			!errors.Is(pe.ExemplarErrors[0], db.ErrExemplarsNotSupported) || !errors.Is(pe.ExemplarErrors[0], storage.ErrExemplarsDisabled) {
 			t.Fatalf("Append with exemplars = %d, %v", ref, err)
 		}
-		exApp := app.(promstorage.ExemplarAppenderV2)
+		exApp := app.(storage.ExemplarAppenderV2)
 		if _, err := exApp.AppendExemplars(ref, up, ex[:1]); !errors.As(err, &pe) || len(pe.ExemplarErrors) != 1 {
 			t.Errorf("AppendExemplars = %v", err)
 		}
@@ -280,22 +280,22 @@ func TestOpenAndClose(t *testing.T) {
 	if _, err := db.Open(ctx, db.Options{Store: st, Settings: other}); !errors.Is(err, schema.ErrMismatch) {
 		t.Errorf("Open with other host labels = %v, want ErrMismatch", err)
 	}
-	if _, err := db.Open(ctx, db.Options{Settings: b.Settings}); !errors.Is(err, storage.ErrInvalidArgument) {
+	if _, err := db.Open(ctx, db.Options{Settings: b.Settings}); !errors.Is(err, kv.ErrInvalidArgument) {
 		t.Errorf("Open without a store = %v", err)
 	}
 
 	d := open(t, st, b.Settings, write.Limits{})
 	app := d.AppenderV2(ctx)
-	if _, err := app.Append(0, labels.FromStrings("__name__", "x"), 0, 1, 1, nil, nil, promstorage.AOptions{}); err != nil {
+	if _, err := app.Append(0, labels.FromStrings("__name__", "x"), 0, 1, 1, nil, nil, storage.AOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := app.Commit(); !errors.Is(err, storage.ErrClosed) {
+	if err := app.Commit(); !errors.Is(err, kv.ErrClosed) {
 		t.Errorf("Commit after Close = %v, want ErrClosed", err)
 	}
-	if _, err := d.Write(ctx, &write.Request{}); !errors.Is(err, storage.ErrClosed) {
+	if _, err := d.Write(ctx, &write.Request{}); !errors.Is(err, kv.ErrClosed) {
 		t.Errorf("Write after Close = %v, want ErrClosed", err)
 	}
 	if _, err := st.ListTables(ctx); err != nil {
@@ -309,7 +309,7 @@ func TestOpenAndClose(t *testing.T) {
 	if err := owned.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.ListTables(ctx); !errors.Is(err, storage.ErrClosed) {
+	if _, err := st.ListTables(ctx); !errors.Is(err, kv.ErrClosed) {
 		t.Errorf("with CloseStore, the store is still open: %v", err)
 	}
 }
@@ -324,10 +324,10 @@ func TestStoreFailureFailsCommit(t *testing.T) {
 			t.Fatal(err)
 		}
 		app := d.AppenderV2(ctx)
-		if _, err := app.Append(0, labels.FromStrings("__name__", "lost"), 0, nowMs, 1, nil, nil, promstorage.AOptions{}); err != nil {
+		if _, err := app.Append(0, labels.FromStrings("__name__", "lost"), 0, nowMs, 1, nil, nil, storage.AOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		if err := app.Commit(); !errors.Is(err, storage.ErrTableNotFound) {
+		if err := app.Commit(); !errors.Is(err, kv.ErrTableNotFound) {
 			t.Errorf("Commit without a data table = %v, want ErrTableNotFound", err)
 		}
 	})
@@ -387,7 +387,7 @@ func TestConcurrentWritersAgreeOnSeriesIDs(t *testing.T) {
 
 		// The registry: one forward row per series, distinct IDs.
 		start := []byte{schema.SeriesForwardKind}
-		sc := sts[0].Scan(ctx, schema.TableSeries, start, storage.PrefixEnd(start))
+		sc := sts[0].Scan(ctx, schema.TableSeries, start, kv.PrefixEnd(start))
 		idOf := map[string]uint64{}
 		owner := map[uint64]string{}
 		for sc.Next() {
@@ -418,7 +418,7 @@ func TestConcurrentWritersAgreeOnSeriesIDs(t *testing.T) {
 		// writer's samples are there.
 		reader := dbs[0].Reader()
 		for i, ls := range all {
-			got, err := reader.Samples(ctx, ls, 0, storage.MaxTimestamp)
+			got, err := reader.Samples(ctx, ls, 0, kv.MaxTimestamp)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -434,7 +434,7 @@ func TestConcurrentWritersAgreeOnSeriesIDs(t *testing.T) {
 				t.Errorf("series %s: %d samples, want %d", ls, len(got), want)
 			}
 		}
-		sc = sts[0].Scan(ctx, schema.TableData, nil, nil, storage.Families(schema.FamilyTags))
+		sc = sts[0].Scan(ctx, schema.TableData, nil, nil, kv.Families(schema.FamilyTags))
 		defer sc.Close()
 		rows := 0
 		for sc.Next() {

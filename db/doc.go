@@ -49,6 +49,6 @@
 // starts no goroutines and holds only caches.
 //
 // db may import every package of hbtsdb below promapi and cmd, but no storage
-// backend (storage/hbase, storage/embedded, gohbase, Pebble): the caller picks the
+// backend (kv/hbase, kv/embedded, gohbase, Pebble): the caller picks the
 // backend.
 package db

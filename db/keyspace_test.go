@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"context"
 
-	"github.com/hbtsdb/hbtsdb/storage"
+	"github.com/hbtsdb/hbtsdb/kv"
 )
 
 // keyspace is a real store seen through a row-key prefix: every row it writes
@@ -15,7 +15,7 @@ import (
 // through the real backend: filters, time ranges, versions, TTL and batching
 // are the backend's own; only the salt's pre-split regions are not exercised.
 type keyspace struct {
-	storage.Store
+	kv.Store
 	prefix []byte
 }
 
@@ -23,13 +23,13 @@ func (k *keyspace) key(row []byte) []byte {
 	return append(append(make([]byte, 0, len(k.prefix)+len(row)), k.prefix...), row...)
 }
 
-func (k *keyspace) strip(r storage.Row) storage.Row {
+func (k *keyspace) strip(r kv.Row) kv.Row {
 	r.Key = bytes.TrimPrefix(r.Key, k.prefix)
 	return r
 }
 
-func (k *keyspace) Apply(ctx context.Context, table string, muts []storage.Mutation) error {
-	out := make([]storage.Mutation, len(muts))
+func (k *keyspace) Apply(ctx context.Context, table string, muts []kv.Mutation) error {
+	out := make([]kv.Mutation, len(muts))
 	for i, m := range muts {
 		m.Row = k.key(m.Row)
 		out[i] = m
@@ -37,12 +37,12 @@ func (k *keyspace) Apply(ctx context.Context, table string, muts []storage.Mutat
 	return k.Store.Apply(ctx, table, out)
 }
 
-func (k *keyspace) Get(ctx context.Context, table string, row []byte, opts ...storage.ReadOption) (storage.Row, error) {
+func (k *keyspace) Get(ctx context.Context, table string, row []byte, opts ...kv.ReadOption) (kv.Row, error) {
 	r, err := k.Store.Get(ctx, table, k.key(row), opts...)
 	return k.strip(r), err
 }
 
-func (k *keyspace) GetRows(ctx context.Context, table string, rows [][]byte, opts ...storage.ReadOption) ([]storage.Row, error) {
+func (k *keyspace) GetRows(ctx context.Context, table string, rows [][]byte, opts ...kv.ReadOption) ([]kv.Row, error) {
 	keys := make([][]byte, len(rows))
 	for i, r := range rows {
 		keys[i] = k.key(r)
@@ -54,9 +54,9 @@ func (k *keyspace) GetRows(ctx context.Context, table string, rows [][]byte, opt
 	return out, err
 }
 
-func (k *keyspace) Scan(ctx context.Context, table string, start, stop []byte, opts ...storage.ReadOption) storage.Scanner {
+func (k *keyspace) Scan(ctx context.Context, table string, start, stop []byte, opts ...kv.ReadOption) kv.Scanner {
 	s := k.key(start)
-	e := storage.PrefixEnd(k.prefix)
+	e := kv.PrefixEnd(k.prefix)
 	if stop != nil {
 		e = k.key(stop)
 	}
@@ -67,7 +67,7 @@ func (k *keyspace) Increment(ctx context.Context, table string, row []byte, fami
 	return k.Store.Increment(ctx, table, k.key(row), family, qualifier, delta)
 }
 
-func (k *keyspace) CheckAndPut(ctx context.Context, table string, expected []byte, put storage.Mutation) (bool, error) {
+func (k *keyspace) CheckAndPut(ctx context.Context, table string, expected []byte, put kv.Mutation) (bool, error) {
 	put.Row = k.key(put.Row)
 	return k.Store.CheckAndPut(ctx, table, expected, put)
 }
@@ -76,8 +76,8 @@ func (k *keyspace) CheckAndPut(ctx context.Context, table string, expected []byt
 func (k *keyspace) Close() error { return nil }
 
 type keyspaceScanner struct {
-	storage.Scanner
+	kv.Scanner
 	k *keyspace
 }
 
-func (s *keyspaceScanner) Row() storage.Row { return s.k.strip(s.Scanner.Row()) }
+func (s *keyspaceScanner) Row() kv.Row { return s.k.strip(s.Scanner.Row()) }

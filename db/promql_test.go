@@ -10,13 +10,13 @@ import (
 	"github.com/prometheus/prometheus/promql"
 	"github.com/prometheus/prometheus/promql/parser"
 	"github.com/prometheus/prometheus/promql/promqltest"
-	promstorage "github.com/prometheus/prometheus/storage"
+	"github.com/prometheus/prometheus/storage"
 
 	"github.com/hbtsdb/hbtsdb/db"
+	"github.com/hbtsdb/hbtsdb/kv"
+	"github.com/hbtsdb/hbtsdb/kv/embedded"
 	"github.com/hbtsdb/hbtsdb/schema"
 	"github.com/hbtsdb/hbtsdb/schema/schematest"
-	"github.com/hbtsdb/hbtsdb/storage"
-	"github.com/hbtsdb/hbtsdb/storage/embedded"
 	"github.com/hbtsdb/hbtsdb/write"
 )
 
@@ -83,7 +83,7 @@ func (s skipFiles) Run(name string, f func(t *testing.T)) bool {
 
 // openPromQLDB opens a DB as promqltest needs it: it owns its store, and takes
 // samples at any age (the files load samples from time 0).
-func openPromQLDB(t testing.TB, st storage.Store, settings schema.Settings) *db.DB {
+func openPromQLDB(t testing.TB, st kv.Store, settings schema.Settings) *db.DB {
 	t.Helper()
 	d, err := db.Open(context.Background(), db.Options{
 		Store: st, CloseStore: true, Settings: settings,
@@ -95,11 +95,11 @@ func openPromQLDB(t testing.TB, st storage.Store, settings schema.Settings) *db.
 	return d
 }
 
-// embeddedStorages makes a fresh embedded store per storage.
-func embeddedStorages(b schematest.Backend) func(testing.TB) promstorage.Storage {
+// embeddedStorages makes a fresh embedded store per kv.
+func embeddedStorages(b schematest.Backend) func(testing.TB) storage.Storage {
 	opts := b.TableOptions
 	opts.RawRetention = 0
-	return func(t testing.TB) promstorage.Storage {
+	return func(t testing.TB) storage.Storage {
 		st, err := embedded.Open(context.Background(), t.TempDir(), embedded.Options{SweepInterval: -1})
 		if err != nil {
 			t.Fatal(err)
@@ -110,12 +110,12 @@ func embeddedStorages(b schematest.Backend) func(testing.TB) promstorage.Storage
 }
 
 // hbaseStorages makes one set of HBase tables for the whole suite and a fresh
-// keyspace (keyspace_test.go) on them per storage.
-func hbaseStorages(t *testing.T, b schematest.Backend) func(testing.TB) promstorage.Storage {
+// keyspace (keyspace_test.go) on them per kv.
+func hbaseStorages(t *testing.T, b schematest.Backend) func(testing.TB) storage.Storage {
 	b.TableOptions.RawRetention = 0
 	shared := b.Store(t)
 	var gen atomic.Uint32
-	return func(t testing.TB) promstorage.Storage {
+	return func(t testing.TB) storage.Storage {
 		ks := &keyspace{Store: shared, prefix: binary.BigEndian.AppendUint32([]byte("g"), gen.Add(1))}
 		schematest.CreateWith(t, ks, b.Settings, b.TableOptions)
 		return openPromQLDB(t, ks, b.Settings)

@@ -6,7 +6,7 @@ import (
 
 	"github.com/prometheus/prometheus/storage"
 
-	hstorage "github.com/hbtsdb/hbtsdb/storage"
+	"github.com/hbtsdb/hbtsdb/kv"
 )
 
 var _ storage.Storage = (*DB)(nil)
@@ -16,7 +16,7 @@ var _ storage.Storage = (*DB)(nil)
 // storage.ErrClosed (ours) after Close.
 func (db *DB) Querier(mint, maxt int64) (storage.Querier, error) {
 	if db.closed.Load() {
-		return nil, fmt.Errorf("db: querier: %w", hstorage.ErrClosed)
+		return nil, fmt.Errorf("db: querier: %w", kv.ErrClosed)
 	}
 	return db.reader.Querier(mint, maxt)
 }
@@ -26,7 +26,7 @@ func (db *DB) Querier(mint, maxt int64) (storage.Querier, error) {
 // query.Reader.ChunkQuerier.
 func (db *DB) ChunkQuerier(mint, maxt int64) (storage.ChunkQuerier, error) {
 	if db.closed.Load() {
-		return nil, fmt.Errorf("db: chunk querier: %w", hstorage.ErrClosed)
+		return nil, fmt.Errorf("db: chunk querier: %w", kv.ErrClosed)
 	}
 	return db.reader.ChunkQuerier(mint, maxt)
 }

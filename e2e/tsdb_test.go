@@ -15,8 +15,8 @@ import (
 	"github.com/golang/snappy"
 	"github.com/prometheus/prometheus/prompb"
 
-	"github.com/hbtsdb/hbtsdb/storage"
-	"github.com/hbtsdb/hbtsdb/storage/backend"
+	"github.com/hbtsdb/hbtsdb/kv"
+	"github.com/hbtsdb/hbtsdb/kv/backend"
 	"github.com/hbtsdb/hbtsdb/testing/hbasestore"
 	"github.com/hbtsdb/hbtsdb/testing/hbasetest"
 )
@@ -28,7 +28,7 @@ type store struct {
 	// flags are the tsdb serve flags that select the store.
 	flags []string
 	// open opens the store in-process once tsdb has stopped.
-	open func(ctx context.Context) (storage.Store, error)
+	open func(ctx context.Context) (kv.Store, error)
 }
 
 // keepStores reports whether a failed test keeps its store for a post-mortem
@@ -56,7 +56,7 @@ func embeddedStore(t *testing.T) store {
 	return store{
 		name:  "embedded",
 		flags: []string{"--storage=" + addr.String()},
-		open: func(ctx context.Context) (storage.Store, error) {
+		open: func(ctx context.Context) (kv.Store, error) {
 			return backend.Open(ctx, addr, backend.Options{})
 		},
 	}
@@ -78,7 +78,7 @@ func hbaseStore(t *testing.T) store {
 	return store{
 		name:  "hbase",
 		flags: []string{"--storage=" + addr.String(), "--hbase.table-prefix=" + prefix},
-		open: func(ctx context.Context) (storage.Store, error) {
+		open: func(ctx context.Context) (kv.Store, error) {
 			return backend.Open(ctx, addr, backend.Options{HBaseTablePrefix: prefix})
 		},
 	}

@@ -17,7 +17,7 @@
 // request; the read path (query/) calls Registry.Lookup, Registry.Labels and the
 // read methods of Postings.
 //
-// This package must never import a storage backend (storage/hbase,
-// storage/embedded, gohbase, Pebble) or a package above it (write, query, db,
+// This package must never import a storage backend (kv/hbase,
+// kv/embedded, gohbase, Pebble) or a package above it (write, query, db,
 // promapi, cmd).
 package index

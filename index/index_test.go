@@ -12,9 +12,9 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/hbtsdb/hbtsdb/index"
+	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/schema"
 	"github.com/hbtsdb/hbtsdb/schema/schematest"
-	"github.com/hbtsdb/hbtsdb/storage"
 )
 
 // Every test runs on the embedded store and on the real HBase.
@@ -37,10 +37,10 @@ func resolve(t *testing.T, r *index.Registry, lbls ...labels.Labels) []uint64 {
 }
 
 // forwardRows reads every forward row of the registry: canonical labels -> ID.
-func forwardRows(t *testing.T, st storage.Store) map[string]uint64 {
+func forwardRows(t *testing.T, st kv.Store) map[string]uint64 {
 	t.Helper()
 	start := []byte{schema.SeriesForwardKind}
-	sc := st.Scan(context.Background(), schema.TableSeries, start, storage.PrefixEnd(start))
+	sc := st.Scan(context.Background(), schema.TableSeries, start, kv.PrefixEnd(start))
 	defer sc.Close()
 	out := map[string]uint64{}
 	for sc.Next() {

@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/schema"
-	"github.com/hbtsdb/hbtsdb/storage"
 )
 
 // PostingsOf returns the IDs of the series that had label name with any of
 // values on day, ascending and without duplicates. It reads the values' rows in
-// one batched get (storage.Store.GetRows), not one round trip per value. Empty
+// one batched get (kv.Store.GetRows), not one round trip per value. Empty
 // values are never indexed and select nothing.
 func (p *Postings) PostingsOf(ctx context.Context, day uint32, name string, values []string) ([]uint64, error) {
 	if name == "" {
@@ -28,7 +28,7 @@ func (p *Postings) PostingsOf(ctx context.Context, day uint32, name string, valu
 	for i, v := range values {
 		keys[i] = schema.IndexRowKey(nil, schema.IndexKey{Day: day, Name: name, Value: v})
 	}
-	rows, err := p.st.GetRows(ctx, schema.TableIndex, keys, storage.Families(schema.FamilyPostings), storage.WithFilter(storage.KeyOnlyFilter{}))
+	rows, err := p.st.GetRows(ctx, schema.TableIndex, keys, kv.Families(schema.FamilyPostings), kv.WithFilter(kv.KeyOnlyFilter{}))
 	if err != nil {
 		return nil, fmt.Errorf("index: postings of %d values of %s on day %d: %w", len(keys), name, day, err)
 	}
@@ -51,8 +51,8 @@ func (p *Postings) PostingsMatching(ctx context.Context, day uint32, name, prefi
 		return nil, nil
 	}
 	start := schema.IndexValuePrefix(nil, day, name, prefix)
-	sc := p.st.Scan(ctx, schema.TableIndex, start, storage.PrefixEnd(start),
-		storage.Families(schema.FamilyPostings), storage.WithFilter(storage.KeyOnlyFilter{}))
+	sc := p.st.Scan(ctx, schema.TableIndex, start, kv.PrefixEnd(start),
+		kv.Families(schema.FamilyPostings), kv.WithFilter(kv.KeyOnlyFilter{}))
 	defer sc.Close()
 	var ids []uint64
 	for sc.Next() {
@@ -80,8 +80,8 @@ func (p *Postings) PostingsMatching(ctx context.Context, day uint32, name, prefi
 // caller walking a long range with NextDay reads only the days that exist.
 func (p *Postings) NextDay(ctx context.Context, day, last uint32) (uint32, bool, error) {
 	start := schema.IndexDayPrefix(nil, day)
-	stop := storage.PrefixEnd(schema.IndexDayPrefix(nil, last))
-	sc := p.st.Scan(ctx, schema.TableIndex, start, stop, storage.RowLimit(1), storage.WithFilter(storage.KeyOnlyFilter{}))
+	stop := kv.PrefixEnd(schema.IndexDayPrefix(nil, last))
+	sc := p.st.Scan(ctx, schema.TableIndex, start, stop, kv.RowLimit(1), kv.WithFilter(kv.KeyOnlyFilter{}))
 	defer sc.Close()
 	if !sc.Next() {
 		if err := sc.Err(); err != nil {

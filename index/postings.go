@@ -9,8 +9,8 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/hbtsdb/hbtsdb/index/lru"
+	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/schema"
-	"github.com/hbtsdb/hbtsdb/storage"
 )
 
 // Defaults of PostingsOptions.
@@ -48,7 +48,7 @@ func (o PostingsOptions) withDefaults() PostingsOptions {
 // need it, and remembered as written only after the store acknowledged it, so a
 // failed write is retried by the next request that carries the series.
 type Postings struct {
-	st   storage.Store
+	st   kv.Store
 	opts PostingsOptions
 	seen *lru.Cache[DaySeries, struct{}]
 }
@@ -68,7 +68,7 @@ type Entry struct {
 }
 
 // NewPostings returns the tag index on the index table of st.
-func NewPostings(st storage.Store, opts PostingsOptions) *Postings {
+func NewPostings(st kv.Store, opts PostingsOptions) *Postings {
 	opts = opts.withDefaults()
 	return &Postings{st: st, opts: opts, seen: lru.New[DaySeries, struct{}](opts.SeenSize)}
 }
@@ -78,7 +78,7 @@ func NewPostings(st storage.Store, opts PostingsOptions) *Postings {
 // store acknowledged them; on error none of them counts as written.
 func (p *Postings) Write(ctx context.Context, entries []Entry) (int, error) {
 	var (
-		muts    []storage.Mutation
+		muts    []kv.Mutation
 		written []DaySeries
 		inBatch map[DaySeries]struct{}
 		buf     []byte
@@ -105,7 +105,7 @@ func (p *Postings) Write(ctx context.Context, entries []Entry) (int, error) {
 			buf = schema.IndexRowKey(buf, schema.IndexKey{Day: e.Day, Name: l.Name, Value: l.Value})
 			buf = schema.AppendSeriesID(buf, e.SeriesID)
 			row := buf[start : len(buf)-schema.SeriesIDLen : len(buf)-schema.SeriesIDLen]
-			muts = append(muts, storage.Put(row, schema.FamilyPostings, buf[len(buf)-schema.SeriesIDLen:], ts, nil))
+			muts = append(muts, kv.Put(row, schema.FamilyPostings, buf[len(buf)-schema.SeriesIDLen:], ts, nil))
 		})
 	}
 	for start := 0; start < len(muts); start += p.opts.MaxBatch {
@@ -127,7 +127,7 @@ func (p *Postings) Postings(ctx context.Context, day uint32, name, value string)
 		return nil, nil // never indexed
 	}
 	key := schema.IndexRowKey(nil, schema.IndexKey{Day: day, Name: name, Value: value})
-	row, err := p.st.Get(ctx, schema.TableIndex, key, storage.Families(schema.FamilyPostings), storage.WithFilter(storage.KeyOnlyFilter{}))
+	row, err := p.st.Get(ctx, schema.TableIndex, key, kv.Families(schema.FamilyPostings), kv.WithFilter(kv.KeyOnlyFilter{}))
 	if err != nil {
 		return nil, fmt.Errorf("index: postings of %s=%q on day %d: %w", name, value, day, err)
 	}
@@ -139,7 +139,7 @@ func (p *Postings) Postings(ctx context.Context, day uint32, name, value string)
 // value costs more than its number of values.
 func (p *Postings) LabelValues(ctx context.Context, day uint32, name string) ([]string, error) {
 	var values []string
-	err := p.scanLabel(ctx, day, name, func(value string, _ storage.Row) error {
+	err := p.scanLabel(ctx, day, name, func(value string, _ kv.Row) error {
 		values = append(values, value)
 		return nil
 	})
@@ -151,7 +151,7 @@ func (p *Postings) LabelValues(ctx context.Context, day uint32, name string) ([]
 // of the day.
 func (p *Postings) LabelSeries(ctx context.Context, day uint32, name string) ([]uint64, error) {
 	var ids []uint64
-	err := p.scanLabel(ctx, day, name, func(_ string, row storage.Row) error {
+	err := p.scanLabel(ctx, day, name, func(_ string, row kv.Row) error {
 		var err error
 		ids, err = appendIDs(ids, row)
 		return err
@@ -164,13 +164,13 @@ func (p *Postings) LabelSeries(ctx context.Context, day uint32, name string) ([]
 }
 
 // scanLabel calls fn for every index row of label name on day, in value order.
-func (p *Postings) scanLabel(ctx context.Context, day uint32, name string, fn func(value string, row storage.Row) error) error {
+func (p *Postings) scanLabel(ctx context.Context, day uint32, name string, fn func(value string, row kv.Row) error) error {
 	if name == "" {
 		return nil
 	}
 	prefix := schema.IndexLabelPrefix(nil, day, name)
-	sc := p.st.Scan(ctx, schema.TableIndex, prefix, storage.PrefixEnd(prefix),
-		storage.Families(schema.FamilyPostings), storage.WithFilter(storage.KeyOnlyFilter{}))
+	sc := p.st.Scan(ctx, schema.TableIndex, prefix, kv.PrefixEnd(prefix),
+		kv.Families(schema.FamilyPostings), kv.WithFilter(kv.KeyOnlyFilter{}))
 	defer sc.Close()
 	for sc.Next() {
 		row := sc.Row()
@@ -193,10 +193,10 @@ func (p *Postings) scanLabel(ctx context.Context, day uint32, name string, fn fu
 func (p *Postings) LabelNames(ctx context.Context, day uint32) ([]string, error) {
 	var names []string
 	start := schema.IndexDayPrefix(nil, day)
-	stop := storage.PrefixEnd(start)
+	stop := kv.PrefixEnd(start)
 	for {
-		sc := p.st.Scan(ctx, schema.TableIndex, start, stop, storage.RowLimit(1),
-			storage.Families(schema.FamilyPostings), storage.WithFilter(storage.KeyOnlyFilter{}))
+		sc := p.st.Scan(ctx, schema.TableIndex, start, stop, kv.RowLimit(1),
+			kv.Families(schema.FamilyPostings), kv.WithFilter(kv.KeyOnlyFilter{}))
 		if !sc.Next() {
 			err := sc.Err()
 			sc.Close()
@@ -215,7 +215,7 @@ func (p *Postings) LabelNames(ctx context.Context, day uint32) ([]string, error)
 		// The next name's rows start after every row of this one: the label prefix
 		// ends with the name's 0x00 terminator, so its PrefixEnd is the same prefix
 		// ending in 0x01, and an escaped name never contains 0x00 (schema/escape.go).
-		next := storage.PrefixEnd(schema.IndexLabelPrefix(nil, day, k.Name))
+		next := kv.PrefixEnd(schema.IndexLabelPrefix(nil, day, k.Name))
 		if next == nil || (stop != nil && bytes.Compare(next, stop) >= 0) {
 			return names, nil
 		}
@@ -224,7 +224,7 @@ func (p *Postings) LabelNames(ctx context.Context, day uint32) ([]string, error)
 }
 
 // appendIDs appends the series IDs of an index row's postings to ids.
-func appendIDs(ids []uint64, row storage.Row) ([]uint64, error) {
+func appendIDs(ids []uint64, row kv.Row) ([]uint64, error) {
 	for _, c := range row.Cells {
 		if c.Family != schema.FamilyPostings {
 			continue

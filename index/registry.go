@@ -11,8 +11,8 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/hbtsdb/hbtsdb/index/lru"
+	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/schema"
-	"github.com/hbtsdb/hbtsdb/storage"
 )
 
 // Defaults of RegistryOptions.
@@ -87,7 +87,7 @@ func (o RegistryOptions) withDefaults() RegistryOptions {
 // posting or data row) always has its labels. A loser's reverse row names an ID
 // nothing refers to; it is garbage that costs one small row.
 type Registry struct {
-	st     storage.Store
+	st     kv.Store
 	opts   RegistryOptions
 	series *lru.Cache[uint64, cachedSeries] // labels hash -> labels and ID
 	labels *lru.Cache[uint64, labels.Labels]
@@ -122,7 +122,7 @@ type RegistryStats struct {
 }
 
 // NewRegistry returns a registry on the series table of st. The schema must exist.
-func NewRegistry(st storage.Store, opts RegistryOptions) *Registry {
+func NewRegistry(st kv.Store, opts RegistryOptions) *Registry {
 	opts = opts.withDefaults()
 	return &Registry{
 		st:     st,
@@ -175,7 +175,7 @@ type miss struct {
 
 func (r *Registry) resolve(ctx context.Context, lbls []labels.Labels, ids []uint64, register bool) error {
 	if len(ids) != len(lbls) {
-		return fmt.Errorf("index: resolve: %d label sets but %d ids: %w", len(lbls), len(ids), storage.ErrInvalidArgument)
+		return fmt.Errorf("index: resolve: %d label sets but %d ids: %w", len(lbls), len(ids), kv.ErrInvalidArgument)
 	}
 	var (
 		misses []*miss
@@ -217,8 +217,8 @@ func (r *Registry) resolve(ctx context.Context, lbls []labels.Labels, ids []uint
 	valid := misses[:0:0]
 	for _, m := range misses {
 		key, err := forwardRow(m.lbls)
-		if err == nil && len(key) > storage.MaxRowKeyLen {
-			err = fmt.Errorf("its forward row key of %d bytes exceeds %d: %w", len(key), storage.MaxRowKeyLen, storage.ErrInvalidArgument)
+		if err == nil && len(key) > kv.MaxRowKeyLen {
+			err = fmt.Errorf("its forward row key of %d bytes exceeds %d: %w", len(key), kv.MaxRowKeyLen, kv.ErrInvalidArgument)
 		}
 		if err != nil {
 			if !register {
@@ -231,7 +231,7 @@ func (r *Registry) resolve(ctx context.Context, lbls []labels.Labels, ids []uint
 		valid = append(valid, m)
 	}
 	misses = valid
-	rows, err := r.st.GetRows(ctx, schema.TableSeries, keys, storage.Families(schema.FamilySeriesID))
+	rows, err := r.st.GetRows(ctx, schema.TableSeries, keys, kv.Families(schema.FamilySeriesID))
 	if err != nil {
 		return fmt.Errorf("index: read %d forward series rows: %w", len(keys), err)
 	}
@@ -274,11 +274,11 @@ func (r *Registry) register(ctx context.Context, fresh []*miss, ids []uint64) er
 		return err
 	}
 	now := r.opts.Now().UnixMilli()
-	reverse := make([]storage.Mutation, len(fresh))
+	reverse := make([]kv.Mutation, len(fresh))
 	for i, m := range fresh {
 		m.id = newIDs[i]
 		// m.key is 0x01 | canonical labels; the reverse row's value is the labels.
-		reverse[i] = storage.Put(schema.SeriesReverseRow(nil, m.id), schema.FamilySeriesLabels,
+		reverse[i] = kv.Put(schema.SeriesReverseRow(nil, m.id), schema.FamilySeriesLabels,
 			[]byte(schema.QualifierSeriesLabels), now, m.key[1:])
 	}
 	if err := r.st.Apply(ctx, schema.TableSeries, reverse); err != nil {
@@ -317,7 +317,7 @@ func (r *Registry) register(ctx context.Context, fresh []*miss, ids []uint64) er
 // claim check-and-puts m's forward row with m.id; if another writer won, it sets
 // m.id to the winner's ID. On error m.id is 0.
 func (r *Registry) claim(ctx context.Context, m *miss, now int64) error {
-	put := storage.Put(m.key, schema.FamilySeriesID, []byte(schema.QualifierSeriesID), now, schema.AppendSeriesID(nil, m.id))
+	put := kv.Put(m.key, schema.FamilySeriesID, []byte(schema.QualifierSeriesID), now, schema.AppendSeriesID(nil, m.id))
 	won, err := r.st.CheckAndPut(ctx, schema.TableSeries, nil, put)
 	if err != nil {
 		m.id = 0
@@ -328,7 +328,7 @@ func (r *Registry) claim(ctx context.Context, m *miss, now int64) error {
 		return nil
 	}
 	r.stats.raced.Add(1)
-	row, err := r.st.Get(ctx, schema.TableSeries, m.key, storage.Families(schema.FamilySeriesID))
+	row, err := r.st.Get(ctx, schema.TableSeries, m.key, kv.Families(schema.FamilySeriesID))
 	if err != nil {
 		m.id = 0
 		return fmt.Errorf("index: read the winner's ID of series %s: %w", m.lbls, err)
@@ -392,7 +392,7 @@ func (r *Registry) Labels(ctx context.Context, ids []uint64) ([]labels.Labels, e
 	if len(keys) == 0 {
 		return out, nil
 	}
-	rows, err := r.st.GetRows(ctx, schema.TableSeries, keys, storage.Families(schema.FamilySeriesLabels))
+	rows, err := r.st.GetRows(ctx, schema.TableSeries, keys, kv.Families(schema.FamilySeriesLabels))
 	if err != nil {
 		return nil, fmt.Errorf("index: read the labels of %d series: %w", len(keys), err)
 	}
@@ -431,7 +431,7 @@ func forwardRow(ls labels.Labels) ([]byte, error) {
 }
 
 // forwardID decodes the series ID of a forward row; ok is false if the row has none.
-func forwardID(row storage.Row) (id uint64, ok bool, err error) {
+func forwardID(row kv.Row) (id uint64, ok bool, err error) {
 	for _, c := range row.Cells {
 		if c.Family == schema.FamilySeriesID && string(c.Qualifier) == schema.QualifierSeriesID {
 			id, err := schema.DecodeSeriesID(c.Value)

@@ -12,9 +12,9 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/hbtsdb/hbtsdb/index"
+	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/schema"
 	"github.com/hbtsdb/hbtsdb/schema/schematest"
-	"github.com/hbtsdb/hbtsdb/storage"
 	"github.com/hbtsdb/hbtsdb/write"
 )
 
@@ -22,7 +22,7 @@ import (
 // registry and tag index) on a real store with the schema created, over real HTTP.
 type env struct {
 	srv      *httptest.Server
-	st       storage.Store
+	st       kv.Store
 	settings schema.Settings
 	writer   *write.Writer
 	now      time.Time // the writer's clock
@@ -49,12 +49,12 @@ func newEnv(t testing.TB, b schematest.Backend, limits write.Limits, httpLimits 
 	return newEnvOn(t, st, b.Settings, limits, httpLimits)
 }
 
-func newEnvOn(t testing.TB, st storage.Store, settings schema.Settings, limits write.Limits, httpLimits WriteLimits) *env {
+func newEnvOn(t testing.TB, st kv.Store, settings schema.Settings, limits write.Limits, httpLimits WriteLimits) *env {
 	t.Helper()
 	return newEnvLogging(t, st, settings, limits, httpLimits, slog.New(slog.DiscardHandler))
 }
 
-func newEnvLogging(t testing.TB, st storage.Store, settings schema.Settings, limits write.Limits, httpLimits WriteLimits,
+func newEnvLogging(t testing.TB, st kv.Store, settings schema.Settings, limits write.Limits, httpLimits WriteLimits,
 	logger *slog.Logger) *env {
 	t.Helper()
 	now := time.Now().Truncate(time.Second)
@@ -78,7 +78,7 @@ func (e *env) cells(t testing.TB) int {
 	defer cancel()
 	n := 0
 	for _, table := range []string{schema.TableData, schema.TableSeries, schema.TableIndex, schema.TableMeta} {
-		sc := e.st.Scan(ctx, table, nil, nil, storage.MaxVersions(math.MaxInt32))
+		sc := e.st.Scan(ctx, table, nil, nil, kv.MaxVersions(math.MaxInt32))
 		for sc.Next() {
 			n += len(sc.Row().Cells)
 		}
@@ -97,7 +97,7 @@ func (e *env) stored(t testing.TB) map[string][]write.Sample {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	byID := map[uint64][]write.Sample{}
-	sc := e.st.Scan(ctx, schema.TableData, nil, nil, storage.Families(schema.FamilyRaw))
+	sc := e.st.Scan(ctx, schema.TableData, nil, nil, kv.Families(schema.FamilyRaw))
 	defer sc.Close()
 	for sc.Next() {
 		row := sc.Row()

@@ -6,7 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 
-	"github.com/hbtsdb/hbtsdb/storage"
+	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/write"
 )
 
@@ -50,16 +50,16 @@ func statusOf(err error) int {
 		return http.StatusRequestEntityTooLarge
 	case errors.Is(err, errOverloaded):
 		return http.StatusTooManyRequests
-	case errors.Is(err, write.ErrInvalid), errors.Is(err, storage.ErrInvalidArgument):
-		// storage.ErrInvalidArgument: the store refused the data itself (retrying
-		// "will not help", storage.go); nothing of the batch is stored.
+	case errors.Is(err, write.ErrInvalid), errors.Is(err, kv.ErrInvalidArgument):
+		// kv.ErrInvalidArgument: the store refused the data itself (retrying
+		// "will not help", kv.go); nothing of the batch is stored.
 		return http.StatusBadRequest
 	case errors.Is(err, context.Canceled):
 		// The client went away (or the server is stopping): nothing was
 		// acknowledged, and nobody reads the answer. nginx's 499 says so in the
 		// log without counting as a server failure.
 		return statusClientClosedRequest
-	case errors.Is(err, storage.ErrUnavailable), errors.Is(err, storage.ErrClosed),
+	case errors.Is(err, kv.ErrUnavailable), errors.Is(err, kv.ErrClosed),
 		errors.Is(err, errNoWriter), errors.Is(err, context.DeadlineExceeded):
 		return http.StatusServiceUnavailable
 	default:

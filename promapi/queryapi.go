@@ -13,7 +13,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql"
 	"github.com/prometheus/prometheus/promql/parser"
-	promstorage "github.com/prometheus/prometheus/storage"
+	"github.com/prometheus/prometheus/storage"
 	v1 "github.com/prometheus/prometheus/web/api/v1"
 )
 
@@ -126,7 +126,7 @@ func newPromQLEngine(opts QueryOptions, logger *slog.Logger) *promql.Engine {
 // registerPrometheusAPI mounts Prometheus' own API handlers (web/api/v1) for
 // prometheusAPIPaths on r, over q and engine. storeErr, when it returns an
 // error, answers 503 (errorType "unavailable") before any handler runs.
-func registerPrometheusAPI(r *mux.Router, q promstorage.SampleAndChunkQueryable, engine promql.QueryEngine, opts QueryOptions,
+func registerPrometheusAPI(r *mux.Router, q storage.SampleAndChunkQueryable, engine promql.QueryEngine, opts QueryOptions,
 	build BuildInfo, storeErr func() error, logger *slog.Logger) {
 	ready := func(next http.HandlerFunc) http.HandlerFunc {
 		return func(w http.ResponseWriter, req *http.Request) {
@@ -155,7 +155,7 @@ func registerPrometheusAPI(r *mux.Router, q promstorage.SampleAndChunkQueryable,
 // not store exemplars yet.
 type emptyExemplars struct{}
 
-func (emptyExemplars) ExemplarQuerier(context.Context) (promstorage.ExemplarQuerier, error) {
+func (emptyExemplars) ExemplarQuerier(context.Context) (storage.ExemplarQuerier, error) {
 	return emptyExemplars{}, nil
 }
 

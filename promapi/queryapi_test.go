@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/prometheus/prometheus/model/labels"
-	promstorage "github.com/prometheus/prometheus/storage"
+	"github.com/prometheus/prometheus/storage"
 
 	"github.com/hbtsdb/hbtsdb/db"
 
@@ -167,14 +167,14 @@ func TestPrometheusAPIUnknownPaths(t *testing.T) {
 // query's context is done, so that a query always runs into its timeout.
 type slowQueryable struct{ *db.DB }
 
-func (s slowQueryable) Querier(mint, maxt int64) (promstorage.Querier, error) {
+func (s slowQueryable) Querier(mint, maxt int64) (storage.Querier, error) {
 	q, err := s.DB.Querier(mint, maxt)
 	return slowQuerier{q}, err
 }
 
-type slowQuerier struct{ promstorage.Querier }
+type slowQuerier struct{ storage.Querier }
 
-func (s slowQuerier) Select(ctx context.Context, sorted bool, hints *promstorage.SelectHints, ms ...*labels.Matcher) promstorage.SeriesSet {
+func (s slowQuerier) Select(ctx context.Context, sorted bool, hints *storage.SelectHints, ms ...*labels.Matcher) storage.SeriesSet {
 	<-ctx.Done()
 	return s.Querier.Select(ctx, sorted, hints, ms...)
 }

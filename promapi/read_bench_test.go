@@ -20,10 +20,10 @@ import (
 	"github.com/prometheus/prometheus/prompb"
 
 	"github.com/hbtsdb/hbtsdb/db"
+	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/promapi"
 	"github.com/hbtsdb/hbtsdb/schema"
 	"github.com/hbtsdb/hbtsdb/schema/schematest"
-	"github.com/hbtsdb/hbtsdb/storage"
 	"github.com/hbtsdb/hbtsdb/write"
 )
 
@@ -391,7 +391,7 @@ func BenchmarkLast(b *testing.B) {
 // rowCounter is a real store that counts the rows its reads return, per table:
 // Get, GetRows and Scan.
 type rowCounter struct {
-	storage.Store
+	kv.Store
 	mu     sync.Mutex
 	byTbl  map[string]int
 	allCnt int
@@ -423,7 +423,7 @@ func (c *rowCounter) reset() {
 	c.byTbl, c.allCnt = nil, 0
 }
 
-func (c *rowCounter) Get(ctx context.Context, table string, row []byte, opts ...storage.ReadOption) (storage.Row, error) {
+func (c *rowCounter) Get(ctx context.Context, table string, row []byte, opts ...kv.ReadOption) (kv.Row, error) {
 	r, err := c.Store.Get(ctx, table, row, opts...)
 	if err == nil && len(r.Cells) > 0 {
 		c.add(table, 1)
@@ -431,7 +431,7 @@ func (c *rowCounter) Get(ctx context.Context, table string, row []byte, opts ...
 	return r, err
 }
 
-func (c *rowCounter) GetRows(ctx context.Context, table string, rows [][]byte, opts ...storage.ReadOption) ([]storage.Row, error) {
+func (c *rowCounter) GetRows(ctx context.Context, table string, rows [][]byte, opts ...kv.ReadOption) ([]kv.Row, error) {
 	rs, err := c.Store.GetRows(ctx, table, rows, opts...)
 	n := 0
 	for _, r := range rs {
@@ -443,12 +443,12 @@ func (c *rowCounter) GetRows(ctx context.Context, table string, rows [][]byte, o
 	return rs, err
 }
 
-func (c *rowCounter) Scan(ctx context.Context, table string, start, stop []byte, opts ...storage.ReadOption) storage.Scanner {
+func (c *rowCounter) Scan(ctx context.Context, table string, start, stop []byte, opts ...kv.ReadOption) kv.Scanner {
 	return &countingScanner{Scanner: c.Store.Scan(ctx, table, start, stop, opts...), count: func() { c.add(table, 1) }}
 }
 
 type countingScanner struct {
-	storage.Scanner
+	kv.Scanner
 	count func()
 }
 

@@ -9,8 +9,8 @@ import (
 
 	"github.com/prometheus/prometheus/model/labels"
 
+	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/query"
-	"github.com/hbtsdb/hbtsdb/storage"
 	"github.com/hbtsdb/hbtsdb/write"
 )
 
@@ -36,13 +36,13 @@ type readHandler struct {
 }
 
 // reader is the Reader once the store can serve reads, and otherwise an error
-// wrapping storage.ErrUnavailable.
+// wrapping kv.ErrUnavailable.
 func (h *readHandler) reader() (Reader, error) {
 	if err := h.ready(); err != nil {
 		return nil, err
 	}
 	if h.rd == nil {
-		return nil, fmt.Errorf("%w: %w", storage.ErrUnavailable, errNoWriter)
+		return nil, fmt.Errorf("%w: %w", kv.ErrUnavailable, errNoWriter)
 	}
 	return h.rd, nil
 }
@@ -58,7 +58,7 @@ func (h *readHandler) fail(w http.ResponseWriter, r *http.Request, err error) {
 		typ = errCanceledType
 	case errors.Is(err, context.DeadlineExceeded):
 		typ = errTimeoutType
-	case errors.Is(err, storage.ErrUnavailable), errors.Is(err, storage.ErrClosed):
+	case errors.Is(err, kv.ErrUnavailable), errors.Is(err, kv.ErrClosed):
 		typ = errUnavailableType
 	}
 	if typ != errCanceledType {

@@ -5,7 +5,7 @@ import (
 	"net/http"
 
 	"github.com/prometheus/prometheus/config"
-	promstorage "github.com/prometheus/prometheus/storage"
+	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/storage/remote"
 )
 
@@ -24,7 +24,7 @@ import (
 //
 // Before the store is open the answer is 503 in plain text, as remote-read
 // clients expect a non-protobuf error body.
-func remoteRead(q promstorage.SampleAndChunkQueryable, opts QueryOptions, ready func() error, logger *slog.Logger) http.Handler {
+func remoteRead(q storage.SampleAndChunkQueryable, opts QueryOptions, ready func() error, logger *slog.Logger) http.Handler {
 	var h http.Handler
 	if q != nil {
 		h = remote.NewReadHandler(logger, nil, q, func() config.Config { return config.Config{} },

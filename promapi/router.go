@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/gorilla/mux"
-	promstorage "github.com/prometheus/prometheus/storage"
+	"github.com/prometheus/prometheus/storage"
 
-	"github.com/hbtsdb/hbtsdb/storage"
+	"github.com/hbtsdb/hbtsdb/kv"
 )
 
 // Options configures the HTTP surface.
@@ -32,7 +32,7 @@ type Options struct {
 
 	// Queryable answers PromQL (/api/v1/query, query_range), the series and label
 	// endpoints and remote read (POST /api/v1/read): db.DB. nil answers them 503.
-	Queryable promstorage.SampleAndChunkQueryable
+	Queryable storage.SampleAndChunkQueryable
 	// Reader answers /api/v1/last and /api/v1/metadata: db.DB's Reader(). nil
 	// answers them 503.
 	Reader Reader
@@ -65,11 +65,11 @@ func NewRouter(opts Options) http.Handler {
 	readReady := func() error {
 		if opts.ReadReady != nil {
 			if err := opts.ReadReady(); err != nil {
-				return fmt.Errorf("%w: %w", storage.ErrUnavailable, err)
+				return fmt.Errorf("%w: %w", kv.ErrUnavailable, err)
 			}
 		}
 		if opts.Queryable == nil {
-			return fmt.Errorf("%w: %w", storage.ErrUnavailable, errNoWriter)
+			return fmt.Errorf("%w: %w", kv.ErrUnavailable, errNoWriter)
 		}
 		return nil
 	}

@@ -26,7 +26,7 @@ import (
 	"github.com/prometheus/prometheus/prompb"
 	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
 
-	"github.com/hbtsdb/hbtsdb/storage"
+	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/write"
 )
 
@@ -65,16 +65,16 @@ func TestStatusOfEveryErrorClass(t *testing.T) {
 	}{
 		{nil, 204},
 		{fmt.Errorf("%w: x", write.ErrInvalid), 400},
-		{fmt.Errorf("put: %w", storage.ErrInvalidArgument), 400},
+		{fmt.Errorf("put: %w", kv.ErrInvalidArgument), 400},
 		{fmt.Errorf("%w: x", errUnsupportedMedia), 415},
 		{fmt.Errorf("%w: x", errContentTooLarge), 413},
 		{fmt.Errorf("%w: x", errOverloaded), 429},
-		{fmt.Errorf("hbase: %w", storage.ErrUnavailable), 503},
-		{fmt.Errorf("apply: %w", storage.ErrClosed), 503},
+		{fmt.Errorf("hbase: %w", kv.ErrUnavailable), 503},
+		{fmt.Errorf("apply: %w", kv.ErrClosed), 503},
 		{errNoWriter, 503},
 		{fmt.Errorf("scan: %w", context.DeadlineExceeded), 503},
 		{fmt.Errorf("apply: %w", context.Canceled), 499},
-		{fmt.Errorf("apply: %w", storage.ErrTableNotFound), 500},
+		{fmt.Errorf("apply: %w", kv.ErrTableNotFound), 500},
 		{errors.New("something broke"), 500},
 	} {
 		if got := statusOf(tc.err); got != tc.want {
@@ -100,9 +100,9 @@ func TestStoreFailureIsRetriableAndAcknowledgesNothing(t *testing.T) {
 		err    error
 		status int
 	}{
-		{"store unavailable", fmt.Errorf("hbase: region server down: %w", storage.ErrUnavailable), 503},
-		{"store closed", fmt.Errorf("embedded: %w", storage.ErrClosed), 503},
-		{"table dropped", fmt.Errorf("apply data: %w", storage.ErrTableNotFound), 500},
+		{"store unavailable", fmt.Errorf("hbase: region server down: %w", kv.ErrUnavailable), 503},
+		{"store closed", fmt.Errorf("embedded: %w", kv.ErrClosed), 503},
+		{"table dropped", fmt.Errorf("apply data: %w", kv.ErrTableNotFound), 500},
 		{"request rejected whole", fmt.Errorf("%w: 3 series is over the limit of 2 series per request", write.ErrInvalid), 400},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -42,7 +42,7 @@
 // Not yet: rollups (SelectHints.Step/Func are not used to pick a resolution),
 // sharding hints, native histograms (not stored).
 //
-// It reads only through storage.Store, schema's codecs and index/. It must never
-// import a storage backend (storage/hbase, storage/embedded, gohbase, Pebble) nor
+// It reads only through kv.Store, schema's codecs and index/. It must never
+// import a kv backend (kv/hbase, kv/embedded, gohbase, Pebble) nor
 // db, promapi or cmd.
 package query

@@ -7,8 +7,8 @@ import (
 
 	"github.com/prometheus/prometheus/model/labels"
 
+	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/schema"
-	"github.com/hbtsdb/hbtsdb/storage"
 	"github.com/hbtsdb/hbtsdb/write"
 )
 
@@ -37,11 +37,11 @@ type LastSeries struct {
 // newest stored readings are what the caller asked for.
 func (r *Reader) Last(ctx context.Context, host, metric string, n int, matcherSets ...[]*labels.Matcher) ([]LastSeries, error) {
 	if n < 1 {
-		return nil, fmt.Errorf("query: last %d samples of %s on %q: n must be at least 1: %w", n, metric, host, storage.ErrInvalidArgument)
+		return nil, fmt.Errorf("query: last %d samples of %s on %q: n must be at least 1: %w", n, metric, host, kv.ErrInvalidArgument)
 	}
 	salt := schema.Salt(host, r.settings.SaltBuckets)
 	pos := schema.HostMetricPrefix(nil, salt, host, metric)
-	end := storage.PrefixEnd(pos)
+	end := kv.PrefixEnd(pos)
 	var out []LastSeries
 	for {
 		first, ok, err := r.firstRow(ctx, pos, end)
@@ -56,7 +56,7 @@ func (r *Reader) Last(ctx context.Context, host, metric string, n int, matcherSe
 			return nil, fmt.Errorf("query: last samples of %s on %q: %w", metric, host, err)
 		}
 		next := schema.SeriesPrefix(nil, salt, host, metric, seriesID)
-		next = storage.PrefixEnd(next) // the first key of the next series
+		next = kv.PrefixEnd(next) // the first key of the next series
 		lbls, err := r.registry.Labels(ctx, []uint64{seriesID})
 		if err != nil {
 			return nil, fmt.Errorf("query: last samples of %s on %q: %w", metric, host, err)
@@ -85,11 +85,11 @@ func (r *Reader) Last(ctx context.Context, host, metric string, n int, matcherSe
 }
 
 // firstRow reads the first data row in [start, stop) with its raw cells.
-func (r *Reader) firstRow(ctx context.Context, start, stop []byte) (storage.Row, bool, error) {
-	sc := r.st.Scan(ctx, schema.TableData, start, stop, storage.Families(schema.FamilyRaw), storage.RowLimit(1))
+func (r *Reader) firstRow(ctx context.Context, start, stop []byte) (kv.Row, bool, error) {
+	sc := r.st.Scan(ctx, schema.TableData, start, stop, kv.Families(schema.FamilyRaw), kv.RowLimit(1))
 	defer sc.Close()
 	if !sc.Next() {
-		return storage.Row{}, false, sc.Err()
+		return kv.Row{}, false, sc.Err()
 	}
 	return sc.Row(), true, nil
 }
@@ -99,7 +99,7 @@ func (r *Reader) firstRow(ctx context.Context, start, stop []byte) (storage.Row,
 // most n-len(samples) rows: every stored row holds at least one raw sample.
 func (r *Reader) newestAfter(ctx context.Context, after, stop []byte, n int, samples []write.Sample) ([]write.Sample, error) {
 	start := append(slices.Clip(after), 0x00) // the smallest key after the row
-	sc := r.st.Scan(ctx, schema.TableData, start, stop, storage.Families(schema.FamilyRaw), storage.RowLimit(n-len(samples)))
+	sc := r.st.Scan(ctx, schema.TableData, start, stop, kv.Families(schema.FamilyRaw), kv.RowLimit(n-len(samples)))
 	defer sc.Close()
 	for len(samples) < n && sc.Next() {
 		var err error
@@ -115,7 +115,7 @@ func (r *Reader) newestAfter(ctx context.Context, after, stop []byte, n int, sam
 
 // newestOfRow appends the samples of one data row to samples, newest first,
 // until samples holds n. A row's raw cells come oldest first (qualifier order).
-func (r *Reader) newestOfRow(row storage.Row, n int, samples []write.Sample) ([]write.Sample, error) {
+func (r *Reader) newestOfRow(row kv.Row, n int, samples []write.Sample) ([]write.Sample, error) {
 	_, bucketStart, err := schema.ParseDataRowTail(row.Key)
 	if err != nil {
 		return nil, err

@@ -10,20 +10,20 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/hbtsdb/hbtsdb/index"
+	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/query"
 	"github.com/hbtsdb/hbtsdb/schema"
 	"github.com/hbtsdb/hbtsdb/schema/schematest"
-	"github.com/hbtsdb/hbtsdb/storage"
 	"github.com/hbtsdb/hbtsdb/write"
 )
 
 // rowCountingStore is a real store that counts the data rows its scans hand out.
 type rowCountingStore struct {
-	storage.Store
+	kv.Store
 	rows atomic.Int64
 }
 
-func (s *rowCountingStore) Scan(ctx context.Context, table string, start, stop []byte, opts ...storage.ReadOption) storage.Scanner {
+func (s *rowCountingStore) Scan(ctx context.Context, table string, start, stop []byte, opts ...kv.ReadOption) kv.Scanner {
 	sc := s.Store.Scan(ctx, table, start, stop, opts...)
 	if table != schema.TableData {
 		return sc
@@ -32,7 +32,7 @@ func (s *rowCountingStore) Scan(ctx context.Context, table string, start, stop [
 }
 
 type countingScanner struct {
-	storage.Scanner
+	kv.Scanner
 	rows *atomic.Int64
 }
 

@@ -6,8 +6,8 @@ import (
 
 	"github.com/prometheus/common/model"
 
+	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/schema"
-	"github.com/hbtsdb/hbtsdb/storage"
 	"github.com/hbtsdb/hbtsdb/write"
 )
 
@@ -17,11 +17,11 @@ import (
 // meta table, one range, in order, and stops after limit rows.
 func (r *Reader) ListMetadata(ctx context.Context, limit int) ([]write.Metadata, error) {
 	start := []byte(schema.MetadataRowPrefix)
-	opts := []storage.ReadOption{storage.Families(schema.FamilyMeta)}
+	opts := []kv.ReadOption{kv.Families(schema.FamilyMeta)}
 	if limit > 0 {
-		opts = append(opts, storage.RowLimit(limit))
+		opts = append(opts, kv.RowLimit(limit))
 	}
-	sc := r.st.Scan(ctx, schema.TableMeta, start, storage.PrefixEnd(start), opts...)
+	sc := r.st.Scan(ctx, schema.TableMeta, start, kv.PrefixEnd(start), opts...)
 	defer sc.Close()
 	var out []write.Metadata
 	for sc.Next() {
@@ -39,7 +39,7 @@ func (r *Reader) ListMetadata(ctx context.Context, limit int) ([]write.Metadata,
 }
 
 // metadataOf decodes the columns of metric's metadata row.
-func metadataOf(metric string, row storage.Row) write.Metadata {
+func metadataOf(metric string, row kv.Row) write.Metadata {
 	m := write.Metadata{Metric: metric}
 	for _, c := range row.Cells {
 		switch string(c.Qualifier) {

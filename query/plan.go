@@ -8,8 +8,8 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 
+	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/schema"
-	"github.com/hbtsdb/hbtsdb/storage"
 )
 
 // A Select has two plans.
@@ -144,14 +144,14 @@ func (r *Reader) preferScan(ctx context.Context, mint, maxt int64, hm hostMetric
 func (r *Reader) hostScan(ctx context.Context, mint, maxt int64, limit int, hm hostMetricKey, ms []*labels.Matcher) (selection, error) {
 	salt := schema.Salt(hm.host, r.settings.SaltBuckets)
 	prefix := schema.HostMetricPrefix(nil, salt, hm.host, hm.metric)
-	opts := []storage.ReadOption{storage.Families(schema.FamilyChunk, schema.FamilyRaw, schema.FamilyTags), r.readRange(mint, maxt)}
+	opts := []kv.ReadOption{kv.Families(schema.FamilyChunk, schema.FamilyRaw, schema.FamilyTags), r.readRange(mint, maxt)}
 	for _, m := range ms {
 		if m.Type == labels.MatchEqual && m.Value != "" && m.Name != model.MetricNameLabel {
-			opts = append(opts, storage.WithFilter(storage.ColumnValueFilter{
-				Family: schema.FamilyTags, Qualifier: []byte(m.Name), Op: storage.Equal, Value: []byte(m.Value), FilterIfMissing: true}))
+			opts = append(opts, kv.WithFilter(kv.ColumnValueFilter{
+				Family: schema.FamilyTags, Qualifier: []byte(m.Name), Op: kv.Equal, Value: []byte(m.Value), FilterIfMissing: true}))
 		}
 	}
-	sc := r.st.Scan(ctx, schema.TableData, prefix, storage.PrefixEnd(prefix), opts...)
+	sc := r.st.Scan(ctx, schema.TableData, prefix, kv.PrefixEnd(prefix), opts...)
 	defer sc.Close()
 	sel := selection{mint: mint, maxt: maxt}
 	var (
@@ -228,7 +228,7 @@ func (r *Reader) hostScan(ctx context.Context, mint, maxt int64, limit int, hm h
 
 // tagLabels returns the labels of a data row from its t: cells and the metric;
 // empty when the row has no t: cell.
-func tagLabels(row storage.Row, metric string) labels.Labels {
+func tagLabels(row kv.Row, metric string) labels.Labels {
 	var b labels.ScratchBuilder
 	n := 0
 	for _, c := range row.Cells {

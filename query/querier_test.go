@@ -12,14 +12,14 @@ import (
 
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/value"
-	promstorage "github.com/prometheus/prometheus/storage"
+	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 
 	"github.com/hbtsdb/hbtsdb/index"
+	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/query"
 	"github.com/hbtsdb/hbtsdb/schema"
 	"github.com/hbtsdb/hbtsdb/schema/schematest"
-	"github.com/hbtsdb/hbtsdb/storage"
 	"github.com/hbtsdb/hbtsdb/write"
 )
 
@@ -32,7 +32,7 @@ const hour = 3600_000
 //	c: cpu{host="h2", job="api"}            day 2 only (no cpu label)
 //	d: mem{host="h1", job="node"}           day 0; bucket 0 holds a stored XOR chunk and raw cells
 type fixture struct {
-	st       storage.Store
+	st       kv.Store
 	settings schema.Settings
 	reg      *index.Registry
 	post     *index.Postings
@@ -78,8 +78,8 @@ func newFixture(t *testing.T, b schematest.Backend) *fixture {
 	}
 	row := schema.DataRowKey(nil, schema.DataKey{Salt: schema.Salt("h1", b.Settings.SaltBuckets), Host: "h1", Metric: "mem", SeriesID: ids[0]})
 	q, _ := schema.AppendChunkQualifier(nil, 20, b.Settings.BucketWidth)
-	put := storage.Put(row, schema.FamilyChunk, q, 40, schema.AppendChunkValue(nil, byte(chunkenc.EncXOR), chk.Bytes()))
-	if err := st.Apply(ctx, schema.TableData, []storage.Mutation{put}); err != nil {
+	put := kv.Put(row, schema.FamilyChunk, q, 40, schema.AppendChunkValue(nil, byte(chunkenc.EncXOR), chk.Bytes()))
+	if err := st.Apply(ctx, schema.TableData, []kv.Mutation{put}); err != nil {
 		t.Fatal(err)
 	}
 	return f
@@ -91,7 +91,7 @@ func (f *fixture) reader(opts query.Options) *query.Reader {
 
 // dump renders a series set as "labels: t=bits ..." lines, values as their bit
 // patterns so that NaN payloads are compared exactly.
-func dump(t *testing.T, ss promstorage.SeriesSet) string {
+func dump(t *testing.T, ss storage.SeriesSet) string {
 	t.Helper()
 	var b strings.Builder
 	for ss.Next() {
@@ -120,7 +120,7 @@ func bits(v float64) string {
 	return fmt.Sprint(v)
 }
 
-func sel(t *testing.T, r *query.Reader, mint, maxt int64, hints *promstorage.SelectHints, ms ...*labels.Matcher) string {
+func sel(t *testing.T, r *query.Reader, mint, maxt int64, hints *storage.SelectHints, ms ...*labels.Matcher) string {
 	t.Helper()
 	q, err := r.Querier(mint, maxt)
 	if err != nil {
@@ -177,14 +177,14 @@ func TestSelect(t *testing.T) {
 			}
 
 			t.Run("hints narrow the range and limit the series", func(t *testing.T) {
-				got := sel(t, r, 0, all, &promstorage.SelectHints{Start: 0, End: 10, Limit: 1}, m(labels.MatchEqual, "host", "h1"))
+				got := sel(t, r, 0, all, &storage.SelectHints{Start: 0, End: 10, Limit: 1}, m(labels.MatchEqual, "host", "h1"))
 				want := `{__name__="cpu", cpu="0", host="h1", job="node"}: 0=1` + "\n"
 				if got != want {
 					t.Errorf("got\n%s\nwant\n%s", got, want)
 				}
 			})
 			t.Run("series hints return labels only", func(t *testing.T) {
-				got := sel(t, r, 0, all, &promstorage.SelectHints{Start: 0, End: all, Func: "series"}, m(labels.MatchEqual, "__name__", "mem"))
+				got := sel(t, r, 0, all, &storage.SelectHints{Start: 0, End: all, Func: "series"}, m(labels.MatchEqual, "__name__", "mem"))
 				if want := `{__name__="mem", host="h1", job="node"}:` + "\n"; got != want {
 					t.Errorf("got %q, want %q", got, want)
 				}
@@ -229,13 +229,13 @@ func TestSelect(t *testing.T) {
 				check("LabelNames()", got, err, "__name__", "cpu", "host", "job")
 				got, _, err = q.LabelNames(ctx, nil, m(labels.MatchEqual, "__name__", "mem"))
 				check("LabelNames(mem)", got, err, "__name__", "host", "job")
-				got, _, err = q.LabelNames(ctx, &promstorage.LabelHints{Limit: 2})
+				got, _, err = q.LabelNames(ctx, &storage.LabelHints{Limit: 2})
 				check("LabelNames(limit 2)", got, err, "__name__", "cpu")
 				got, _, err = q.LabelValues(ctx, "job", nil)
 				check("LabelValues(job)", got, err, "api", "node")
 				got, _, err = q.LabelValues(ctx, "cpu", nil, m(labels.MatchEqual, "job", "node"), m(labels.MatchNotEqual, "cpu", "1"))
 				check("LabelValues(cpu, matchers)", got, err, "0")
-				got, _, err = q.LabelValues(ctx, "__name__", &promstorage.LabelHints{Limit: 1})
+				got, _, err = q.LabelValues(ctx, "__name__", &storage.LabelHints{Limit: 1})
 				check("LabelValues(__name__, limit 1)", got, err, "cpu")
 				q2, _ := r.Querier(2*day, all)
 				got, _, err = q2.LabelValues(ctx, "host", nil)

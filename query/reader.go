@@ -8,14 +8,14 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/hbtsdb/hbtsdb/index"
+	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/schema"
-	"github.com/hbtsdb/hbtsdb/storage"
 	"github.com/hbtsdb/hbtsdb/write"
 )
 
 // Reader reads series and raw samples back. It is safe for concurrent use.
 type Reader struct {
-	st       storage.Store
+	st       kv.Store
 	settings schema.Settings
 	registry *index.Registry
 	postings *index.Postings
@@ -25,7 +25,7 @@ type Reader struct {
 // NewReader returns a reader of st, whose schema was created with settings.
 // registry and postings are shared with the write path; nil makes ones with
 // default options.
-func NewReader(st storage.Store, settings schema.Settings, registry *index.Registry, postings *index.Postings) *Reader {
+func NewReader(st kv.Store, settings schema.Settings, registry *index.Registry, postings *index.Postings) *Reader {
 	if registry == nil {
 		registry = index.NewRegistry(st, index.RegistryOptions{})
 	}
@@ -99,7 +99,7 @@ func matches(ls labels.Labels, matchers []*labels.Matcher) bool {
 // decodes their r cells. Chunks (family c, written by compaction, which does not
 // exist yet) are not read.
 func (r *Reader) Samples(ctx context.Context, lbls labels.Labels, mint, maxt int64) ([]write.Sample, error) {
-	maxt = min(maxt, storage.MaxTimestamp)
+	maxt = min(maxt, kv.MaxTimestamp)
 	if maxt < 0 || maxt < mint {
 		return nil, nil
 	}
@@ -117,7 +117,7 @@ func (r *Reader) Samples(ctx context.Context, lbls labels.Labels, mint, maxt int
 	width := r.settings.BucketWidth
 	start, stop := schema.SeriesRowRange(schema.Salt(host, r.settings.SaltBuckets), host, metric, ids[0],
 		schema.BucketStart(mint, width), schema.BucketStart(maxt, width))
-	sc := r.st.Scan(ctx, schema.TableData, start, stop, storage.Families(schema.FamilyRaw), storage.TimeRange(mint, maxt+1))
+	sc := r.st.Scan(ctx, schema.TableData, start, stop, kv.Families(schema.FamilyRaw), kv.TimeRange(mint, maxt+1))
 	defer sc.Close()
 	// Rows come newest bucket first, the cells of a row oldest first: collect each
 	// row's samples, then concatenate the rows in reverse.
@@ -163,7 +163,7 @@ func (r *Reader) Samples(ctx context.Context, lbls labels.Labels, mint, maxt int
 
 // Metadata returns the metric metadata stored for metric, and whether there is any.
 func (r *Reader) Metadata(ctx context.Context, metric string) (write.Metadata, bool, error) {
-	row, err := r.st.Get(ctx, schema.TableMeta, schema.MetadataRow(nil, metric), storage.Families(schema.FamilyMeta))
+	row, err := r.st.Get(ctx, schema.TableMeta, schema.MetadataRow(nil, metric), kv.Families(schema.FamilyMeta))
 	if err != nil {
 		return write.Metadata{}, false, fmt.Errorf("query: metadata of %s: %w", metric, err)
 	}

@@ -8,9 +8,9 @@ import (
 
 	"github.com/prometheus/prometheus/model/labels"
 
+	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/query"
 	"github.com/hbtsdb/hbtsdb/schema/schematest"
-	"github.com/hbtsdb/hbtsdb/storage"
 	"github.com/hbtsdb/hbtsdb/write"
 )
 
@@ -58,7 +58,7 @@ func TestReader(t *testing.T) {
 				{"a negative matcher filters", 0, 4 * day, []*labels.Matcher{eq("instance", "a"), labels.MustNewMatcher(labels.MatchNotEqual, "job", "node")}, []labels.Labels{upC}},
 				{"without an equality matcher every series of the days is a candidate", 0, 4 * day, []*labels.Matcher{labels.MustNewMatcher(labels.MatchRegexp, "instance", "b|c")}, []labels.Labels{upB}},
 				{"an empty equality matcher asks for the label's absence", 0, 4 * day, []*labels.Matcher{eq("__name__", "load"), eq("host", "")}, []labels.Labels{load}},
-				{"no matcher lists every series", 0, storage.MaxTimestamp, nil, []labels.Labels{load, upC, upA, upB}},
+				{"no matcher lists every series", 0, kv.MaxTimestamp, nil, []labels.Labels{load, upC, upA, upB}},
 				{"an unknown value matches nothing", 0, 4 * day, []*labels.Matcher{eq("__name__", "down")}, nil},
 				{"maxt before mint is empty", 5, 4, nil, nil},
 			} {
@@ -76,7 +76,7 @@ func TestReader(t *testing.T) {
 				mint, maxt int64
 				want       []write.Sample
 			}{
-				{"every sample, sorted across buckets and days", upA, 0, storage.MaxTimestamp, []write.Sample{{T: 1000, V: 1}, {T: 3600_000 + 1, V: 3}, {T: 3*day + 5, V: 2}}},
+				{"every sample, sorted across buckets and days", upA, 0, kv.MaxTimestamp, []write.Sample{{T: 1000, V: 1}, {T: 3600_000 + 1, V: 3}, {T: 3*day + 5, V: 2}}},
 				{"bounds are inclusive", upA, 1000, 3600_001, []write.Sample{{T: 1000, V: 1}, {T: 3600_000 + 1, V: 3}}},
 				{"a range inside a bucket", upA, 1001, 3600_000, nil},
 				{"labels with empty values are ignored", labels.FromStrings("__name__", "up", "job", "api", "instance", "a", "x", ""), 0, 4 * day, []write.Sample{{T: 3*day + 7, V: 6}}},
@@ -97,7 +97,7 @@ func TestReader(t *testing.T) {
 				if _, err := w.Write(ctx, &write.Request{Series: []write.Series{{Labels: late, Samples: []write.Sample{{T: far, V: 1}}}}}); err != nil {
 					t.Fatal(err)
 				}
-				got, err := r.SeriesInRange(ctx, 0, storage.MaxTimestamp, eq("__name__", "late"))
+				got, err := r.SeriesInRange(ctx, 0, kv.MaxTimestamp, eq("__name__", "late"))
 				if err != nil || len(got) != 1 {
 					t.Errorf("SeriesInRange over all time = %v, %v", got, err)
 				}

@@ -9,8 +9,8 @@ import (
 
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 
+	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/schema"
-	"github.com/hbtsdb/hbtsdb/storage"
 )
 
 // sample is one float sample: a timestamp in ms and a value, bit-exact.
@@ -33,12 +33,12 @@ type bucketSamples struct {
 // readRange returns the time range of a data read of [mint, maxt] (both >= 0):
 // chunk cells carry their newest sample's timestamp, so cells up to the end of
 // maxt's bucket must pass; raw cells after maxt are cut by the decoder.
-func (r *Reader) readRange(mint, maxt int64) storage.ReadOption {
+func (r *Reader) readRange(mint, maxt int64) kv.ReadOption {
 	until := schema.BucketStart(maxt, r.settings.BucketWidth) + r.settings.BucketWidth.Milliseconds()
-	if until <= 0 || until > storage.MaxTimestamp {
-		until = storage.MaxTimestamp + 1
+	if until <= 0 || until > kv.MaxTimestamp {
+		until = kv.MaxTimestamp + 1
 	}
-	return storage.TimeRange(mint, until)
+	return kv.TimeRange(mint, until)
 }
 
 // readSeries reads the rows of s overlapping [mint, maxt] (inclusive, ms,
@@ -47,7 +47,7 @@ func (r *Reader) readRange(mint, maxt int64) storage.ReadOption {
 func (r *Reader) readSeries(ctx context.Context, s *series, mint, maxt int64) ([]bucketSamples, error) {
 	width := r.settings.BucketWidth
 	start, stop := schema.SeriesRowRange(s.salt, s.host, s.metric, s.id, schema.BucketStart(mint, width), schema.BucketStart(maxt, width))
-	sc := r.st.Scan(ctx, schema.TableData, start, stop, storage.Families(schema.FamilyChunk, schema.FamilyRaw), r.readRange(mint, maxt))
+	sc := r.st.Scan(ctx, schema.TableData, start, stop, kv.Families(schema.FamilyChunk, schema.FamilyRaw), r.readRange(mint, maxt))
 	defer sc.Close()
 	var rows []bucketSamples
 	for sc.Next() {
@@ -69,7 +69,7 @@ func (r *Reader) readSeries(ctx context.Context, s *series, mint, maxt int64) ([
 // decodeRow merges the chunk and raw cells of one data row into samples in
 // [mint, maxt], ascending, one per timestamp: a raw cell wins over a chunk's
 // sample of the same timestamp (it arrived after compaction).
-func (r *Reader) decodeRow(row storage.Row, mint, maxt int64) (bucketSamples, error) {
+func (r *Reader) decodeRow(row kv.Row, mint, maxt int64) (bucketSamples, error) {
 	_, bucketStart, err := schema.ParseDataRowTail(row.Key)
 	if err != nil {
 		return bucketSamples{}, err
@@ -118,7 +118,7 @@ func (r *Reader) decodeRow(row storage.Row, mint, maxt int64) (bucketSamples, er
 	return b, nil
 }
 
-func (r *Reader) decodeRaw(c storage.Cell, bucketStart int64) (sample, error) {
+func (r *Reader) decodeRaw(c kv.Cell, bucketStart int64) (sample, error) {
 	off, err := schema.DecodeRawQualifier(c.Qualifier, r.settings.BucketWidth)
 	if err != nil {
 		return sample{}, err
@@ -135,7 +135,7 @@ func (r *Reader) decodeRaw(c storage.Cell, bucketStart int64) (sample, error) {
 
 // decodeChunk decodes a chunk cell (schema/chunk.go). Only float encodings are
 // accepted: hbtsdb stores no histograms.
-func decodeChunk(c storage.Cell) (chunkenc.Chunk, error) {
+func decodeChunk(c kv.Cell) (chunkenc.Chunk, error) {
 	enc, data, err := schema.DecodeChunkValue(c.Value)
 	if err != nil {
 		return nil, err
@@ -198,9 +198,9 @@ func dedupe(s []sample) []sample {
 }
 
 // clampRange clamps a Select's [mint, maxt] to the timestamps hbtsdb stores
-// ([0, storage.MaxTimestamp]) and reports whether anything is left.
+// ([0, kv.MaxTimestamp]) and reports whether anything is left.
 func clampRange(mint, maxt int64) (int64, int64, bool) {
 	mint = max(mint, 0)
-	maxt = min(maxt, storage.MaxTimestamp)
+	maxt = min(maxt, kv.MaxTimestamp)
 	return mint, maxt, maxt >= mint && maxt != math.MinInt64
 }

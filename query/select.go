@@ -9,8 +9,8 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 
+	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/schema"
-	"github.com/hbtsdb/hbtsdb/storage"
 )
 
 // labelsBatch is the most reverse registry rows one GetRows reads.
@@ -71,7 +71,7 @@ func (r *Reader) newSeries(id uint64, ls labels.Labels) series {
 // (index.Postings.NextDay); the days that exist are read Options.Concurrency at
 // a time.
 func (r *Reader) seriesIDs(ctx context.Context, mint, maxt int64, ms []*labels.Matcher) ([]uint64, error) {
-	maxt = min(maxt, storage.MaxTimestamp)
+	maxt = min(maxt, kv.MaxTimestamp)
 	if maxt < 0 || maxt < mint {
 		return nil, nil
 	}

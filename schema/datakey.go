@@ -94,7 +94,7 @@ func DataRowKeyLen(k DataKey) int {
 // must be Salt(k.Host, saltBuckets), k.SeriesID non-zero and k.BucketStart >= 0;
 // the key is written as given either way (ParseDataRowKey would reject the last two).
 // The write path bounds host and metric lengths so that the key stays within
-// storage.MaxRowKeyLen.
+// kv.MaxRowKeyLen.
 func DataRowKey(dst []byte, k DataKey) []byte {
 	dst = HostMetricPrefix(dst, k.Salt, k.Host, k.Metric)
 	dst = binary.BigEndian.AppendUint64(dst, k.SeriesID)
@@ -166,7 +166,7 @@ func HostMetricPrefix(dst []byte, salt byte, host, metric string) []byte {
 
 // SeriesPrefix appends salt | esc(host) 0x00 | esc(metric) 0x00 | seriesID(8) to dst:
 // the prefix of every data row of one series, newest bucket first. Scan from it to
-// storage.PrefixEnd of it, with a row limit, to read the newest rows.
+// kv.PrefixEnd of it, with a row limit, to read the newest rows.
 func SeriesPrefix(dst []byte, salt byte, host, metric string, seriesID uint64) []byte {
 	dst = HostMetricPrefix(dst, salt, host, metric)
 	return binary.BigEndian.AppendUint64(dst, seriesID)

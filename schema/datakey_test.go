@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/schema"
-	"github.com/hbtsdb/hbtsdb/storage"
 )
 
 func TestSaltIsFNV1aOfTheHostModuloBuckets(t *testing.T) {
@@ -44,7 +44,7 @@ func TestBucketStart(t *testing.T) {
 		{"the last millisecond of a bucket stays in it", 7_199_999, time.Hour, 3_600_000},
 		{"a timestamp rounds down", 1_700_000_123_456, time.Hour, 1_699_999_200_000},
 		{"a negative timestamp rounds down too", -1, time.Hour, -3_600_000},
-		{"the largest timestamp has a bucket", storage.MaxTimestamp, 24 * time.Hour, storage.MaxTimestamp - storage.MaxTimestamp%86_400_000},
+		{"the largest timestamp has a bucket", kv.MaxTimestamp, 24 * time.Hour, kv.MaxTimestamp - kv.MaxTimestamp%86_400_000},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := schema.BucketStart(tc.ts, tc.width); got != tc.want {
@@ -167,7 +167,7 @@ func TestDataRowPrefixesSelectExactlyTheirRows(t *testing.T) {
 				}
 			}
 			// The rows with the prefix are one contiguous run of the sorted keys.
-			stop := storage.PrefixEnd(p.prefix)
+			stop := kv.PrefixEnd(p.prefix)
 			for _, key := range sorted {
 				in := bytes.Compare(key, p.prefix) >= 0 && (stop == nil || bytes.Compare(key, stop) < 0)
 				if in != bytes.HasPrefix(key, p.prefix) {

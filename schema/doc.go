@@ -7,11 +7,11 @@
 // Apart from meta.go, which reads and writes the meta row through a storage.Store,
 // the package is pure functions, fuzzed (fuzz_test.go). It imports only the standard
 // library and storage/ (for Store, TableSpec and Cell); it must never import a
-// backend (storage/hbase, storage/embedded, gohbase, Pebble) or a package above it.
+// backend (kv/hbase, kv/embedded, gohbase, Pebble) or a package above it.
 //
 // # Tables
 //
-// Logical names (storage/hbase adds its prefix: tsdb-data, ...):
+// Logical names (kv/hbase adds its prefix: tsdb-data, ...):
 //
 //	data    row = salt | esc(host) 0x00 | esc(metric) 0x00 | seriesID(8) | ^bucketStart(8)
 //	        r: raw samples   qualifier = offset(4) in the bucket, value = float64 bits(8)

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/schema"
-	"github.com/hbtsdb/hbtsdb/storage"
 )
 
 // Every decoder has a fuzz target with the same two properties: it never panics, and
@@ -148,7 +148,7 @@ func FuzzDecodeSettings(f *testing.F) {
 	f.Add([]byte("01"), []byte("3600000"), []byte("+16"), []byte("host,"))
 	f.Add([]byte("1"), []byte("3600000"), []byte("16"), []byte("1host"))
 	f.Fuzz(func(t *testing.T, formatVersion, bucketWidth, saltBuckets, hostLabels []byte) {
-		cells := []storage.Cell{
+		cells := []kv.Cell{
 			{Family: schema.FamilyMeta, Qualifier: []byte(schema.QualifierFormatVersion), Value: formatVersion},
 			{Family: schema.FamilyMeta, Qualifier: []byte(schema.QualifierBucketWidth), Value: bucketWidth},
 			{Family: schema.FamilyMeta, Qualifier: []byte(schema.QualifierSaltBuckets), Value: saltBuckets},

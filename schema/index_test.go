@@ -6,8 +6,8 @@ import (
 	"math"
 	"testing"
 
+	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/schema"
-	"github.com/hbtsdb/hbtsdb/storage"
 )
 
 func TestDay(t *testing.T) {
@@ -21,7 +21,7 @@ func TestDay(t *testing.T) {
 		{"midnight starts day 1", 86_400_000, 1},
 		{"2023-11-14 is day 19675", 1_700_000_000_000, 19675},
 		{"negative timestamps clamp to day 0", -5, 0},
-		{"timestamps past the last uint32 day clamp to it", storage.MaxTimestamp, math.MaxUint32},
+		{"timestamps past the last uint32 day clamp to it", kv.MaxTimestamp, math.MaxUint32},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := schema.Day(tc.ts); got != tc.want {

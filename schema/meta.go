@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hbtsdb/hbtsdb/storage"
+	"github.com/hbtsdb/hbtsdb/kv"
 )
 
 // Creating and checking the schema meta row.
@@ -33,7 +33,7 @@ import (
 // safe against concurrent creators: if the store already has (or another process
 // concurrently claims) other settings, it returns an error wrapping ErrMismatch that
 // names both values.
-func Create(ctx context.Context, st storage.Store, want Settings, opts TableOptions) error {
+func Create(ctx context.Context, st kv.Store, want Settings, opts TableOptions) error {
 	if err := want.Validate(); err != nil {
 		return err
 	}
@@ -41,7 +41,7 @@ func Create(ctx context.Context, st storage.Store, want Settings, opts TableOpti
 		opts.SaltBuckets = want.SaltBuckets
 	}
 	if opts.SaltBuckets != want.SaltBuckets {
-		return fmt.Errorf("schema: table options for %d salt buckets, settings for %d: %w", opts.SaltBuckets, want.SaltBuckets, storage.ErrInvalidArgument)
+		return fmt.Errorf("schema: table options for %d salt buckets, settings for %d: %w", opts.SaltBuckets, want.SaltBuckets, kv.ErrInvalidArgument)
 	}
 	if err := opts.Validate(); err != nil {
 		return err
@@ -63,7 +63,7 @@ func Create(ctx context.Context, st storage.Store, want Settings, opts TableOpti
 
 	if !m.hasClaim {
 		won, err := st.CheckAndPut(ctx, TableMeta, nil,
-			storage.Put(row, FamilyMeta, []byte(QualifierSchemaClaim), time.Now().UnixMilli(), []byte(want.String())))
+			kv.Put(row, FamilyMeta, []byte(QualifierSchemaClaim), time.Now().UnixMilli(), []byte(want.String())))
 		if err != nil {
 			return fmt.Errorf("schema: claim the meta row: %w", err)
 		}
@@ -78,7 +78,7 @@ func Create(ctx context.Context, st storage.Store, want Settings, opts TableOpti
 				return compare(m.settings, want)
 			}
 			if !m.hasClaim {
-				return fmt.Errorf("schema: lost the race to claim the meta row, but it has no claim: %w", storage.ErrUnavailable)
+				return fmt.Errorf("schema: lost the race to claim the meta row, but it has no claim: %w", kv.ErrUnavailable)
 			}
 		}
 	}
@@ -90,9 +90,9 @@ func Create(ctx context.Context, st storage.Store, want Settings, opts TableOpti
 	// Write (or rewrite, identically) the readable cells from the claim.
 	now := time.Now().UnixMilli()
 	cells := SettingsCells(claimed)
-	muts := make([]storage.Mutation, len(cells))
+	muts := make([]kv.Mutation, len(cells))
 	for i, c := range cells {
-		muts[i] = storage.Put(row, FamilyMeta, c.Qualifier, now, c.Value)
+		muts[i] = kv.Put(row, FamilyMeta, c.Qualifier, now, c.Value)
 	}
 	if err := st.Apply(ctx, TableMeta, muts); err != nil {
 		return fmt.Errorf("schema: write the meta row: %w", err)
@@ -103,7 +103,7 @@ func Create(ctx context.Context, st storage.Store, want Settings, opts TableOpti
 // Read returns the settings the store was created with. A store without the meta
 // table or a complete meta row yields an error wrapping ErrNotCreated; a store of a
 // newer format, one wrapping ErrUnsupportedFormat.
-func Read(ctx context.Context, st storage.Store) (Settings, error) {
+func Read(ctx context.Context, st kv.Store) (Settings, error) {
 	m, err := readMetaRow(ctx, st)
 	switch {
 	case err != nil:
@@ -123,7 +123,7 @@ func Read(ctx context.Context, st storage.Store) (Settings, error) {
 // store's settings (when they could be read) and an error wrapping ErrNotCreated,
 // ErrUnsupportedFormat or ErrMismatch when the store cannot be used with want. It does
 // not check that the other tables exist: Create makes them before the meta row.
-func Check(ctx context.Context, st storage.Store, want Settings) (Settings, error) {
+func Check(ctx context.Context, st kv.Store, want Settings) (Settings, error) {
 	if err := want.Validate(); err != nil {
 		return Settings{}, err
 	}
@@ -137,7 +137,7 @@ func Check(ctx context.Context, st storage.Store, want Settings) (Settings, erro
 // Open prepares a store for use with settings want: it checks the meta row, and if
 // the schema was not created and autoCreate is set, creates it with want and opts
 // (see Create). It returns the store's settings, which equal want on success.
-func Open(ctx context.Context, st storage.Store, want Settings, opts TableOptions, autoCreate bool) (Settings, error) {
+func Open(ctx context.Context, st kv.Store, want Settings, opts TableOptions, autoCreate bool) (Settings, error) {
 	got, err := Check(ctx, st, want)
 	if err == nil || !autoCreate || !errors.Is(err, ErrNotCreated) {
 		return got, err
@@ -161,10 +161,10 @@ type metaRow struct {
 
 // readMetaRow reads the schema meta row. A missing meta table is ErrNotCreated, an
 // unreadable complete row an error (ErrMalformed or ErrUnsupportedFormat).
-func readMetaRow(ctx context.Context, st storage.Store) (metaRow, error) {
+func readMetaRow(ctx context.Context, st kv.Store) (metaRow, error) {
 	var m metaRow
-	r, err := st.Get(ctx, TableMeta, []byte(MetaSchemaRow), storage.Families(FamilyMeta))
-	if errors.Is(err, storage.ErrTableNotFound) {
+	r, err := st.Get(ctx, TableMeta, []byte(MetaSchemaRow), kv.Families(FamilyMeta))
+	if errors.Is(err, kv.ErrTableNotFound) {
 		return m, fmt.Errorf("schema: the store has no schema (no table %s): run `tsdb schema create`, or enable schema auto-create: %w",
 			TableMeta, ErrNotCreated)
 	}

@@ -10,14 +10,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hbtsdb/hbtsdb/kv"
+	"github.com/hbtsdb/hbtsdb/kv/embedded"
 	"github.com/hbtsdb/hbtsdb/schema"
-	"github.com/hbtsdb/hbtsdb/storage"
-	"github.com/hbtsdb/hbtsdb/storage/embedded"
 	"github.com/hbtsdb/hbtsdb/testing/hbasestore"
 )
 
 // newEmbeddedStore opens an empty embedded store for one test.
-func newEmbeddedStore(t *testing.T) storage.Store {
+func newEmbeddedStore(t *testing.T) kv.Store {
 	t.Helper()
 	st, err := embedded.Open(context.Background(), t.TempDir(), embedded.Options{SweepInterval: -1})
 	if err != nil {
@@ -33,7 +33,7 @@ func newEmbeddedStore(t *testing.T) storage.Store {
 
 var metaTests = []struct {
 	name string
-	run  func(*testing.T, func(*testing.T) storage.Store)
+	run  func(*testing.T, func(*testing.T) kv.Store)
 }{
 	{"AStoreWithoutSchemaIsNotCreated", testAStoreWithoutSchemaIsNotCreated},
 	{"CreateMakesTablesAndAReadableMetaRow", testCreateMakesTablesAndAReadableMetaRow},
@@ -47,14 +47,14 @@ var metaTests = []struct {
 	{"TheLayoutInARealStore", testTheLayoutInARealStore},
 }
 
-func newHBaseStore(t *testing.T) storage.Store { return hbasestore.NewStore(t) }
+func newHBaseStore(t *testing.T) kv.Store { return hbasestore.NewStore(t) }
 
 // TestMetaRow runs every meta-row test on both backends: the schema meta row must
 // behave the same on the embedded store and on a real HBase.
 func TestMetaRow(t *testing.T) {
 	backends := []struct {
 		name     string
-		newStore func(*testing.T) storage.Store
+		newStore func(*testing.T) kv.Store
 	}{{"embedded", newEmbeddedStore}, {"hbase", newHBaseStore}}
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
@@ -78,7 +78,7 @@ func withHostLabels(s schema.Settings, names ...string) schema.Settings {
 	return s
 }
 
-func testAStoreWithoutSchemaIsNotCreated(t *testing.T, newStore func(*testing.T) storage.Store) {
+func testAStoreWithoutSchemaIsNotCreated(t *testing.T, newStore func(*testing.T) kv.Store) {
 	ctx := context.Background()
 	st := newStore(t)
 	want := schema.DefaultEmbeddedSettings()
@@ -106,7 +106,7 @@ func testAStoreWithoutSchemaIsNotCreated(t *testing.T, newStore func(*testing.T)
 	}
 }
 
-func testCreateMakesTablesAndAReadableMetaRow(t *testing.T, newStore func(*testing.T) storage.Store) {
+func testCreateMakesTablesAndAReadableMetaRow(t *testing.T, newStore func(*testing.T) kv.Store) {
 	ctx := context.Background()
 	st := newStore(t)
 	want := schema.Settings{FormatVersion: 1, BucketWidth: 2 * time.Hour, SaltBuckets: 4, HostLabels: schema.DefaultHostLabels()}
@@ -153,7 +153,7 @@ func testCreateMakesTablesAndAReadableMetaRow(t *testing.T, newStore func(*testi
 	}
 }
 
-func testOpenAutoCreates(t *testing.T, newStore func(*testing.T) storage.Store) {
+func testOpenAutoCreates(t *testing.T, newStore func(*testing.T) kv.Store) {
 	ctx := context.Background()
 	st := newStore(t)
 	want := schema.DefaultEmbeddedSettings()
@@ -171,7 +171,7 @@ func testOpenAutoCreates(t *testing.T, newStore func(*testing.T) storage.Store) 
 	}
 }
 
-func testAMismatchNamesBothValuesAndTheFix(t *testing.T, newStore func(*testing.T) storage.Store) {
+func testAMismatchNamesBothValuesAndTheFix(t *testing.T, newStore func(*testing.T) kv.Store) {
 	ctx := context.Background()
 	st := newStore(t)
 	created := schema.DefaultHBaseSettings()
@@ -217,7 +217,7 @@ func testAMismatchNamesBothValuesAndTheFix(t *testing.T, newStore func(*testing.
 	}
 }
 
-func testConcurrentCreatorsSettleOnOneClaim(t *testing.T, newStore func(*testing.T) storage.Store) {
+func testConcurrentCreatorsSettleOnOneClaim(t *testing.T, newStore func(*testing.T) kv.Store) {
 	ctx := context.Background()
 	for round := range 5 {
 		st := newStore(t)
@@ -253,7 +253,7 @@ func testConcurrentCreatorsSettleOnOneClaim(t *testing.T, newStore func(*testing
 	}
 }
 
-func testCreateCompletesAnInterruptedCreationFromItsClaim(t *testing.T, newStore func(*testing.T) storage.Store) {
+func testCreateCompletesAnInterruptedCreationFromItsClaim(t *testing.T, newStore func(*testing.T) kv.Store) {
 	ctx := context.Background()
 	st := newStore(t)
 	for _, spec := range schema.Tables(schema.TableOptions{SaltBuckets: 1}) {
@@ -263,7 +263,7 @@ func testCreateCompletesAnInterruptedCreationFromItsClaim(t *testing.T, newStore
 	}
 	// A creator that claimed 4 salt buckets, then died before writing the row.
 	claimed := withSalt(schema.DefaultEmbeddedSettings(), 4)
-	ok, err := st.CheckAndPut(ctx, schema.TableMeta, nil, storage.Put([]byte(schema.MetaSchemaRow), schema.FamilyMeta,
+	ok, err := st.CheckAndPut(ctx, schema.TableMeta, nil, kv.Put([]byte(schema.MetaSchemaRow), schema.FamilyMeta,
 		[]byte(schema.QualifierSchemaClaim), 1, []byte(claimed.String())))
 	if err != nil || !ok {
 		t.Fatal(ok, err)
@@ -281,7 +281,7 @@ func testCreateCompletesAnInterruptedCreationFromItsClaim(t *testing.T, newStore
 	}
 }
 
-func testAMalformedClaimIsReported(t *testing.T, newStore func(*testing.T) storage.Store) {
+func testAMalformedClaimIsReported(t *testing.T, newStore func(*testing.T) kv.Store) {
 	ctx := context.Background()
 	st := newStore(t)
 	opts := schema.TableOptions{SaltBuckets: 1}
@@ -290,8 +290,8 @@ func testAMalformedClaimIsReported(t *testing.T, newStore func(*testing.T) stora
 			t.Fatal(err)
 		}
 	}
-	err := st.Apply(ctx, schema.TableMeta, []storage.Mutation{
-		storage.Put([]byte(schema.MetaSchemaRow), schema.FamilyMeta, []byte(schema.QualifierSchemaClaim), 1, []byte("salt_buckets=1")),
+	err := st.Apply(ctx, schema.TableMeta, []kv.Mutation{
+		kv.Put([]byte(schema.MetaSchemaRow), schema.FamilyMeta, []byte(schema.QualifierSchemaClaim), 1, []byte("salt_buckets=1")),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -304,15 +304,15 @@ func testAMalformedClaimIsReported(t *testing.T, newStore func(*testing.T) stora
 	}
 }
 
-func testANewerFormatIsRefused(t *testing.T, newStore func(*testing.T) storage.Store) {
+func testANewerFormatIsRefused(t *testing.T, newStore func(*testing.T) kv.Store) {
 	ctx := context.Background()
 	st := newStore(t)
 	want := schema.DefaultEmbeddedSettings()
 	if _, err := schema.Open(ctx, st, want, schema.TableOptions{SaltBuckets: 1}, true); err != nil {
 		t.Fatal(err)
 	}
-	err := st.Apply(ctx, schema.TableMeta, []storage.Mutation{
-		storage.Put([]byte(schema.MetaSchemaRow), schema.FamilyMeta, []byte(schema.QualifierFormatVersion), time.Now().UnixMilli()+1000, []byte("2")),
+	err := st.Apply(ctx, schema.TableMeta, []kv.Mutation{
+		kv.Put([]byte(schema.MetaSchemaRow), schema.FamilyMeta, []byte(schema.QualifierFormatVersion), time.Now().UnixMilli()+1000, []byte("2")),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -331,11 +331,11 @@ func testANewerFormatIsRefused(t *testing.T, newStore func(*testing.T) storage.S
 	}
 }
 
-func testCreateRejectsInvalidSettings(t *testing.T, newStore func(*testing.T) storage.Store) {
+func testCreateRejectsInvalidSettings(t *testing.T, newStore func(*testing.T) kv.Store) {
 	ctx := context.Background()
 	st := newStore(t)
 	bad := schema.Settings{FormatVersion: 1, BucketWidth: 7 * time.Hour, SaltBuckets: 1, HostLabels: schema.DefaultHostLabels()}
-	if err := schema.Create(ctx, st, bad, schema.TableOptions{}); !errors.Is(err, storage.ErrInvalidArgument) {
+	if err := schema.Create(ctx, st, bad, schema.TableOptions{}); !errors.Is(err, kv.ErrInvalidArgument) {
 		t.Errorf("Create with a 7h bucket: %v", err)
 	}
 	if tables, _ := st.ListTables(ctx); len(tables) != 0 {
@@ -345,7 +345,7 @@ func testCreateRejectsInvalidSettings(t *testing.T, newStore func(*testing.T) st
 
 // TestTheLayoutInARealStore writes raw samples under data row keys and reads them
 // back the way readers will: the newest row of a series first, values bit-exact.
-func testTheLayoutInARealStore(t *testing.T, newStore func(*testing.T) storage.Store) {
+func testTheLayoutInARealStore(t *testing.T, newStore func(*testing.T) kv.Store) {
 	ctx := context.Background()
 	st := newStore(t)
 	settings := schema.DefaultEmbeddedSettings()
@@ -368,7 +368,7 @@ func testTheLayoutInARealStore(t *testing.T, newStore func(*testing.T) storage.S
 		{"a\x00b", 1, now + 1, 99}, // a host that has "a" as a prefix
 		{"a", 2, now + 2, 98},      // another series of the same metric
 	}
-	var muts []storage.Mutation
+	var muts []kv.Mutation
 	for _, s := range samples {
 		bs := schema.BucketStart(s.ts, width)
 		row := schema.DataRowKey(nil, schema.DataKey{Salt: schema.Salt(s.host, 1), Host: s.host, Metric: "up", SeriesID: s.id, BucketStart: bs})
@@ -376,13 +376,13 @@ func testTheLayoutInARealStore(t *testing.T, newStore func(*testing.T) storage.S
 		if err != nil {
 			t.Fatal(err)
 		}
-		muts = append(muts, storage.Put(row, schema.FamilyRaw, q, s.ts, schema.AppendRawValue(nil, s.v)))
+		muts = append(muts, kv.Put(row, schema.FamilyRaw, q, s.ts, schema.AppendRawValue(nil, s.v)))
 	}
 	if err := st.Apply(ctx, schema.TableData, muts); err != nil {
 		t.Fatal(err)
 	}
 	prefix := schema.SeriesPrefix(nil, schema.Salt("a", 1), "a", "up", 1)
-	sc := st.Scan(ctx, schema.TableData, prefix, storage.PrefixEnd(prefix), storage.RowLimit(1))
+	sc := st.Scan(ctx, schema.TableData, prefix, kv.PrefixEnd(prefix), kv.RowLimit(1))
 	defer sc.Close()
 	if !sc.Next() {
 		t.Fatalf("no row for the series: %v", sc.Err())

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hbtsdb/hbtsdb/storage"
+	"github.com/hbtsdb/hbtsdb/kv"
 )
 
 // The schema meta row: table TableMeta, row MetaSchemaRow, family FamilyMeta.
@@ -129,23 +129,23 @@ func validHostLabel(name string) bool {
 }
 
 // validateHostLabels reports what is wrong with a host label list, wrapping
-// storage.ErrInvalidArgument.
+// kv.ErrInvalidArgument.
 func validateHostLabels(names []string) error {
 	if len(names) == 0 || len(names) > MaxHostLabels {
-		return fmt.Errorf("schema: %d host labels, want 1 to %d: %w", len(names), MaxHostLabels, storage.ErrInvalidArgument)
+		return fmt.Errorf("schema: %d host labels, want 1 to %d: %w", len(names), MaxHostLabels, kv.ErrInvalidArgument)
 	}
 	for i, name := range names {
 		if !validHostLabel(name) {
-			return fmt.Errorf("schema: host label %q is not a label name of the form [a-zA-Z_][a-zA-Z0-9_]*: %w", name, storage.ErrInvalidArgument)
+			return fmt.Errorf("schema: host label %q is not a label name of the form [a-zA-Z_][a-zA-Z0-9_]*: %w", name, kv.ErrInvalidArgument)
 		}
 		if slices.Contains(names[:i], name) {
-			return fmt.Errorf("schema: host label %q is listed twice: %w", name, storage.ErrInvalidArgument)
+			return fmt.Errorf("schema: host label %q is listed twice: %w", name, kv.ErrInvalidArgument)
 		}
 	}
 	return nil
 }
 
-// Validate reports what is wrong with s, wrapping storage.ErrInvalidArgument, or
+// Validate reports what is wrong with s, wrapping kv.ErrInvalidArgument, or
 // ErrUnsupportedFormat for a format version this binary does not know.
 func (s Settings) Validate() error {
 	switch {
@@ -155,17 +155,17 @@ func (s Settings) Validate() error {
 	case s.FormatVersion < 1:
 		return fmt.Errorf("schema: format version %d is unknown; this binary supports 1 to %d: %w", s.FormatVersion, CurrentFormatVersion, ErrUnsupportedFormat)
 	case s.BucketWidth < MinBucketWidth || s.BucketWidth > MaxBucketWidth:
-		return fmt.Errorf("schema: bucket width %s outside [%s, %s]: %w", s.BucketWidth, MinBucketWidth, MaxBucketWidth, storage.ErrInvalidArgument)
+		return fmt.Errorf("schema: bucket width %s outside [%s, %s]: %w", s.BucketWidth, MinBucketWidth, MaxBucketWidth, kv.ErrInvalidArgument)
 	case s.BucketWidth%time.Second != 0:
-		return fmt.Errorf("schema: bucket width %s is not a whole number of seconds: %w", s.BucketWidth, storage.ErrInvalidArgument)
+		return fmt.Errorf("schema: bucket width %s is not a whole number of seconds: %w", s.BucketWidth, kv.ErrInvalidArgument)
 	case MaxBucketWidth%s.BucketWidth != 0:
-		return fmt.Errorf("schema: bucket width %s does not divide 24h evenly, so buckets would straddle days: %w", s.BucketWidth, storage.ErrInvalidArgument)
+		return fmt.Errorf("schema: bucket width %s does not divide 24h evenly, so buckets would straddle days: %w", s.BucketWidth, kv.ErrInvalidArgument)
 	case s.BucketWidth.Milliseconds() > math.MaxUint32:
 		// Unreachable with MaxBucketWidth = 24h; kept as the invariant raw
 		// qualifiers rely on.
-		return fmt.Errorf("schema: bucket width %s: offsets would not fit 4 bytes: %w", s.BucketWidth, storage.ErrInvalidArgument)
+		return fmt.Errorf("schema: bucket width %s: offsets would not fit 4 bytes: %w", s.BucketWidth, kv.ErrInvalidArgument)
 	case s.SaltBuckets < 1 || s.SaltBuckets > MaxSaltBuckets:
-		return fmt.Errorf("schema: salt buckets %d outside [1, %d]: %w", s.SaltBuckets, MaxSaltBuckets, storage.ErrInvalidArgument)
+		return fmt.Errorf("schema: salt buckets %d outside [1, %d]: %w", s.SaltBuckets, MaxSaltBuckets, kv.ErrInvalidArgument)
 	}
 	return validateHostLabels(s.HostLabels)
 }
@@ -190,13 +190,13 @@ func (s Settings) String() string {
 // ErrMalformed, or ErrUnsupportedFormat for a newer format version.
 func ParseSettings(text string) (Settings, error) {
 	fields := strings.Split(text, " ")
-	cells := make([]storage.Cell, 0, len(fields))
+	cells := make([]kv.Cell, 0, len(fields))
 	for _, f := range fields {
 		q, v, ok := strings.Cut(f, "=")
 		if !ok {
 			return Settings{}, fmt.Errorf("schema: settings %q: field %q is not name=value: %w", text, f, ErrMalformed)
 		}
-		cells = append(cells, storage.Cell{Family: FamilyMeta, Qualifier: []byte(q), Value: []byte(v)})
+		cells = append(cells, kv.Cell{Family: FamilyMeta, Qualifier: []byte(q), Value: []byte(v)})
 	}
 	s, err := DecodeSettings(cells)
 	if err != nil {
@@ -211,11 +211,11 @@ func ParseSettings(text string) (Settings, error) {
 // SettingsCells encodes s as the cells of the schema meta row (family FamilyMeta,
 // qualifiers format_version, bucket_width_ms, salt_buckets and host_labels in that
 // order, timestamp 0 for the caller to set). It does not validate s.
-func SettingsCells(s Settings) []storage.Cell {
-	cell := func(q string, v int64) storage.Cell {
-		return storage.Cell{Family: FamilyMeta, Qualifier: []byte(q), Value: strconv.AppendInt(nil, v, 10)}
+func SettingsCells(s Settings) []kv.Cell {
+	cell := func(q string, v int64) kv.Cell {
+		return kv.Cell{Family: FamilyMeta, Qualifier: []byte(q), Value: strconv.AppendInt(nil, v, 10)}
 	}
-	return []storage.Cell{
+	return []kv.Cell{
 		cell(QualifierFormatVersion, int64(s.FormatVersion)),
 		cell(QualifierBucketWidth, s.BucketWidth.Milliseconds()),
 		cell(QualifierSaltBuckets, int64(s.SaltBuckets)),
@@ -229,7 +229,7 @@ func SettingsCells(s Settings) []storage.Cell {
 // CurrentFormatVersion (whatever the other cells hold), and wrapping ErrMalformed
 // when a column is missing, a number is not canonical decimal text, or the settings
 // do not pass Validate (host labels included).
-func DecodeSettings(cells []storage.Cell) (Settings, error) {
+func DecodeSettings(cells []kv.Cell) (Settings, error) {
 	var vals [4][]byte
 	var seen [4]bool
 	for _, c := range cells {

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/schema"
-	"github.com/hbtsdb/hbtsdb/storage"
 )
 
 func TestSettingsValidate(t *testing.T) {
@@ -24,25 +24,25 @@ func TestSettingsValidate(t *testing.T) {
 		{"a day-wide bucket is valid", func(s *schema.Settings) { s.BucketWidth = 24 * time.Hour }, nil},
 		{"a 90-second bucket divides the day", func(s *schema.Settings) { s.BucketWidth = 90 * time.Second }, nil},
 		{"256 salt buckets are valid", func(s *schema.Settings) { s.SaltBuckets = 256 }, nil},
-		{"a bucket under a minute is rejected", func(s *schema.Settings) { s.BucketWidth = 59 * time.Second }, storage.ErrInvalidArgument},
-		{"a bucket over a day is rejected", func(s *schema.Settings) { s.BucketWidth = 48 * time.Hour }, storage.ErrInvalidArgument},
-		{"a bucket of fractional seconds is rejected", func(s *schema.Settings) { s.BucketWidth = time.Hour + time.Millisecond }, storage.ErrInvalidArgument},
-		{"a bucket that does not divide the day is rejected", func(s *schema.Settings) { s.BucketWidth = 7 * time.Hour }, storage.ErrInvalidArgument},
-		{"0 salt buckets are rejected", func(s *schema.Settings) { s.SaltBuckets = 0 }, storage.ErrInvalidArgument},
-		{"257 salt buckets are rejected", func(s *schema.Settings) { s.SaltBuckets = 257 }, storage.ErrInvalidArgument},
+		{"a bucket under a minute is rejected", func(s *schema.Settings) { s.BucketWidth = 59 * time.Second }, kv.ErrInvalidArgument},
+		{"a bucket over a day is rejected", func(s *schema.Settings) { s.BucketWidth = 48 * time.Hour }, kv.ErrInvalidArgument},
+		{"a bucket of fractional seconds is rejected", func(s *schema.Settings) { s.BucketWidth = time.Hour + time.Millisecond }, kv.ErrInvalidArgument},
+		{"a bucket that does not divide the day is rejected", func(s *schema.Settings) { s.BucketWidth = 7 * time.Hour }, kv.ErrInvalidArgument},
+		{"0 salt buckets are rejected", func(s *schema.Settings) { s.SaltBuckets = 0 }, kv.ErrInvalidArgument},
+		{"257 salt buckets are rejected", func(s *schema.Settings) { s.SaltBuckets = 257 }, kv.ErrInvalidArgument},
 		{"format version 0 is rejected", func(s *schema.Settings) { s.FormatVersion = 0 }, schema.ErrUnsupportedFormat},
 		{"a newer format version is rejected", func(s *schema.Settings) { s.FormatVersion = 2 }, schema.ErrUnsupportedFormat},
 		{"one host label is valid", func(s *schema.Settings) { s.HostLabels = []string{"node"} }, nil},
 		{"sixteen host labels are valid", func(s *schema.Settings) { s.HostLabels = sixteenLabels() }, nil},
 		{"host labels with underscores and digits are valid", func(s *schema.Settings) { s.HostLabels = []string{"_h1", "Host_2"} }, nil},
-		{"no host labels are rejected", func(s *schema.Settings) { s.HostLabels = nil }, storage.ErrInvalidArgument},
-		{"seventeen host labels are rejected", func(s *schema.Settings) { s.HostLabels = append(sixteenLabels(), "q") }, storage.ErrInvalidArgument},
-		{"an empty host label is rejected", func(s *schema.Settings) { s.HostLabels = []string{"host", ""} }, storage.ErrInvalidArgument},
-		{"a host label given twice is rejected", func(s *schema.Settings) { s.HostLabels = []string{"host", "instance", "host"} }, storage.ErrInvalidArgument},
-		{"a host label with a comma is rejected", func(s *schema.Settings) { s.HostLabels = []string{"host,instance"} }, storage.ErrInvalidArgument},
-		{"a host label with a space is rejected", func(s *schema.Settings) { s.HostLabels = []string{"my host"} }, storage.ErrInvalidArgument},
-		{"a host label starting with a digit is rejected", func(s *schema.Settings) { s.HostLabels = []string{"1host"} }, storage.ErrInvalidArgument},
-		{"a host label with UTF-8 is rejected", func(s *schema.Settings) { s.HostLabels = []string{"hôte"} }, storage.ErrInvalidArgument},
+		{"no host labels are rejected", func(s *schema.Settings) { s.HostLabels = nil }, kv.ErrInvalidArgument},
+		{"seventeen host labels are rejected", func(s *schema.Settings) { s.HostLabels = append(sixteenLabels(), "q") }, kv.ErrInvalidArgument},
+		{"an empty host label is rejected", func(s *schema.Settings) { s.HostLabels = []string{"host", ""} }, kv.ErrInvalidArgument},
+		{"a host label given twice is rejected", func(s *schema.Settings) { s.HostLabels = []string{"host", "instance", "host"} }, kv.ErrInvalidArgument},
+		{"a host label with a comma is rejected", func(s *schema.Settings) { s.HostLabels = []string{"host,instance"} }, kv.ErrInvalidArgument},
+		{"a host label with a space is rejected", func(s *schema.Settings) { s.HostLabels = []string{"my host"} }, kv.ErrInvalidArgument},
+		{"a host label starting with a digit is rejected", func(s *schema.Settings) { s.HostLabels = []string{"1host"} }, kv.ErrInvalidArgument},
+		{"a host label with UTF-8 is rejected", func(s *schema.Settings) { s.HostLabels = []string{"hôte"} }, kv.ErrInvalidArgument},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := base
@@ -137,29 +137,29 @@ func TestHostOf(t *testing.T) {
 }
 
 func TestDecodeSettings(t *testing.T) {
-	cell := func(q, v string) storage.Cell {
-		return storage.Cell{Family: "m", Qualifier: []byte(q), Value: []byte(v)}
+	cell := func(q, v string) kv.Cell {
+		return kv.Cell{Family: "m", Qualifier: []byte(q), Value: []byte(v)}
 	}
-	valid := []storage.Cell{cell("format_version", "1"), cell("bucket_width_ms", "600000"), cell("salt_buckets", "4"), cell("host_labels", "node")}
+	valid := []kv.Cell{cell("format_version", "1"), cell("bucket_width_ms", "600000"), cell("salt_buckets", "4"), cell("host_labels", "node")}
 	t.Run("unknown columns and other families are ignored", func(t *testing.T) {
-		cells := append([]storage.Cell{cell("a_later_setting", "x"), {Family: "z", Qualifier: []byte("salt_buckets"), Value: []byte("x")}}, valid...)
+		cells := append([]kv.Cell{cell("a_later_setting", "x"), {Family: "z", Qualifier: []byte("salt_buckets"), Value: []byte("x")}}, valid...)
 		s, err := schema.DecodeSettings(cells)
 		if err != nil || s.BucketWidth != 10*time.Minute || s.SaltBuckets != 4 || !slices.Equal(s.HostLabels, []string{"node"}) {
 			t.Errorf("DecodeSettings = %+v, %v", s, err)
 		}
 	})
 	t.Run("the newest version of a column wins", func(t *testing.T) {
-		s, err := schema.DecodeSettings(append([]storage.Cell{cell("salt_buckets", "8")}, valid...))
+		s, err := schema.DecodeSettings(append([]kv.Cell{cell("salt_buckets", "8")}, valid...))
 		if err != nil || s.SaltBuckets != 8 {
 			t.Errorf("DecodeSettings = %+v, %v", s, err)
 		}
 	})
 	t.Run("a newer format version is reported as such whatever else the row holds", func(t *testing.T) {
-		_, err := schema.DecodeSettings([]storage.Cell{cell("format_version", "2"), cell("bucket_width_ms", "what"), cell("salt_buckets", "1")})
+		_, err := schema.DecodeSettings([]kv.Cell{cell("format_version", "2"), cell("bucket_width_ms", "what"), cell("salt_buckets", "1")})
 		if !errors.Is(err, schema.ErrUnsupportedFormat) {
 			t.Errorf("DecodeSettings = %v, want ErrUnsupportedFormat", err)
 		}
-		_, err = schema.DecodeSettings([]storage.Cell{cell("format_version", "2")})
+		_, err = schema.DecodeSettings([]kv.Cell{cell("format_version", "2")})
 		if !errors.Is(err, schema.ErrUnsupportedFormat) {
 			t.Errorf("DecodeSettings = %v, want ErrUnsupportedFormat", err)
 		}
@@ -183,7 +183,7 @@ func TestDecodeSettings(t *testing.T) {
 		{"a host label that is no label name", "host_labels", "host-name"},
 	} {
 		t.Run(tc.name+" is malformed", func(t *testing.T) {
-			cells := []storage.Cell{cell(tc.q, tc.v)}
+			cells := []kv.Cell{cell(tc.q, tc.v)}
 			cells = append(cells, valid...)
 			if s, err := schema.DecodeSettings(cells); !errors.Is(err, schema.ErrMalformed) {
 				t.Errorf("DecodeSettings with %s=%q = %+v, %v; want ErrMalformed", tc.q, tc.v, s, err)

@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/hbtsdb/hbtsdb/storage"
+	"github.com/hbtsdb/hbtsdb/kv"
 )
 
-// Logical table names. storage/hbase maps them to physical names with its prefix
+// Logical table names. kv/hbase maps them to physical names with its prefix
 // (tsdb-data, ...); the embedded store uses them as they are.
 const (
 	// TableData holds one row per (series, time bucket): raw samples, chunks and
@@ -90,19 +90,19 @@ func DefaultTableOptions() TableOptions {
 	}
 }
 
-// Validate reports what is wrong with the options, wrapping storage.ErrInvalidArgument.
+// Validate reports what is wrong with the options, wrapping kv.ErrInvalidArgument.
 func (o TableOptions) Validate() error {
 	for _, r := range []struct {
 		name string
 		d    time.Duration
 	}{{"raw", o.RawRetention}, {"5m rollup", o.Rollup5mRetention}, {"1h rollup", o.Rollup1hRetention}} {
 		if r.d < 0 || r.d%time.Second != 0 {
-			// HBase counts TTL in whole seconds (storage.FamilySpec).
-			return fmt.Errorf("schema: %s retention %s is negative or not a whole number of seconds: %w", r.name, r.d, storage.ErrInvalidArgument)
+			// HBase counts TTL in whole seconds (kv.FamilySpec).
+			return fmt.Errorf("schema: %s retention %s is negative or not a whole number of seconds: %w", r.name, r.d, kv.ErrInvalidArgument)
 		}
 	}
 	if o.SaltBuckets < 1 || o.SaltBuckets > MaxSaltBuckets {
-		return fmt.Errorf("schema: salt buckets %d outside [1, %d]: %w", o.SaltBuckets, MaxSaltBuckets, storage.ErrInvalidArgument)
+		return fmt.Errorf("schema: salt buckets %d outside [1, %d]: %w", o.SaltBuckets, MaxSaltBuckets, kv.ErrInvalidArgument)
 	}
 	return nil
 }
@@ -113,13 +113,13 @@ func (o TableOptions) Validate() error {
 // rollup tables are pre-split at the salt bytes 1 .. SaltBuckets-1 so that every salt
 // starts in its own region; with one salt bucket they are not split. o should pass
 // Validate; Tables clamps SaltBuckets into [1, MaxSaltBuckets].
-func Tables(o TableOptions) []storage.TableSpec {
+func Tables(o TableOptions) []kv.TableSpec {
 	compression := o.Compression
 	if compression == "" {
 		compression = DefaultCompression
 	}
-	fam := func(name string, ttl time.Duration, blockEncoding string) storage.FamilySpec {
-		return storage.FamilySpec{
+	fam := func(name string, ttl time.Duration, blockEncoding string) kv.FamilySpec {
+		return kv.FamilySpec{
 			Name:          name,
 			MaxVersions:   1,
 			TTL:           ttl,
@@ -132,10 +132,10 @@ func Tables(o TableOptions) []storage.TableSpec {
 	if o.RawRetention > 0 {
 		indexTTL = o.RawRetention + 24*time.Hour
 	}
-	return []storage.TableSpec{
+	return []kv.TableSpec{
 		{
 			Name: TableData,
-			Families: []storage.FamilySpec{
+			Families: []kv.FamilySpec{
 				fam(FamilyRaw, o.RawRetention, DefaultBlockEncoding),
 				fam(FamilyChunk, o.RawRetention, DefaultBlockEncoding),
 				fam(FamilyTags, o.RawRetention, DefaultBlockEncoding),
@@ -144,18 +144,18 @@ func Tables(o TableOptions) []storage.TableSpec {
 		},
 		{
 			Name: TableSeries,
-			Families: []storage.FamilySpec{
+			Families: []kv.FamilySpec{
 				fam(FamilySeriesID, 0, "NONE"),
 				fam(FamilySeriesLabels, 0, "NONE"),
 			},
 		},
 		{
 			Name:     TableIndex,
-			Families: []storage.FamilySpec{fam(FamilyPostings, indexTTL, DefaultBlockEncoding)},
+			Families: []kv.FamilySpec{fam(FamilyPostings, indexTTL, DefaultBlockEncoding)},
 		},
 		{
 			Name: TableRollup,
-			Families: []storage.FamilySpec{
+			Families: []kv.FamilySpec{
 				fam(FamilyRollup5m, o.Rollup5mRetention, DefaultBlockEncoding),
 				fam(FamilyRollup1h, o.Rollup1hRetention, DefaultBlockEncoding),
 			},
@@ -163,7 +163,7 @@ func Tables(o TableOptions) []storage.TableSpec {
 		},
 		{
 			Name:     TableMeta,
-			Families: []storage.FamilySpec{fam(FamilyMeta, 0, "NONE")},
+			Families: []kv.FamilySpec{fam(FamilyMeta, 0, "NONE")},
 		},
 	}
 }

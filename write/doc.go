@@ -23,7 +23,7 @@
 // # Guarantees
 //
 //   - Nothing is acknowledged that was not stored: any store error fails the whole
-//     request (wrapped, so storage.ErrUnavailable stays detectable with errors.Is)
+//     request (wrapped, so kv.ErrUnavailable stays detectable with errors.Is)
 //     and the caller retries it. Retries are idempotent: every cell's timestamp comes
 //     from the request (samples: their own; tags: their bucket's end; postings: their
 //     day's start), so a retry rewrites the same cells instead of adding versions.
@@ -38,8 +38,8 @@
 //
 // # Imports
 //
-// write depends on storage, schema and index, and on Prometheus' labels and
-// model types. It must never import a storage backend (storage/hbase,
-// storage/embedded, gohbase, Pebble) nor a package above it (query, db, promapi,
+// write depends on kv, schema and index, and on Prometheus' labels and
+// model types. It must never import a kv backend (kv/hbase,
+// kv/embedded, gohbase, Pebble) nor a package above it (query, db, promapi,
 // cmd).
 package write

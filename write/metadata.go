@@ -7,8 +7,8 @@ import (
 
 	"github.com/prometheus/common/model"
 
+	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/schema"
-	"github.com/hbtsdb/hbtsdb/storage"
 )
 
 // Metric metadata is stored in the meta table, one row per metric (layout in
@@ -27,12 +27,12 @@ var validTypes = map[model.MetricType]bool{
 // for each invalid one, and returns the mutations of those that changed and every
 // valid entry (normalized: an empty type is "unknown"), to remember once stored.
 // Entries with neither metric name nor content are no metadata and are skipped.
-func (w *Writer) planMetadata(md []Metadata, now time.Time, res *Result) ([]storage.Mutation, []Metadata) {
+func (w *Writer) planMetadata(md []Metadata, now time.Time, res *Result) ([]kv.Mutation, []Metadata) {
 	if len(md) == 0 {
 		return nil, nil
 	}
 	var (
-		muts  []storage.Mutation
+		muts  []kv.Mutation
 		valid []Metadata
 		ts    = now.UnixMilli()
 	)
@@ -53,9 +53,9 @@ func (w *Writer) planMetadata(md []Metadata, now time.Time, res *Result) ([]stor
 		}
 		row := schema.MetadataRow(nil, m.Metric)
 		muts = append(muts,
-			storage.Put(row, schema.FamilyMeta, []byte(schema.QualifierMetadataType), ts, []byte(m.Type)),
-			storage.Put(row, schema.FamilyMeta, []byte(schema.QualifierMetadataHelp), ts, []byte(m.Help)),
-			storage.Put(row, schema.FamilyMeta, []byte(schema.QualifierMetadataUnit), ts, []byte(m.Unit)))
+			kv.Put(row, schema.FamilyMeta, []byte(schema.QualifierMetadataType), ts, []byte(m.Type)),
+			kv.Put(row, schema.FamilyMeta, []byte(schema.QualifierMetadataHelp), ts, []byte(m.Help)),
+			kv.Put(row, schema.FamilyMeta, []byte(schema.QualifierMetadataUnit), ts, []byte(m.Unit)))
 	}
 	return muts, valid
 }
@@ -70,7 +70,7 @@ func (w *Writer) checkMetadata(m Metadata) string {
 		return fmt.Sprintf("metadata of metric %s: the metric name is not valid UTF-8", quote(m.Metric))
 	case lim > 0 && len(m.Metric) > lim:
 		return fmt.Sprintf("metadata of metric %s: the metric name is %d bytes long, over the limit of %d", quote(m.Metric), len(m.Metric), lim)
-	case len(schema.MetadataRowPrefix)+len(m.Metric) > storage.MaxRowKeyLen:
+	case len(schema.MetadataRowPrefix)+len(m.Metric) > kv.MaxRowKeyLen:
 		return fmt.Sprintf("metadata of metric %s: the metric name is %d bytes long, over the row key limit of HBase", quote(m.Metric), len(m.Metric))
 	case !validTypes[m.Type]:
 		return fmt.Sprintf("metadata of metric %s: type %q is not one of counter, gauge, histogram, gaugehistogram, summary, info, stateset, unknown",

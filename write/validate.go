@@ -11,8 +11,8 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 
+	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/schema"
-	"github.com/hbtsdb/hbtsdb/storage"
 )
 
 // Validation.
@@ -48,7 +48,7 @@ var (
 	// ErrTooOld: a sample is older than Limits.MaxAge.
 	ErrTooOld = errors.New("sample too old")
 	// ErrOutOfRange: a sample's timestamp is negative, more than
-	// Limits.MaxFutureSkew ahead of the clock, or beyond storage.MaxTimestamp.
+	// Limits.MaxFutureSkew ahead of the clock, or beyond kv.MaxTimestamp.
 	ErrOutOfRange = errors.New("sample timestamp out of range")
 )
 
@@ -65,7 +65,7 @@ func (e *invalidError) Unwrap() []error { return []error{ErrInvalid, e.kind} }
 // labels adds to their canonical encoding: a data row key is 1 (salt) + esc(host)
 // + esc(metric) + 16, the forward registry row 1 + canonical labels, an index row
 // 4 + esc(name) + esc(value). The canonical encoding holds esc(host) and
-// esc(metric), so keeping it at least this much under storage.MaxRowKeyLen keeps
+// esc(metric), so keeping it at least this much under kv.MaxRowKeyLen keeps
 // every key within HBase's limit.
 const rowKeyOverhead = 17
 
@@ -169,7 +169,7 @@ func (l Limits) inspect(ls labels.Labels) (c labelCheck, sorted bool, empties in
 		c.problem = missingMetricName
 	case l.MaxLabelsPerSeries > 0 && count > l.MaxLabelsPerSeries:
 		c.problem, c.size = tooManyLabels, count
-	case encoded+rowKeyOverhead > storage.MaxRowKeyLen:
+	case encoded+rowKeyOverhead > kv.MaxRowKeyLen:
 		c.problem, c.size = labelsTooBig, encoded
 	}
 	return c, sorted, empties
@@ -198,7 +198,7 @@ func (l Limits) labelsError(ls labels.Labels, c labelCheck) error {
 		reason = fmt.Sprintf("series %s has %d labels, over the limit of %d", s, c.size, l.MaxLabelsPerSeries)
 	default: // labelsTooBig
 		reason = fmt.Sprintf("labels of series %s take %d bytes encoded, over the %d-byte row key limit of HBase",
-			s, c.size+rowKeyOverhead, storage.MaxRowKeyLen)
+			s, c.size+rowKeyOverhead, kv.MaxRowKeyLen)
 	}
 	return &invalidError{reason: reason, kind: ErrInvalidLabels}
 }
@@ -211,12 +211,12 @@ type timeBounds struct {
 }
 
 func (l Limits) bounds(now time.Time) timeBounds {
-	b := timeBounds{now: now, min: 0, max: storage.MaxTimestamp, limits: l}
+	b := timeBounds{now: now, min: 0, max: kv.MaxTimestamp, limits: l}
 	ms := now.UnixMilli()
 	if l.MaxAge > 0 {
 		b.min = max(0, ms-l.MaxAge.Milliseconds())
 	}
-	if l.MaxFutureSkew > 0 && ms <= storage.MaxTimestamp-l.MaxFutureSkew.Milliseconds() {
+	if l.MaxFutureSkew > 0 && ms <= kv.MaxTimestamp-l.MaxFutureSkew.Milliseconds() {
 		b.max = ms + l.MaxFutureSkew.Milliseconds()
 	}
 	return b
@@ -239,11 +239,11 @@ func (b timeBounds) check(ls labels.Labels, t int64) error {
 		kind = ErrTooOld
 		reason = fmt.Sprintf("timestamp %d (%s) is older than the max age of %s (before %s)",
 			t, date(t), model.Duration(b.limits.MaxAge), date(b.min))
-	case b.limits.MaxFutureSkew > 0 && t > b.max && b.max < storage.MaxTimestamp:
+	case b.limits.MaxFutureSkew > 0 && t > b.max && b.max < kv.MaxTimestamp:
 		reason = fmt.Sprintf("timestamp %d (%s) is more than %s ahead of the server's clock (%s)",
 			t, date(t), model.Duration(b.limits.MaxFutureSkew), date(b.now.UnixMilli()))
 	default:
-		reason = fmt.Sprintf("timestamp %d (%s) is beyond the largest storable timestamp %d", t, date(t), storage.MaxTimestamp)
+		reason = fmt.Sprintf("timestamp %d (%s) is beyond the largest storable timestamp %d", t, date(t), kv.MaxTimestamp)
 	}
 	return &invalidError{reason: reason + " in series " + describe(ls), kind: kind}
 }

@@ -13,10 +13,10 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/hbtsdb/hbtsdb/index"
+	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/query"
 	"github.com/hbtsdb/hbtsdb/schema"
 	"github.com/hbtsdb/hbtsdb/schema/schematest"
-	"github.com/hbtsdb/hbtsdb/storage"
 	"github.com/hbtsdb/hbtsdb/write"
 )
 
@@ -46,7 +46,7 @@ type fixture struct {
 	r        *query.Reader
 }
 
-func newFixture(t testing.TB, st storage.Store, settings schema.Settings, lim write.Limits) *fixture {
+func newFixture(t testing.TB, st kv.Store, settings schema.Settings, lim write.Limits) *fixture {
 	t.Helper()
 	cs := schematest.Counting(st)
 	reg := index.NewRegistry(cs, index.RegistryOptions{})
@@ -110,7 +110,7 @@ func one(t int64, v float64) []write.Sample { return []write.Sample{{T: t, V: v}
 func TestValidation(t *testing.T) {
 	// The cases share one store per backend (creating tables on HBase takes
 	// seconds); they write different series, and each has a writer of its own.
-	shared := map[string]storage.Store{}
+	shared := map[string]kv.Store{}
 	for _, b := range schematest.Backends() {
 		if b.Available() {
 			shared[b.Name] = b.Store(t)
@@ -231,7 +231,7 @@ func TestValidation(t *testing.T) {
 		{
 			name:   "without limits only negative timestamps are out of range",
 			limits: &write.Limits{},
-			series: []write.Series{{Labels: labels.FromStrings("__name__", "unlimited"), Samples: []write.Sample{{T: 0, V: 1}, {T: -5, V: 2}, {T: storage.MaxTimestamp, V: 3}}}},
+			series: []write.Series{{Labels: labels.FromStrings("__name__", "unlimited"), Samples: []write.Sample{{T: 0, V: 1}, {T: -5, V: 2}, {T: kv.MaxTimestamp, V: 3}}}},
 			want: []write.Rejection{
 				{Series: 1, Sample: 1, Samples: 1, Reason: `timestamp -5 is negative (before 1970-01-01T00:00:00Z) in series {__name__="unlimited"}`},
 			},
@@ -283,7 +283,7 @@ func TestValidation(t *testing.T) {
 						}
 						continue
 					}
-					got, err := f.r.Samples(context.Background(), s.Labels, 0, storage.MaxTimestamp)
+					got, err := f.r.Samples(context.Background(), s.Labels, 0, kv.MaxTimestamp)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -337,7 +337,7 @@ func TestRequestLimits(t *testing.T) {
 				if res.SamplesWritten != 0 || res.SeriesWritten != 0 {
 					t.Errorf("Result %+v", res)
 				}
-				series, err := f.r.SeriesInRange(context.Background(), 0, storage.MaxTimestamp, labels.MustNewMatcher(labels.MatchEqual, "__name__", tc.metric))
+				series, err := f.r.SeriesInRange(context.Background(), 0, kv.MaxTimestamp, labels.MustNewMatcher(labels.MatchEqual, "__name__", tc.metric))
 				if err != nil || len(series) != 0 {
 					t.Errorf("a refused request left series %v, %v", series, err)
 				}
@@ -415,7 +415,7 @@ func TestRetriesAreIdempotent(t *testing.T) {
 			}
 		}
 		// Every raw cell has exactly one version.
-		sc := f.st.Scan(context.Background(), schema.TableData, nil, nil, storage.MaxVersions(10))
+		sc := f.st.Scan(context.Background(), schema.TableData, nil, nil, kv.MaxVersions(10))
 		defer sc.Close()
 		cells := 0
 		for sc.Next() {
@@ -473,7 +473,7 @@ func TestTagsPostingsAndMetadataAreWrittenOncePerProcess(t *testing.T) {
 		host := "10.0.0.1:9100"
 		salt := schema.Salt(host, b.Settings.SaltBuckets)
 		prefix := schema.HostMetricPrefix(nil, salt, host, "node_load1")
-		sc := st.Scan(ctx, schema.TableData, prefix, storage.PrefixEnd(prefix), storage.MaxVersions(10))
+		sc := st.Scan(ctx, schema.TableData, prefix, kv.PrefixEnd(prefix), kv.MaxVersions(10))
 		defer sc.Close()
 		var buckets []int64
 		for sc.Next() {
@@ -600,7 +600,7 @@ func TestStoreFailuresAreNotAcknowledged(t *testing.T) {
 			t.Fatal(err)
 		}
 		res, err := f.w.Write(ctx, &req)
-		if !errors.Is(err, storage.ErrTableNotFound) || !strings.HasPrefix(err.Error(), "write: store 1 samples: ") {
+		if !errors.Is(err, kv.ErrTableNotFound) || !strings.HasPrefix(err.Error(), "write: store 1 samples: ") {
 			t.Errorf("Write without a data table = %v, want ErrTableNotFound", err)
 		}
 		if res.SamplesWritten != 0 || res.SeriesWritten != 0 || res.MetadataWritten != 0 {
@@ -622,7 +622,7 @@ func TestStoreFailuresAreNotAcknowledged(t *testing.T) {
 		if err := closed.Close(); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := g.w.Write(ctx, &req); !errors.Is(err, storage.ErrClosed) {
+		if _, err := g.w.Write(ctx, &req); !errors.Is(err, kv.ErrClosed) {
 			t.Errorf("Write on a closed store = %v, want ErrClosed", err)
 		}
 	})

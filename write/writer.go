@@ -11,8 +11,8 @@ import (
 
 	"github.com/hbtsdb/hbtsdb/index"
 	"github.com/hbtsdb/hbtsdb/index/lru"
+	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/schema"
-	"github.com/hbtsdb/hbtsdb/storage"
 )
 
 // Defaults of Options.
@@ -72,7 +72,7 @@ func (o Options) withDefaults() Options {
 // Writer is the ingest pipeline; see the package doc. It is safe for concurrent
 // use; one Writer serves every request of a process.
 type Writer struct {
-	st         storage.Store
+	st         kv.Store
 	settings   schema.Settings
 	width      time.Duration
 	registry   *index.Registry
@@ -92,7 +92,7 @@ type rowID struct {
 // New returns a Writer on st, whose schema was created with settings (the caller
 // checks that, see schema.Check). registry and postings are shared with the read
 // path; nil makes ones with default options.
-func New(st storage.Store, settings schema.Settings, registry *index.Registry, postings *index.Postings, opts Options) (*Writer, error) {
+func New(st kv.Store, settings schema.Settings, registry *index.Registry, postings *index.Postings, opts Options) (*Writer, error) {
 	if err := settings.Validate(); err != nil {
 		return nil, fmt.Errorf("write: %w", err)
 	}
@@ -156,7 +156,7 @@ type plannedSeries struct {
 // doc for the reasons) and the valid rest is written: a partial write, as
 // Prometheus' remote-write 2.0 receiver does. WriteAt returns only after the store
 // acknowledged every mutation; any store error is returned (wrapping the store's
-// error, so storage.ErrUnavailable stays detectable) with a zero Result, and then
+// error, so kv.ErrUnavailable stays detectable) with a zero Result, and then
 // nothing of the request counts as written: the caller retries it whole, which is
 // safe because every cell's timestamp comes from the request, so a retry rewrites
 // the same cells.
@@ -266,7 +266,7 @@ func (w *Writer) WriteAt(ctx context.Context, req *Request, now time.Time) (Resu
 
 // batch is what build makes of a request.
 type batch struct {
-	muts    []storage.Mutation
+	muts    []kv.Mutation
 	entries []index.Entry
 	newRows []rowID // rows whose tag columns this batch writes
 	samples int
@@ -297,7 +297,7 @@ func (w *Writer) build(req *Request, planned []plannedSeries, ids []uint64, boun
 	// One row key per series is the common case (one sample, or all in one
 	// bucket); more are appended as needed.
 	buf := make([]byte, 0, size)
-	b.muts = make([]storage.Mutation, 0, samples)
+	b.muts = make([]kv.Mutation, 0, samples)
 	b.samples = samples
 
 	// The rows of the current series this request visited: samples may go back
@@ -349,7 +349,7 @@ func (w *Writer) build(req *Request, planned []plannedSeries, ids []uint64, boun
 			buf = schema.AppendRawValue(buf, smp.V)
 			q := buf[start : start+schema.RawQualifierLen : start+schema.RawQualifierLen]
 			v := buf[start+schema.RawQualifierLen : len(buf) : len(buf)]
-			b.muts = append(b.muts, storage.Put(row, schema.FamilyRaw, q, smp.T, v))
+			b.muts = append(b.muts, kv.Put(row, schema.FamilyRaw, q, smp.T, v))
 		}
 	}
 	return b
@@ -361,8 +361,8 @@ func (w *Writer) build(req *Request, planned []plannedSeries, ids []uint64, boun
 // the bucket, so that the family's TTL keeps them as long as the row's newest
 // possible sample, and a rewrite is idempotent.
 func (w *Writer) appendTags(b *batch, buf, row []byte, lbls labels.Labels, bucketStart int64) []byte {
-	ts := storage.MaxTimestamp
-	if end := w.width.Milliseconds() - 1; bucketStart <= storage.MaxTimestamp-end {
+	ts := kv.MaxTimestamp
+	if end := w.width.Milliseconds() - 1; bucketStart <= kv.MaxTimestamp-end {
 		ts = bucketStart + end
 	}
 	lbls.Range(func(l labels.Label) {
@@ -373,7 +373,7 @@ func (w *Writer) appendTags(b *batch, buf, row []byte, lbls labels.Labels, bucke
 		buf = append(buf, l.Name...)
 		mid := len(buf)
 		buf = append(buf, l.Value...)
-		b.muts = append(b.muts, storage.Put(row, schema.FamilyTags, buf[start:mid:mid], ts, buf[mid:len(buf):len(buf)]))
+		b.muts = append(b.muts, kv.Put(row, schema.FamilyTags, buf[start:mid:mid], ts, buf[mid:len(buf):len(buf)]))
 	})
 	return buf
 }

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hbtsdb/hbtsdb/storage/embedded"
+	"github.com/hbtsdb/hbtsdb/kv/embedded"
 	"github.com/hbtsdb/hbtsdb/testing/hbasestore"
 	"github.com/hbtsdb/hbtsdb/testing/hbasetest"
 )

@@ -7,8 +7,8 @@ import (
 	"log/slog"
 	"strings"
 
+	"github.com/hbtsdb/hbtsdb/kv/hbase"
 	"github.com/hbtsdb/hbtsdb/schema"
-	"github.com/hbtsdb/hbtsdb/storage/hbase"
 )
 
 func registerSchema(a *app) {

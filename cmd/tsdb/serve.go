@@ -15,10 +15,10 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/hbtsdb/hbtsdb/db"
+	"github.com/hbtsdb/hbtsdb/kv"
+	"github.com/hbtsdb/hbtsdb/kv/backend"
 	"github.com/hbtsdb/hbtsdb/promapi"
 	"github.com/hbtsdb/hbtsdb/schema"
-	"github.com/hbtsdb/hbtsdb/storage"
-	"github.com/hbtsdb/hbtsdb/storage/backend"
 	"github.com/hbtsdb/hbtsdb/write"
 )
 
@@ -126,7 +126,7 @@ func registerServe(a *app) {
 		listen:          flag(cmd, "listen", "Address to listen on.").Default(":9201").String(),
 		autoCreate:      flag(cmd, "schema.auto-create", "Create missing tables and the schema meta row at start; when false, a store without them is an error (create them with tsdb schema create).").Default("true").Bool(),
 		shutdownTimeout: durationFlag(flag(cmd, "shutdown-timeout", "How long SIGINT/SIGTERM waits for in-flight requests before closing the store."), "30s"),
-		retryMax:        durationFlag(flag(cmd, "storage.retry-max-backoff", "Longest wait between attempts to reach an unavailable store at start."), "30s"),
+		retryMax:        durationFlag(flag(cmd, "kv.retry-max-backoff", "Longest wait between attempts to reach an unavailable store at start."), "30s"),
 		write:           registerWriteFlags(cmd),
 		query:           registerQueryFlags(cmd),
 	}
@@ -139,13 +139,13 @@ func registerServe(a *app) {
 // schema checked, with the reason it is not ready meanwhile.
 type storeState struct {
 	mu       sync.Mutex
-	store    storage.Store
+	store    kv.Store
 	db       *db.DB
 	settings schema.Settings
 	waiting  error
 }
 
-func (s *storeState) set(st storage.Store, d *db.DB, settings schema.Settings) {
+func (s *storeState) set(st kv.Store, d *db.DB, settings schema.Settings) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.store, s.db, s.settings, s.waiting = st, d, settings, nil
@@ -157,7 +157,7 @@ func (s *storeState) wait(reason error) {
 	s.waiting = reason
 }
 
-func (s *storeState) get() (storage.Store, error) {
+func (s *storeState) get() (kv.Store, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.store == nil {
@@ -170,7 +170,7 @@ func (s *storeState) get() (storage.Store, error) {
 }
 
 // Write is the write endpoints' Writer: the DB once the store is open, and until
-// then an error wrapping storage.ErrUnavailable (503, so that senders retry).
+// then an error wrapping kv.ErrUnavailable (503, so that senders retry).
 func (s *storeState) Write(ctx context.Context, req *write.Request) (write.Result, error) {
 	s.mu.Lock()
 	d, waiting := s.db, s.waiting
@@ -179,7 +179,7 @@ func (s *storeState) Write(ctx context.Context, req *write.Request) (write.Resul
 		if waiting == nil {
 			waiting = errors.New("opening the store")
 		}
-		return write.Result{}, fmt.Errorf("%w: %v", storage.ErrUnavailable, waiting)
+		return write.Result{}, fmt.Errorf("%w: %v", kv.ErrUnavailable, waiting)
 	}
 	return d.Write(ctx, req)
 }
@@ -286,7 +286,7 @@ func openWithRetry(ctx context.Context, c *commonFlags, f *serveFlags, addr back
 		if ctx.Err() != nil {
 			return nil // shutting down
 		}
-		if !errors.Is(err, storage.ErrUnavailable) {
+		if !errors.Is(err, kv.ErrUnavailable) {
 			return err
 		}
 		state.wait(fmt.Errorf("waiting for the store %s (attempt %d): %w", addr, attempt, err))
@@ -304,7 +304,7 @@ func openWithRetry(ctx context.Context, c *commonFlags, f *serveFlags, addr back
 // the DB the endpoints write and read through, with the --write.* and the
 // per-selector --query.* limits.
 func openAndCheck(ctx context.Context, c *commonFlags, f *serveFlags, addr backend.Address, want schema.Settings,
-	logger *slog.Logger) (storage.Store, *db.DB, schema.Settings, error) {
+	logger *slog.Logger) (kv.Store, *db.DB, schema.Settings, error) {
 	st, err := c.openStore(ctx, addr, logger)
 	if err != nil {
 		return nil, nil, schema.Settings{}, err

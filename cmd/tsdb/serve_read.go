@@ -11,12 +11,12 @@ import (
 	"github.com/alecthomas/units"
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
-	promstorage "github.com/prometheus/prometheus/storage"
+	"github.com/prometheus/prometheus/storage"
 
 	"github.com/hbtsdb/hbtsdb/db"
+	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/promapi"
 	"github.com/hbtsdb/hbtsdb/query"
-	"github.com/hbtsdb/hbtsdb/storage"
 	"github.com/hbtsdb/hbtsdb/write"
 )
 
@@ -133,7 +133,7 @@ func buildInfo() promapi.BuildInfo {
 const prometheusAPIVersion = "3.16.0"
 
 // openDB is the DB once the store is open, and otherwise an error wrapping
-// storage.ErrUnavailable.
+// kv.ErrUnavailable.
 func (s *storeState) openDB() (*db.DB, error) {
 	s.mu.Lock()
 	d, waiting := s.db, s.waiting
@@ -142,7 +142,7 @@ func (s *storeState) openDB() (*db.DB, error) {
 		if waiting == nil {
 			waiting = errors.New("opening the store")
 		}
-		return nil, fmt.Errorf("%w: %v", storage.ErrUnavailable, waiting)
+		return nil, fmt.Errorf("%w: %v", kv.ErrUnavailable, waiting)
 	}
 	return d, nil
 }
@@ -154,7 +154,7 @@ func (s *storeState) readReady() error {
 }
 
 // Querier is the DB's, for the PromQL engine and the series and label endpoints.
-func (s *storeState) Querier(mint, maxt int64) (promstorage.Querier, error) {
+func (s *storeState) Querier(mint, maxt int64) (storage.Querier, error) {
 	d, err := s.openDB()
 	if err != nil {
 		return nil, err
@@ -163,7 +163,7 @@ func (s *storeState) Querier(mint, maxt int64) (promstorage.Querier, error) {
 }
 
 // ChunkQuerier is the DB's, for STREAMED_XOR_CHUNKS remote read.
-func (s *storeState) ChunkQuerier(mint, maxt int64) (promstorage.ChunkQuerier, error) {
+func (s *storeState) ChunkQuerier(mint, maxt int64) (storage.ChunkQuerier, error) {
 	d, err := s.openDB()
 	if err != nil {
 		return nil, err

@@ -6,9 +6,9 @@ import (
 	"log/slog"
 	"strings"
 
+	"github.com/hbtsdb/hbtsdb/kv"
+	"github.com/hbtsdb/hbtsdb/kv/backend"
 	"github.com/hbtsdb/hbtsdb/schema"
-	"github.com/hbtsdb/hbtsdb/storage"
-	"github.com/hbtsdb/hbtsdb/storage/backend"
 )
 
 // resolve parses --storage and returns the schema settings this process is
@@ -26,7 +26,7 @@ func (c *commonFlags) resolve() (backend.Address, schema.Settings, error) {
 }
 
 // openStore opens the store --storage names.
-func (c *commonFlags) openStore(ctx context.Context, addr backend.Address, logger *slog.Logger) (storage.Store, error) {
+func (c *commonFlags) openStore(ctx context.Context, addr backend.Address, logger *slog.Logger) (kv.Store, error) {
 	return backend.Open(ctx, addr, backend.Options{
 		HBaseTablePrefix:      *c.hbaseTablePrefix,
 		HBaseZooKeeperTimeout: *c.hbaseZKTimeout,

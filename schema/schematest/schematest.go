@@ -1,10 +1,10 @@
-// Package schematest gives tests of the packages above storage (index, write,
+// Package schematest gives tests of the packages above kv (index, write,
 // query, db) stores with hbtsdb's schema created, on every backend: the embedded
 // store and the real HBase of testing/hbasetest (skipped, or failed under
 // TSDB_TEST_REQUIRE_HBASE=1, when there is none). Tests never run against a mock.
 //
 // It is a test helper: it imports the storage backends, which nothing above
-// storage may do in production code.
+// kv may do in production code.
 package schematest
 
 import (
@@ -14,14 +14,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hbtsdb/hbtsdb/kv"
+	"github.com/hbtsdb/hbtsdb/kv/embedded"
 	"github.com/hbtsdb/hbtsdb/schema"
-	"github.com/hbtsdb/hbtsdb/storage"
-	"github.com/hbtsdb/hbtsdb/storage/embedded"
 	"github.com/hbtsdb/hbtsdb/testing/hbasestore"
 	"github.com/hbtsdb/hbtsdb/testing/hbasetest"
 )
 
-// Backend is one storage implementation to run a test on.
+// Backend is one kv.Store implementation to run a test on.
 type Backend struct {
 	// Name is "embedded" or "hbase", for t.Run.
 	Name string
@@ -35,7 +35,7 @@ type Backend struct {
 	// to 0, or the family's TTL hides them at once.
 	TableOptions schema.TableOptions
 	// newStores opens n handles on one fresh store; see Stores.
-	newStores func(t testing.TB, n int) []storage.Store
+	newStores func(t testing.TB, n int) []kv.Store
 }
 
 // Backends are the embedded store and the test HBase.
@@ -62,7 +62,7 @@ func (b Backend) Available() bool {
 
 // Store returns a fresh store with the schema created with b.Settings. It is
 // closed and removed when the test ends.
-func (b Backend) Store(t testing.TB) storage.Store {
+func (b Backend) Store(t testing.TB) kv.Store {
 	t.Helper()
 	return b.Stores(t, 1)[0]
 }
@@ -71,7 +71,7 @@ func (b Backend) Store(t testing.TB) storage.Store {
 // embedded store (one process per directory) the same handle n times, on HBase n
 // separate connections, as n tsdb processes would have. Closing one handle does not
 // affect the others' cleanup.
-func (b Backend) Stores(t testing.TB, n int) []storage.Store {
+func (b Backend) Stores(t testing.TB, n int) []kv.Store {
 	t.Helper()
 	sts := b.newStores(t, n)
 	CreateWith(t, sts[0], b.Settings, b.TableOptions)
@@ -79,7 +79,7 @@ func (b Backend) Stores(t testing.TB, n int) []storage.Store {
 }
 
 // Create creates the schema with settings on st (raw retention 400 days).
-func Create(t testing.TB, st storage.Store, settings schema.Settings) {
+func Create(t testing.TB, st kv.Store, settings schema.Settings) {
 	t.Helper()
 	opts := schema.DefaultTableOptions()
 	opts.SaltBuckets = settings.SaltBuckets
@@ -87,7 +87,7 @@ func Create(t testing.TB, st storage.Store, settings schema.Settings) {
 }
 
 // CreateWith creates the schema with settings and table options on st.
-func CreateWith(t testing.TB, st storage.Store, settings schema.Settings, opts schema.TableOptions) {
+func CreateWith(t testing.TB, st kv.Store, settings schema.Settings, opts schema.TableOptions) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -96,25 +96,25 @@ func CreateWith(t testing.TB, st storage.Store, settings schema.Settings, opts s
 	}
 }
 
-func embeddedStores(t testing.TB, n int) []storage.Store {
+func embeddedStores(t testing.TB, n int) []kv.Store {
 	t.Helper()
 	st, err := embedded.Open(context.Background(), t.TempDir(), embedded.Options{SweepInterval: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	sts := make([]storage.Store, n)
+	sts := make([]kv.Store, n)
 	for i := range sts {
 		sts[i] = st
 	}
 	return sts
 }
 
-func hbaseStores(t testing.TB, n int) []storage.Store {
+func hbaseStores(t testing.TB, n int) []kv.Store {
 	t.Helper()
 	zk := hbasetest.ZooKeeper(t)
 	prefix := hbasetest.UniquePrefix("t")
-	sts := make([]storage.Store, n)
+	sts := make([]kv.Store, n)
 	for i := range sts {
 		st := hbasestore.Open(t, zk, prefix)
 		sts[i] = st
@@ -132,25 +132,25 @@ func hbaseStores(t testing.TB, n int) []storage.Store {
 // table and family, so that tests can tell what a step wrote. Everything is
 // stored: it observes, it does not fake.
 type CountingStore struct {
-	storage.Store
+	kv.Store
 	mu   sync.Mutex
 	puts map[string]int // "table/family" -> cells put
 }
 
 // Counting wraps st.
-func Counting(st storage.Store) *CountingStore {
+func Counting(st kv.Store) *CountingStore {
 	return &CountingStore{Store: st, puts: map[string]int{}}
 }
 
 // Apply counts the puts of a batch the store accepted.
-func (c *CountingStore) Apply(ctx context.Context, table string, muts []storage.Mutation) error {
+func (c *CountingStore) Apply(ctx context.Context, table string, muts []kv.Mutation) error {
 	if err := c.Store.Apply(ctx, table, muts); err != nil {
 		return err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, m := range muts {
-		if m.Kind == storage.KindPut {
+		if m.Kind == kv.KindPut {
 			c.puts[table+"/"+m.Family]++
 		}
 	}

@@ -1,4 +1,4 @@
-// Package hbasestore opens storage/hbase stores on the test HBase (see
+// Package hbasestore opens kv/hbase stores on the test HBase (see
 // testing/hbasetest) under table prefixes of their own, and drops their tables
 // when the test ends.
 package hbasestore
@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hbtsdb/hbtsdb/storage"
-	"github.com/hbtsdb/hbtsdb/storage/hbase"
+	"github.com/hbtsdb/hbtsdb/kv"
+	"github.com/hbtsdb/hbtsdb/kv/hbase"
 	"github.com/hbtsdb/hbtsdb/testing/hbasetest"
 )
 
@@ -63,5 +63,5 @@ func DropPrefix(t testing.TB, zk, prefix string) {
 }
 
 func isNotFound(err error) bool {
-	return errors.Is(err, storage.ErrTableNotFound)
+	return errors.Is(err, kv.ErrTableNotFound)
 }

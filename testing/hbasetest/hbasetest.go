@@ -2,8 +2,8 @@
 // started is, and gives them table prefixes of their own so that they run in
 // parallel and leave nothing behind. Tests that need HBase skip when none is
 // configured, except under `make test` and CI, which set TSDB_TEST_REQUIRE_HBASE=1
-// and so turn a missing HBase into a failure. It imports no storage package, so
-// storage/hbase's own tests can use it; testing/hbasestore opens stores.
+// and so turn a missing HBase into a failure. It imports no kv package, so
+// kv/hbase's own tests can use it; testing/hbasestore opens stores.
 package hbasetest
 
 import (

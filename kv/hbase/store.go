@@ -14,14 +14,14 @@ import (
 	"github.com/tsuna/gohbase/hrpc"
 	"github.com/tsuna/gohbase/zk"
 
-	"github.com/hbtsdb/hbtsdb/storage"
+	"github.com/hbtsdb/hbtsdb/kv"
 )
 
 // metaTable is HBase's catalog table; Open and Ping read from it to check that the
 // region server holding it answers.
 var metaTable = []byte("hbase:meta")
 
-// Store is a storage.Store on Apache HBase. It is safe for concurrent use.
+// Store is a kv.Store on Apache HBase. It is safe for concurrent use.
 type Store struct {
 	opts   Options
 	log    *slog.Logger
@@ -34,7 +34,7 @@ type Store struct {
 
 	// gate: every operation runs between begin and its done function. Close sets
 	// closed under the write lock, cancels closing (which cancels the operations'
-	// contexts with cause storage.ErrClosed), then waits for inflight.
+	// contexts with cause kv.ErrClosed), then waits for inflight.
 	mu       sync.RWMutex
 	closed   bool
 	inflight sync.WaitGroup
@@ -49,13 +49,13 @@ type Store struct {
 	regions   []hrpc.RegionInfo
 }
 
-var _ storage.Store = (*Store)(nil)
+var _ kv.Store = (*Store)(nil)
 
 // Open connects to the HBase whose ZooKeeper quorum opts names and checks that it
 // answers: it reads the master's and hbase:meta's addresses from ZooKeeper, dials
 // both, lists the tables through the master and reads from hbase:meta, all within
 // ctx's deadline (or opts.ProbeTimeout when ctx has none). When HBase does not
-// answer, Open fails with an error that wraps storage.ErrUnavailable and names the
+// answer, Open fails with an error that wraps kv.ErrUnavailable and names the
 // ZooKeeper address, and leaves no gohbase goroutine behind.
 func Open(ctx context.Context, opts Options) (*Store, error) {
 	opts = opts.withDefaults()
@@ -114,7 +114,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 // unavailable is Open's error for an HBase that does not answer.
 func unavailable(opts Options, cause error) error {
 	return &classifiedError{
-		sentinel: storage.ErrUnavailable,
+		sentinel: kv.ErrUnavailable,
 		msg: fmt.Sprintf("hbase: no HBase answers at ZooKeeper %s (znode %s): %v: is HBase running, and is --storage right?",
 			opts.Quorum, opts.ZookeeperRoot, cause),
 		err: cause,
@@ -216,14 +216,14 @@ func (s *Store) keepRegion(r hrpc.RegionInfo) {
 }
 
 // begin admits an operation: it fails with ErrClosed after Close, and otherwise
-// returns ctx extended to be cancelled (with cause storage.ErrClosed) when the store
+// returns ctx extended to be cancelled (with cause kv.ErrClosed) when the store
 // closes, and a done function the operation must call when it returns.
 func (s *Store) begin(ctx context.Context) (context.Context, func(), error) {
 	if err := s.enter(); err != nil {
 		return nil, nil, err
 	}
 	octx, cancel := context.WithCancelCause(ctx)
-	stop := context.AfterFunc(s.closing, func() { cancel(storage.ErrClosed) })
+	stop := context.AfterFunc(s.closing, func() { cancel(kv.ErrClosed) })
 	return octx, func() {
 		stop()
 		cancel(nil)
@@ -237,7 +237,7 @@ func (s *Store) enter() error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
-		return fmt.Errorf("hbase: %w", storage.ErrClosed)
+		return fmt.Errorf("hbase: %w", kv.ErrClosed)
 	}
 	s.inflight.Add(1)
 	return nil

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/hbtsdb/hbtsdb/storage"
+	"github.com/hbtsdb/hbtsdb/kv"
 )
 
 // edgeKeys are byte strings that stress an escaping scheme: 0x00, 0x01 (the
@@ -58,7 +58,7 @@ func TestCellKeysSortLikeHBase(t *testing.T) {
 	// In the order HBase returns them: row, family, qualifier, newest first.
 	want := []cell{
 		{"r", "a", "", 9}, {"r", "a", "", 0},
-		{"r", "a", "\x00", storage.MaxTimestamp}, {"r", "a", "\x00", 5},
+		{"r", "a", "\x00", kv.MaxTimestamp}, {"r", "a", "\x00", 5},
 		{"r", "a", "q", 3}, {"r", "a", "q\x00", 3}, {"r", "a", "qq", 3},
 		{"r", "ab", "", 1}, {"r", "b", "\xff", 1},
 		{"r\x00", "a", "q", 1}, {"r\x00\x00", "a", "q", 1}, {"rr", "a", "q", 1}, {"\xff", "a", "q", 1},

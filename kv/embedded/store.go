@@ -16,7 +16,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 
-	"github.com/hbtsdb/hbtsdb/storage"
+	"github.com/hbtsdb/hbtsdb/kv"
 )
 
 // formatVersion names the key layout of the package doc. A store written with
@@ -64,7 +64,7 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// Store is a storage.Store on a Pebble database in one local directory.
+// Store is a kv.Store on a Pebble database in one local directory.
 // All methods are safe for concurrent use.
 type Store struct {
 	dir  string
@@ -95,7 +95,7 @@ type Store struct {
 	sweepDone chan struct{}
 }
 
-var _ storage.Store = (*Store)(nil)
+var _ kv.Store = (*Store)(nil)
 
 // Open opens (creating if needed) the store in dir and starts its sweeper. A
 // directory already open elsewhere yields an error wrapping ErrLocked. ctx bounds
@@ -251,19 +251,19 @@ func (s *Store) Ping(ctx context.Context) error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
-		return fmt.Errorf("embedded: ping: %w", storage.ErrClosed)
+		return fmt.Errorf("embedded: ping: %w", kv.ErrClosed)
 	}
 	return nil
 }
 
 // Close stops the sweeper and waits for it, ends open scanners (their Err wraps
-// storage.ErrClosed), and closes Pebble. Every call after Close, a second Close
-// included, fails with an error wrapping storage.ErrClosed.
+// kv.ErrClosed), and closes Pebble. Every call after Close, a second Close
+// included, fails with an error wrapping kv.ErrClosed.
 func (s *Store) Close() error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		return fmt.Errorf("embedded: close %s: %w", s.dir, storage.ErrClosed)
+		return fmt.Errorf("embedded: close %s: %w", s.dir, kv.ErrClosed)
 	}
 	// From here on every method sees closed; calls that hold mu have returned.
 	s.closed = true
@@ -278,7 +278,7 @@ func (s *Store) Close() error {
 	s.scanners = nil
 	s.scMu.Unlock()
 	for sc := range open {
-		sc.abort(fmt.Errorf("embedded: scan %s: %w", sc.table, storage.ErrClosed))
+		sc.abort(fmt.Errorf("embedded: scan %s: %w", sc.table, kv.ErrClosed))
 	}
 
 	err := s.db.Close()

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hbtsdb/hbtsdb/storage"
-	"github.com/hbtsdb/hbtsdb/storage/embedded"
+	"github.com/hbtsdb/hbtsdb/kv"
+	"github.com/hbtsdb/hbtsdb/kv/embedded"
 )
 
 func TestParse(t *testing.T) {
@@ -54,7 +54,7 @@ func TestOpenUnreachableHBaseIsUnavailable(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_, err := Open(ctx, Address{Kind: HBase, Quorum: "127.0.0.1:1", Root: "/hbase"}, Options{})
-	if !errors.Is(err, storage.ErrUnavailable) || !strings.Contains(err.Error(), "127.0.0.1:1") {
+	if !errors.Is(err, kv.ErrUnavailable) || !strings.Contains(err.Error(), "127.0.0.1:1") {
 		t.Fatalf("Open of an unreachable HBase = %v, want ErrUnavailable naming 127.0.0.1:1", err)
 	}
 }

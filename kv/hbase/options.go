@@ -49,7 +49,7 @@ type Options struct {
 	// FlushInterval is how long gohbase waits to fill a multi request before sending
 	// it to a region server [1ms]. Every Apply waits for its last, partial multi
 	// request; gohbase's own 20ms default cut batched-put throughput from 132k to
-	// 38k cells/s in storagetest's BatchPut (10 rows of 100 cells per Apply).
+	// 38k cells/s in kvtest's BatchPut (10 rows of 100 cells per Apply).
 	FlushInterval time.Duration
 	// RPCQueueSize is how many calls gohbase puts in one multi request [100].
 	RPCQueueSize int

@@ -11,12 +11,12 @@ import (
 	"github.com/tsuna/gohbase/hrpc"
 	"github.com/tsuna/gohbase/pb"
 
-	"github.com/hbtsdb/hbtsdb/storage"
+	"github.com/hbtsdb/hbtsdb/kv"
 )
 
 // queryOptions converts read options to gohbase's Get and Scan options: families,
 // time range, versions and the server-side filters.
-func queryOptions(o storage.ReadOptions) ([]func(hrpc.Call) error, error) {
+func queryOptions(o kv.ReadOptions) ([]func(hrpc.Call) error, error) {
 	var opts []func(hrpc.Call) error
 	if len(o.Families) > 0 {
 		fams := make(map[string][]string, len(o.Families))
@@ -25,7 +25,7 @@ func queryOptions(o storage.ReadOptions) ([]func(hrpc.Call) error, error) {
 		}
 		opts = append(opts, hrpc.Families(fams))
 	}
-	if o.MinTimestamp != 0 || o.MaxTimestamp != storage.MaxTimestamp+1 {
+	if o.MinTimestamp != 0 || o.MaxTimestamp != kv.MaxTimestamp+1 {
 		opts = append(opts, hrpc.TimeRangeUint64(uint64(o.MinTimestamp), uint64(o.MaxTimestamp)))
 	}
 	if o.MaxVersions != 1 {
@@ -44,22 +44,22 @@ func queryOptions(o storage.ReadOptions) ([]func(hrpc.Call) error, error) {
 // toFilter converts storage filters to one gohbase filter: a FilterList that must
 // pass all of them when there are several. Value filters come first and KeyOnly
 // last, so that no filter looks at a value KeyOnly emptied.
-func toFilter(fs []storage.Filter) (filter.Filter, error) {
+func toFilter(fs []kv.Filter) (filter.Filter, error) {
 	var first, last []filter.Filter
 	for _, f := range fs {
 		switch f := f.(type) {
-		case storage.ColumnValueFilter:
+		case kv.ColumnValueFilter:
 			first = append(first, columnValueFilter(f))
-		case *storage.ColumnValueFilter:
+		case *kv.ColumnValueFilter:
 			first = append(first, columnValueFilter(*f))
-		case storage.ColumnRangeFilter:
+		case kv.ColumnRangeFilter:
 			first = append(first, filter.NewColumnRangeFilter(f.Min, f.Max, f.MinInclusive, f.MaxInclusive))
-		case *storage.ColumnRangeFilter:
+		case *kv.ColumnRangeFilter:
 			first = append(first, filter.NewColumnRangeFilter(f.Min, f.Max, f.MinInclusive, f.MaxInclusive))
-		case storage.KeyOnlyFilter, *storage.KeyOnlyFilter:
+		case kv.KeyOnlyFilter, *kv.KeyOnlyFilter:
 			last = append(last, filter.NewKeyOnlyFilter(false))
 		default:
-			return nil, fmt.Errorf("%w: filter %T is not supported", storage.ErrInvalidArgument, f)
+			return nil, fmt.Errorf("%w: filter %T is not supported", kv.ErrInvalidArgument, f)
 		}
 	}
 	all := append(first, last...)
@@ -70,10 +70,10 @@ func toFilter(fs []storage.Filter) (filter.Filter, error) {
 }
 
 // columnValueFilter is HBase's SingleColumnValueFilter looking at the newest
-// version of the column only, as storage.ColumnValueFilter.Matches defines.
-func columnValueFilter(f storage.ColumnValueFilter) filter.Filter {
+// version of the column only, as kv.ColumnValueFilter.Matches defines.
+func columnValueFilter(f kv.ColumnValueFilter) filter.Filter {
 	op := filter.Equal
-	if f.Op == storage.NotEqual {
+	if f.Op == kv.NotEqual {
 		op = filter.NotEqual
 	}
 	cmp := filter.NewBinaryComparator(filter.NewByteArrayComparable(nonNil(f.Value)))
@@ -82,9 +82,9 @@ func columnValueFilter(f storage.ColumnValueFilter) filter.Filter {
 
 // toRow copies HBase's cells into a Row the caller owns, in one allocation for all
 // the bytes, so that holding a Row does not pin the (up to MaxResultSize) response
-// buffer the cells were decoded from. HBase returns cells in the order storage.Row
+// buffer the cells were decoded from. HBase returns cells in the order kv.Row
 // promises: family, qualifier, then timestamp newest first.
-func toRow(key []byte, cells []*hrpc.Cell) storage.Row {
+func toRow(key []byte, cells []*hrpc.Cell) kv.Row {
 	size := len(key)
 	for _, c := range cells {
 		size += len(c.Qualifier) + len(c.Value)
@@ -95,15 +95,15 @@ func toRow(key []byte, cells []*hrpc.Cell) storage.Row {
 		buf = append(buf, b...)
 		return buf[start:len(buf):len(buf)]
 	}
-	row := storage.Row{Key: take(key)}
+	row := kv.Row{Key: take(key)}
 	if len(cells) > 0 {
-		row.Cells = make([]storage.Cell, len(cells))
+		row.Cells = make([]kv.Cell, len(cells))
 		var family string // shared by the cells of one family
 		for i, c := range cells {
 			if string(c.Family) != family {
 				family = string(c.Family)
 			}
-			row.Cells[i] = storage.Cell{
+			row.Cells[i] = kv.Cell{
 				Family:    family,
 				Qualifier: take(c.Qualifier),
 				Timestamp: int64((*pb.Cell)(c).GetTimestamp()),
@@ -118,18 +118,18 @@ func toRow(key []byte, cells []*hrpc.Cell) storage.Row {
 func checkRowKey(row []byte) error {
 	switch {
 	case len(row) == 0:
-		return fmt.Errorf("%w: empty row key", storage.ErrInvalidArgument)
-	case len(row) > storage.MaxRowKeyLen:
-		return fmt.Errorf("%w: row key of %d bytes exceeds %d", storage.ErrInvalidArgument, len(row), storage.MaxRowKeyLen)
+		return fmt.Errorf("%w: empty row key", kv.ErrInvalidArgument)
+	case len(row) > kv.MaxRowKeyLen:
+		return fmt.Errorf("%w: row key of %d bytes exceeds %d", kv.ErrInvalidArgument, len(row), kv.MaxRowKeyLen)
 	}
 	return nil
 }
 
 // Get reads one row with an HBase Get.
-func (s *Store) Get(ctx context.Context, table string, row []byte, opts ...storage.ReadOption) (storage.Row, error) {
+func (s *Store) Get(ctx context.Context, table string, row []byte, opts ...kv.ReadOption) (kv.Row, error) {
 	ctx, done, err := s.begin(ctx)
 	if err != nil {
-		return storage.Row{}, err
+		return kv.Row{}, err
 	}
 	defer done()
 	htable, _, qopts, err := s.prepareRead(table, opts)
@@ -137,26 +137,26 @@ func (s *Store) Get(ctx context.Context, table string, row []byte, opts ...stora
 		err = checkRowKey(row)
 	}
 	if err != nil {
-		return storage.Row{}, fmt.Errorf("hbase: get from %s: %w", table, err)
+		return kv.Row{}, fmt.Errorf("hbase: get from %s: %w", table, err)
 	}
 	get, err := hrpc.NewGet(ctx, htable, row, qopts...)
 	if err != nil {
-		return storage.Row{}, fmt.Errorf("hbase: get from %s: %w: %v", htable, storage.ErrInvalidArgument, err)
+		return kv.Row{}, fmt.Errorf("hbase: get from %s: %w: %v", htable, kv.ErrInvalidArgument, err)
 	}
 	res, err := s.client.Get(get)
 	if err != nil {
-		return storage.Row{}, fmt.Errorf("hbase: get from %s: %w", htable, classify(ctx, err))
+		return kv.Row{}, fmt.Errorf("hbase: get from %s: %w", htable, classify(ctx, err))
 	}
 	return toRow(row, res.Cells), nil
 }
 
 // prepareRead resolves a read's table and options.
-func (s *Store) prepareRead(table string, opts []storage.ReadOption) ([]byte, storage.ReadOptions, []func(hrpc.Call) error, error) {
+func (s *Store) prepareRead(table string, opts []kv.ReadOption) ([]byte, kv.ReadOptions, []func(hrpc.Call) error, error) {
 	htable, err := s.tableName(table)
 	if err != nil {
-		return nil, storage.ReadOptions{}, nil, err
+		return nil, kv.ReadOptions{}, nil, err
 	}
-	o, err := storage.NewReadOptions(opts...)
+	o, err := kv.NewReadOptions(opts...)
 	if err != nil {
 		return nil, o, nil, err
 	}
@@ -169,7 +169,7 @@ func (s *Store) prepareRead(table string, opts []storage.ReadOption) ([]byte, st
 
 // GetRows reads rows with batches of HBase Gets (gohbase SendBatch), at most
 // Options.MaxBatchCalls at a time; the result is in request order.
-func (s *Store) GetRows(ctx context.Context, table string, rows [][]byte, opts ...storage.ReadOption) ([]storage.Row, error) {
+func (s *Store) GetRows(ctx context.Context, table string, rows [][]byte, opts ...kv.ReadOption) ([]kv.Row, error) {
 	ctx, done, err := s.begin(ctx)
 	if err != nil {
 		return nil, err
@@ -186,14 +186,14 @@ func (s *Store) GetRows(ctx context.Context, table string, rows [][]byte, opts .
 	if err != nil {
 		return nil, fmt.Errorf("hbase: get rows from %s: %w", table, err)
 	}
-	out := make([]storage.Row, 0, len(rows))
+	out := make([]kv.Row, 0, len(rows))
 	for start := 0; start < len(rows); start += s.opts.MaxBatchCalls {
 		chunk := rows[start:min(start+s.opts.MaxBatchCalls, len(rows))]
 		batch := make([]hrpc.Call, len(chunk))
 		for i, row := range chunk {
 			get, err := hrpc.NewGet(ctx, htable, row, qopts...)
 			if err != nil {
-				return nil, fmt.Errorf("hbase: get rows from %s: %w: %v", htable, storage.ErrInvalidArgument, err)
+				return nil, fmt.Errorf("hbase: get rows from %s: %w: %v", htable, kv.ErrInvalidArgument, err)
 			}
 			batch[i] = get
 		}
@@ -220,7 +220,7 @@ func (s *Store) GetRows(ctx context.Context, table string, rows [][]byte, opts .
 // the current row. RowLimit and CellLimit are applied here; the smaller of them is
 // also the number of rows asked for per round trip, so a limited scan does not
 // fetch much more than it returns.
-func (s *Store) Scan(ctx context.Context, table string, start, stop []byte, opts ...storage.ReadOption) storage.Scanner {
+func (s *Store) Scan(ctx context.Context, table string, start, stop []byte, opts ...kv.ReadOption) kv.Scanner {
 	sc := &scanner{s: s}
 	// Only a check that the store is open: the scan does not hold the store's
 	// in-flight count between calls of Next (each Next does), so a scanner the
@@ -233,7 +233,7 @@ func (s *Store) Scan(ctx context.Context, table string, start, stop []byte, opts
 	// The scan's context lives until the scanner is closed, by the caller or by
 	// the store's Close.
 	sctx, cancel := context.WithCancelCause(ctx)
-	stopOnClose := context.AfterFunc(s.closing, func() { cancel(storage.ErrClosed) })
+	stopOnClose := context.AfterFunc(s.closing, func() { cancel(kv.ErrClosed) })
 	sc.ctx = sctx
 	sc.release = func() {
 		stopOnClose()
@@ -256,7 +256,7 @@ func (s *Store) Scan(ctx context.Context, table string, start, stop []byte, opts
 	}
 	scan, err := hrpc.NewScanRange(sctx, htable, start, stop, qopts...)
 	if err != nil {
-		sc.fail(fmt.Errorf("hbase: scan %s: %w: %v", htable, storage.ErrInvalidArgument, err))
+		sc.fail(fmt.Errorf("hbase: scan %s: %w: %v", htable, kv.ErrInvalidArgument, err))
 		return sc
 	}
 	sc.hs = s.client.Scan(scan)
@@ -265,7 +265,7 @@ func (s *Store) Scan(ctx context.Context, table string, start, stop []byte, opts
 
 // limitHint is the number of rows to fetch per round trip for a limited scan: every
 // row returned has at least one cell, so neither limit needs more rows than itself.
-func limitHint(o storage.ReadOptions) uint32 {
+func limitHint(o kv.ReadOptions) uint32 {
 	n := 0
 	for _, l := range []int{o.RowLimit, o.CellLimit} {
 		if l > 0 && (n == 0 || l < n) {
@@ -275,16 +275,16 @@ func limitHint(o storage.ReadOptions) uint32 {
 	return uint32(min(n, math.MaxInt32))
 }
 
-// scanner is a storage.Scanner over a gohbase hrpc.Scanner.
+// scanner is a kv.Scanner over a gohbase hrpc.Scanner.
 type scanner struct {
 	s       *Store
 	table   string
 	ctx     context.Context
 	release func()
 	hs      hrpc.Scanner
-	o       storage.ReadOptions
+	o       kv.ReadOptions
 
-	row         storage.Row
+	row         kv.Row
 	rows, cells int
 	done        bool
 	err         error
@@ -336,7 +336,7 @@ func (sc *scanner) Next() bool {
 }
 
 // Row is the current row.
-func (sc *scanner) Row() storage.Row { return sc.row }
+func (sc *scanner) Row() kv.Row { return sc.row }
 
 // Err is the error that ended the scan, if any.
 func (sc *scanner) Err() error { return sc.err }

@@ -1,8 +1,8 @@
-// Package storagetest is the one conformance suite that every storage.Store
+// Package kvtest is the one conformance suite that every kv.Store
 // implementation must pass: the embedded store and the real HBase run the same cases,
 // so the layers above storage/ can rely on identical behaviour. Each case states one
 // rule of storage's contract and asserts exact keys, values and errors.
-package storagetest
+package kvtest
 
 import (
 	"bytes"
@@ -15,18 +15,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hbtsdb/hbtsdb/storage"
+	"github.com/hbtsdb/hbtsdb/kv"
 )
 
 // NewStore returns a fresh store with no tables for one test, and arranges (with
 // t.Cleanup) for its tables to be dropped and the store to be closed afterwards.
 // The cleanup must tolerate a store the test already closed.
-type NewStore func(t testing.TB) storage.Store
+type NewStore func(t testing.TB) kv.Store
 
 // testCase is one rule of the contract.
 type testCase struct {
 	name string
-	run  func(t *testing.T, st storage.Store)
+	run  func(t *testing.T, st kv.Store)
 }
 
 // Run runs every conformance case, in parallel, each against its own fresh store.
@@ -82,12 +82,12 @@ func cases() []testCase {
 const table = "conformance"
 
 // simpleSpec is a table with families a and b (one version, no TTL).
-var simpleSpec = storage.TableSpec{
+var simpleSpec = kv.TableSpec{
 	Name:     table,
-	Families: []storage.FamilySpec{{Name: "a"}, {Name: "b"}},
+	Families: []kv.FamilySpec{{Name: "a"}, {Name: "b"}},
 }
 
-func createTable(t *testing.T, st storage.Store, spec storage.TableSpec) {
+func createTable(t *testing.T, st kv.Store, spec kv.TableSpec) {
 	t.Helper()
 	created, err := st.EnsureTable(context.Background(), spec)
 	if err != nil {
@@ -98,14 +98,14 @@ func createTable(t *testing.T, st storage.Store, spec storage.TableSpec) {
 	}
 }
 
-func apply(t *testing.T, st storage.Store, muts ...storage.Mutation) {
+func apply(t *testing.T, st kv.Store, muts ...kv.Mutation) {
 	t.Helper()
 	if err := st.Apply(context.Background(), table, muts); err != nil {
 		t.Fatalf("Apply: %v", err)
 	}
 }
 
-func get(t *testing.T, st storage.Store, row string, opts ...storage.ReadOption) storage.Row {
+func get(t *testing.T, st kv.Store, row string, opts ...kv.ReadOption) kv.Row {
 	t.Helper()
 	r, err := st.Get(context.Background(), table, []byte(row), opts...)
 	if err != nil {
@@ -114,11 +114,11 @@ func get(t *testing.T, st storage.Store, row string, opts ...storage.ReadOption)
 	return r
 }
 
-func scanAll(t *testing.T, st storage.Store, start, stop []byte, opts ...storage.ReadOption) []storage.Row {
+func scanAll(t *testing.T, st kv.Store, start, stop []byte, opts ...kv.ReadOption) []kv.Row {
 	t.Helper()
 	sc := st.Scan(context.Background(), table, start, stop, opts...)
 	defer sc.Close()
-	var rows []storage.Row
+	var rows []kv.Row
 	for sc.Next() {
 		rows = append(rows, sc.Row())
 	}
@@ -129,16 +129,16 @@ func scanAll(t *testing.T, st storage.Store, start, stop []byte, opts ...storage
 }
 
 // put is a shorthand for a put of a string value.
-func put(row, family, qualifier string, ts int64, value string) storage.Mutation {
-	return storage.Put([]byte(row), family, []byte(qualifier), ts, []byte(value))
+func put(row, family, qualifier string, ts int64, value string) kv.Mutation {
+	return kv.Put([]byte(row), family, []byte(qualifier), ts, []byte(value))
 }
 
 // cellString renders a cell as family:qualifier@ts=value, with bytes quoted.
-func cellString(c storage.Cell) string {
+func cellString(c kv.Cell) string {
 	return fmt.Sprintf("%s:%q@%d=%q", c.Family, c.Qualifier, c.Timestamp, c.Value)
 }
 
-func cellStrings(r storage.Row) []string {
+func cellStrings(r kv.Row) []string {
 	out := make([]string, len(r.Cells))
 	for i, c := range r.Cells {
 		out[i] = cellString(c)
@@ -146,7 +146,7 @@ func cellStrings(r storage.Row) []string {
 	return out
 }
 
-func rowKeys(rows []storage.Row) []string {
+func rowKeys(rows []kv.Row) []string {
 	out := make([]string, len(rows))
 	for i, r := range rows {
 		out[i] = fmt.Sprintf("%q", r.Key)
@@ -168,33 +168,33 @@ func wantErr(t *testing.T, what string, err, target error) {
 	}
 }
 
-func testTableNotFound(t *testing.T, st storage.Store) {
+func testTableNotFound(t *testing.T, st kv.Store) {
 	ctx := context.Background()
 	const missing = "no-such-table"
-	wantErr(t, "Apply", st.Apply(ctx, missing, []storage.Mutation{put("r", "a", "q", 1, "v")}), storage.ErrTableNotFound)
+	wantErr(t, "Apply", st.Apply(ctx, missing, []kv.Mutation{put("r", "a", "q", 1, "v")}), kv.ErrTableNotFound)
 	_, err := st.Get(ctx, missing, []byte("r"))
-	wantErr(t, "Get", err, storage.ErrTableNotFound)
+	wantErr(t, "Get", err, kv.ErrTableNotFound)
 	_, err = st.GetRows(ctx, missing, [][]byte{[]byte("r")})
-	wantErr(t, "GetRows", err, storage.ErrTableNotFound)
+	wantErr(t, "GetRows", err, kv.ErrTableNotFound)
 	sc := st.Scan(ctx, missing, nil, nil)
 	if sc.Next() {
 		t.Fatal("Scan of a missing table returned a row")
 	}
-	wantErr(t, "Scan", sc.Err(), storage.ErrTableNotFound)
+	wantErr(t, "Scan", sc.Err(), kv.ErrTableNotFound)
 	sc.Close()
 	_, err = st.Increment(ctx, missing, []byte("r"), "a", []byte("q"), 1)
-	wantErr(t, "Increment", err, storage.ErrTableNotFound)
+	wantErr(t, "Increment", err, kv.ErrTableNotFound)
 	_, err = st.CheckAndPut(ctx, missing, nil, put("r", "a", "q", 1, "v"))
-	wantErr(t, "CheckAndPut", err, storage.ErrTableNotFound)
-	wantErr(t, "DropTable", st.DropTable(ctx, missing), storage.ErrTableNotFound)
+	wantErr(t, "CheckAndPut", err, kv.ErrTableNotFound)
+	wantErr(t, "DropTable", st.DropTable(ctx, missing), kv.ErrTableNotFound)
 }
 
-func testEnsureAndList(t *testing.T, st storage.Store) {
+func testEnsureAndList(t *testing.T, st kv.Store) {
 	ctx := context.Background()
 	for _, name := range []string{"zeta", "alpha", "mid"} {
-		createTable(t, st, storage.TableSpec{Name: name, Families: []storage.FamilySpec{{Name: "f"}}})
+		createTable(t, st, kv.TableSpec{Name: name, Families: []kv.FamilySpec{{Name: "f"}}})
 	}
-	created, err := st.EnsureTable(ctx, storage.TableSpec{Name: "alpha", Families: []storage.FamilySpec{{Name: "f"}}})
+	created, err := st.EnsureTable(ctx, kv.TableSpec{Name: "alpha", Families: []kv.FamilySpec{{Name: "f"}}})
 	if err != nil || created {
 		t.Fatalf("EnsureTable of an existing table = (%v, %v), want (false, nil)", created, err)
 	}
@@ -203,11 +203,11 @@ func testEnsureAndList(t *testing.T, st storage.Store) {
 		t.Fatalf("ListTables: %v", err)
 	}
 	equalStrings(t, "ListTables", names, []string{"alpha", "mid", "zeta"})
-	_, err = st.EnsureTable(ctx, storage.TableSpec{Name: "bad"})
-	wantErr(t, "EnsureTable without families", err, storage.ErrInvalidArgument)
+	_, err = st.EnsureTable(ctx, kv.TableSpec{Name: "bad"})
+	wantErr(t, "EnsureTable without families", err, kv.ErrInvalidArgument)
 }
 
-func testDropTable(t *testing.T, st storage.Store) {
+func testDropTable(t *testing.T, st kv.Store) {
 	ctx := context.Background()
 	createTable(t, st, simpleSpec)
 	apply(t, st, put("r", "a", "q", 1, "v"))
@@ -220,7 +220,7 @@ func testDropTable(t *testing.T, st storage.Store) {
 	}
 	equalStrings(t, "ListTables after drop", names, nil)
 	_, err = st.Get(ctx, table, []byte("r"))
-	wantErr(t, "Get after drop", err, storage.ErrTableNotFound)
+	wantErr(t, "Get after drop", err, kv.ErrTableNotFound)
 	// A table re-created under the same name starts empty.
 	createTable(t, st, simpleSpec)
 	if r := get(t, st, "r"); len(r.Cells) != 0 {
@@ -228,7 +228,7 @@ func testDropTable(t *testing.T, st storage.Store) {
 	}
 }
 
-func testPutGet(t *testing.T, st storage.Store) {
+func testPutGet(t *testing.T, st kv.Store) {
 	createTable(t, st, simpleSpec)
 	apply(t, st, put("row1", "a", "q1", 1700000000123, "value-1"), put("row1", "b", "q2", 1700000000124, "value-2"))
 	r := get(t, st, "row1")
@@ -244,13 +244,13 @@ func testPutGet(t *testing.T, st storage.Store) {
 	}
 }
 
-func testBinaryCells(t *testing.T, st storage.Store) {
+func testBinaryCells(t *testing.T, st kv.Store) {
 	createTable(t, st, simpleSpec)
 	row := []byte{0x00, 0xFF, 0x00}
 	apply(t, st,
-		storage.Put(row, "a", []byte{0x00}, 5, []byte{}),
-		storage.Put(row, "a", []byte{0x00, 0x00}, 5, []byte{0x00, 0xFF}),
-		storage.Put(row, "a", []byte{0xFF, 0xFF, 0xFF, 0xFF}, 5, []byte{0xFF}),
+		kv.Put(row, "a", []byte{0x00}, 5, []byte{}),
+		kv.Put(row, "a", []byte{0x00, 0x00}, 5, []byte{0x00, 0xFF}),
+		kv.Put(row, "a", []byte{0xFF, 0xFF, 0xFF, 0xFF}, 5, []byte{0xFF}),
 	)
 	r := get(t, st, string(row))
 	equalStrings(t, "binary cells", cellStrings(r), []string{
@@ -268,12 +268,12 @@ var orderedKeys = [][]byte{
 	{0x7F}, {0x80}, {0xFE, 0xFF}, {0xFF}, {0xFF, 0x00}, {0xFF, 0xFF}, {0xFF, 0xFF, 0xFF},
 }
 
-func testByteOrder(t *testing.T, st storage.Store) {
+func testByteOrder(t *testing.T, st kv.Store) {
 	createTable(t, st, simpleSpec)
 	// Write in reverse order so that insertion order cannot explain the result.
-	var muts []storage.Mutation
+	var muts []kv.Mutation
 	for i := len(orderedKeys) - 1; i >= 0; i-- {
-		muts = append(muts, storage.Put(orderedKeys[i], "a", []byte("q"), 1, []byte{byte(i)}))
+		muts = append(muts, kv.Put(orderedKeys[i], "a", []byte("q"), 1, []byte{byte(i)}))
 	}
 	apply(t, st, muts...)
 	rows := scanAll(t, st, nil, nil)
@@ -289,16 +289,16 @@ func testByteOrder(t *testing.T, st storage.Store) {
 	}
 }
 
-func putKeys(t *testing.T, st storage.Store, keys ...[]byte) {
+func putKeys(t *testing.T, st kv.Store, keys ...[]byte) {
 	t.Helper()
-	var muts []storage.Mutation
+	var muts []kv.Mutation
 	for _, k := range keys {
-		muts = append(muts, storage.Put(k, "a", []byte("q"), 1, []byte("v")))
+		muts = append(muts, kv.Put(k, "a", []byte("q"), 1, []byte("v")))
 	}
 	apply(t, st, muts...)
 }
 
-func testScanRange(t *testing.T, st storage.Store) {
+func testScanRange(t *testing.T, st kv.Store) {
 	createTable(t, st, simpleSpec)
 	putKeys(t, st, []byte("a"), []byte("b"), []byte("b\x00"), []byte("c"), []byte("d"))
 	equalStrings(t, "[b, d)", rowKeys(scanAll(t, st, []byte("b"), []byte("d"))), []string{`"b"`, `"b\x00"`, `"c"`})
@@ -307,25 +307,25 @@ func testScanRange(t *testing.T, st storage.Store) {
 	equalStrings(t, "[bb, c)", rowKeys(scanAll(t, st, []byte("bb"), []byte("c"))), nil)
 }
 
-func testPrefixScanFF(t *testing.T, st storage.Store) {
+func testPrefixScanFF(t *testing.T, st kv.Store) {
 	createTable(t, st, simpleSpec)
 	putKeys(t, st,
 		[]byte{0x01, 0xFE}, []byte{0x01, 0xFF}, []byte{0x01, 0xFF, 0x00}, []byte{0x01, 0xFF, 0xFF, 0x07},
 		[]byte{0x02}, []byte{0xFF, 0xFF}, []byte{0xFF, 0xFF, 0x00},
 	)
 	prefix := []byte{0x01, 0xFF}
-	equalStrings(t, "prefix 01 FF", rowKeys(scanAll(t, st, prefix, storage.PrefixEnd(prefix))),
+	equalStrings(t, "prefix 01 FF", rowKeys(scanAll(t, st, prefix, kv.PrefixEnd(prefix))),
 		[]string{`"\x01\xff"`, `"\x01\xff\x00"`, `"\x01\xff\xff\a"`})
 	all := []byte{0xFF, 0xFF}
-	if storage.PrefixEnd(all) != nil {
-		t.Fatalf("PrefixEnd(ff ff) = %x, want nil", storage.PrefixEnd(all))
+	if kv.PrefixEnd(all) != nil {
+		t.Fatalf("PrefixEnd(ff ff) = %x, want nil", kv.PrefixEnd(all))
 	}
-	equalStrings(t, "prefix FF FF", rowKeys(scanAll(t, st, all, storage.PrefixEnd(all))),
+	equalStrings(t, "prefix FF FF", rowKeys(scanAll(t, st, all, kv.PrefixEnd(all))),
 		[]string{`"\xff\xff"`, `"\xff\xff\x00"`})
 }
 
-func testCellOrder(t *testing.T, st storage.Store) {
-	createTable(t, st, storage.TableSpec{Name: table, Families: []storage.FamilySpec{
+func testCellOrder(t *testing.T, st kv.Store) {
+	createTable(t, st, kv.TableSpec{Name: table, Families: []kv.FamilySpec{
 		{Name: "b", MaxVersions: 3}, {Name: "a", MaxVersions: 3},
 	}})
 	apply(t, st,
@@ -336,7 +336,7 @@ func testCellOrder(t *testing.T, st storage.Store) {
 		put("r", "a", "y", 2, "a-y-2"),
 		put("r", "a", "z", 2, "a-z-2"),
 	)
-	equalStrings(t, "cell order", cellStrings(get(t, st, "r", storage.MaxVersions(3))), []string{
+	equalStrings(t, "cell order", cellStrings(get(t, st, "r", kv.MaxVersions(3))), []string{
 		`a:"y"@2="a-y-2"`,
 		`a:"z"@3="a-z-3"`,
 		`a:"z"@2="a-z-2"`,
@@ -346,24 +346,24 @@ func testCellOrder(t *testing.T, st storage.Store) {
 	})
 }
 
-func testFamilySelection(t *testing.T, st storage.Store) {
-	createTable(t, st, storage.TableSpec{Name: table, Families: []storage.FamilySpec{{Name: "a"}, {Name: "b"}, {Name: "c"}}})
+func testFamilySelection(t *testing.T, st kv.Store) {
+	createTable(t, st, kv.TableSpec{Name: table, Families: []kv.FamilySpec{{Name: "a"}, {Name: "b"}, {Name: "c"}}})
 	apply(t, st,
 		put("r1", "a", "q", 1, "a1"), put("r1", "b", "q", 1, "b1"), put("r1", "c", "q", 1, "c1"),
 		put("r2", "b", "q", 1, "b2"),
 	)
-	equalStrings(t, "get family b", cellStrings(get(t, st, "r1", storage.Families("b"))), []string{`b:"q"@1="b1"`})
-	equalStrings(t, "get families a,c", cellStrings(get(t, st, "r1", storage.Families("a", "c"))),
+	equalStrings(t, "get family b", cellStrings(get(t, st, "r1", kv.Families("b"))), []string{`b:"q"@1="b1"`})
+	equalStrings(t, "get families a,c", cellStrings(get(t, st, "r1", kv.Families("a", "c"))),
 		[]string{`a:"q"@1="a1"`, `c:"q"@1="c1"`})
 	// A scan skips rows that have no cell in the selected families.
-	rows := scanAll(t, st, nil, nil, storage.Families("a"))
+	rows := scanAll(t, st, nil, nil, kv.Families("a"))
 	equalStrings(t, "scan family a", rowKeys(rows), []string{`"r1"`})
 	equalStrings(t, "scan family a cells", cellStrings(rows[0]), []string{`a:"q"@1="a1"`})
-	err := st.Apply(context.Background(), table, []storage.Mutation{put("r1", "nope", "q", 1, "x")})
-	wantErr(t, "put to an unknown family", err, storage.ErrInvalidArgument)
+	err := st.Apply(context.Background(), table, []kv.Mutation{put("r1", "nope", "q", 1, "x")})
+	wantErr(t, "put to an unknown family", err, kv.ErrInvalidArgument)
 }
 
-func testNewerWins(t *testing.T, st storage.Store) {
+func testNewerWins(t *testing.T, st kv.Store) {
 	createTable(t, st, simpleSpec)
 	apply(t, st, put("r", "a", "q", 20, "at-20"))
 	apply(t, st, put("r", "a", "q", 10, "at-10"))
@@ -372,91 +372,91 @@ func testNewerWins(t *testing.T, st storage.Store) {
 	equalStrings(t, "newest after a newer put", cellStrings(get(t, st, "r")), []string{`a:"q"@30="at-30"`})
 }
 
-func testSameTimestampLastWriteWins(t *testing.T, st storage.Store) {
-	createTable(t, st, storage.TableSpec{Name: table, Families: []storage.FamilySpec{{Name: "a", MaxVersions: 5}}})
+func testSameTimestampLastWriteWins(t *testing.T, st kv.Store) {
+	createTable(t, st, kv.TableSpec{Name: table, Families: []kv.FamilySpec{{Name: "a", MaxVersions: 5}}})
 	apply(t, st, put("r", "a", "q", 42, "first"))
 	apply(t, st, put("r", "a", "q", 42, "second"))
 	// Within one batch, the later mutation wins too.
 	apply(t, st, put("r", "a", "p", 7, "one"), put("r", "a", "p", 7, "two"))
-	equalStrings(t, "same timestamp", cellStrings(get(t, st, "r", storage.MaxVersions(5))), []string{
+	equalStrings(t, "same timestamp", cellStrings(get(t, st, "r", kv.MaxVersions(5))), []string{
 		`a:"p"@7="two"`,
 		`a:"q"@42="second"`,
 	})
 }
 
-func testMaxVersions(t *testing.T, st storage.Store) {
-	createTable(t, st, storage.TableSpec{Name: table, Families: []storage.FamilySpec{{Name: "a", MaxVersions: 3}, {Name: "b"}}})
+func testMaxVersions(t *testing.T, st kv.Store) {
+	createTable(t, st, kv.TableSpec{Name: table, Families: []kv.FamilySpec{{Name: "a", MaxVersions: 3}, {Name: "b"}}})
 	for ts := int64(1); ts <= 5; ts++ {
 		apply(t, st, put("r", "a", "q", ts, fmt.Sprintf("a%d", ts)), put("r", "b", "q", ts, fmt.Sprintf("b%d", ts)))
 	}
-	equalStrings(t, "MaxVersions(10)", cellStrings(get(t, st, "r", storage.MaxVersions(10))), []string{
+	equalStrings(t, "MaxVersions(10)", cellStrings(get(t, st, "r", kv.MaxVersions(10))), []string{
 		`a:"q"@5="a5"`, `a:"q"@4="a4"`, `a:"q"@3="a3"`, `b:"q"@5="b5"`,
 	})
-	equalStrings(t, "MaxVersions(2)", cellStrings(get(t, st, "r", storage.MaxVersions(2))), []string{
+	equalStrings(t, "MaxVersions(2)", cellStrings(get(t, st, "r", kv.MaxVersions(2))), []string{
 		`a:"q"@5="a5"`, `a:"q"@4="a4"`, `b:"q"@5="b5"`,
 	})
 	equalStrings(t, "default one version", cellStrings(get(t, st, "r")), []string{`a:"q"@5="a5"`, `b:"q"@5="b5"`})
 }
 
-func testTimeRange(t *testing.T, st storage.Store) {
-	createTable(t, st, storage.TableSpec{Name: table, Families: []storage.FamilySpec{{Name: "a", MaxVersions: 10}}})
+func testTimeRange(t *testing.T, st kv.Store) {
+	createTable(t, st, kv.TableSpec{Name: table, Families: []kv.FamilySpec{{Name: "a", MaxVersions: 10}}})
 	for ts := int64(100); ts <= 500; ts += 100 {
 		apply(t, st, put("r", "a", "q", ts, fmt.Sprint(ts)))
 	}
-	equalStrings(t, "[200, 400)", cellStrings(get(t, st, "r", storage.TimeRange(200, 400), storage.MaxVersions(10))),
+	equalStrings(t, "[200, 400)", cellStrings(get(t, st, "r", kv.TimeRange(200, 400), kv.MaxVersions(10))),
 		[]string{`a:"q"@300="300"`, `a:"q"@200="200"`})
 	// With one version, the newest cell inside the range is returned.
-	equalStrings(t, "[0, 250) newest", cellStrings(get(t, st, "r", storage.TimeRange(0, 250))), []string{`a:"q"@200="200"`})
-	rows := scanAll(t, st, nil, nil, storage.TimeRange(501, 1000))
+	equalStrings(t, "[0, 250) newest", cellStrings(get(t, st, "r", kv.TimeRange(0, 250))), []string{`a:"q"@200="200"`})
+	rows := scanAll(t, st, nil, nil, kv.TimeRange(501, 1000))
 	equalStrings(t, "scan of an empty time range", rowKeys(rows), nil)
 }
 
-func testDeleteColumn(t *testing.T, st storage.Store) {
-	createTable(t, st, storage.TableSpec{Name: table, Families: []storage.FamilySpec{{Name: "a", MaxVersions: 10}}})
+func testDeleteColumn(t *testing.T, st kv.Store) {
+	createTable(t, st, kv.TableSpec{Name: table, Families: []kv.FamilySpec{{Name: "a", MaxVersions: 10}}})
 	for ts := int64(1); ts <= 4; ts++ {
 		apply(t, st, put("r", "a", "q", ts, fmt.Sprint(ts)), put("r", "a", "other", ts, fmt.Sprint(ts)))
 	}
-	apply(t, st, storage.DeleteColumn([]byte("r"), "a", []byte("q"), 2))
-	equalStrings(t, "after DeleteColumn up to 2", cellStrings(get(t, st, "r", storage.MaxVersions(10))), []string{
+	apply(t, st, kv.DeleteColumn([]byte("r"), "a", []byte("q"), 2))
+	equalStrings(t, "after DeleteColumn up to 2", cellStrings(get(t, st, "r", kv.MaxVersions(10))), []string{
 		`a:"other"@4="4"`, `a:"other"@3="3"`, `a:"other"@2="2"`, `a:"other"@1="1"`,
 		`a:"q"@4="4"`, `a:"q"@3="3"`,
 	})
-	apply(t, st, storage.DeleteColumn([]byte("r"), "a", []byte("q"), storage.MaxTimestamp))
-	equalStrings(t, "after DeleteColumn of all", cellStrings(get(t, st, "r", storage.MaxVersions(10))), []string{
+	apply(t, st, kv.DeleteColumn([]byte("r"), "a", []byte("q"), kv.MaxTimestamp))
+	equalStrings(t, "after DeleteColumn of all", cellStrings(get(t, st, "r", kv.MaxVersions(10))), []string{
 		`a:"other"@4="4"`, `a:"other"@3="3"`, `a:"other"@2="2"`, `a:"other"@1="1"`,
 	})
 }
 
-func testDeleteFamilyAndRow(t *testing.T, st storage.Store) {
-	createTable(t, st, storage.TableSpec{Name: table, Families: []storage.FamilySpec{{Name: "a", MaxVersions: 10}, {Name: "b", MaxVersions: 10}}})
+func testDeleteFamilyAndRow(t *testing.T, st kv.Store) {
+	createTable(t, st, kv.TableSpec{Name: table, Families: []kv.FamilySpec{{Name: "a", MaxVersions: 10}, {Name: "b", MaxVersions: 10}}})
 	for ts := int64(1); ts <= 3; ts++ {
 		apply(t, st,
 			put("r1", "a", "x", ts, "v"), put("r1", "a", "y", ts, "v"), put("r1", "b", "x", ts, "v"),
 			put("r2", "a", "x", ts, "v"), put("r2", "b", "x", ts, "v"),
 		)
 	}
-	apply(t, st, storage.DeleteFamily([]byte("r1"), "a", 2))
-	equalStrings(t, "r1 after DeleteFamily(a, 2)", cellStrings(get(t, st, "r1", storage.MaxVersions(10))), []string{
+	apply(t, st, kv.DeleteFamily([]byte("r1"), "a", 2))
+	equalStrings(t, "r1 after DeleteFamily(a, 2)", cellStrings(get(t, st, "r1", kv.MaxVersions(10))), []string{
 		`a:"x"@3="v"`, `a:"y"@3="v"`, `b:"x"@3="v"`, `b:"x"@2="v"`, `b:"x"@1="v"`,
 	})
-	apply(t, st, storage.DeleteRow([]byte("r2"), 2))
-	equalStrings(t, "r2 after DeleteRow(2)", cellStrings(get(t, st, "r2", storage.MaxVersions(10))), []string{
+	apply(t, st, kv.DeleteRow([]byte("r2"), 2))
+	equalStrings(t, "r2 after DeleteRow(2)", cellStrings(get(t, st, "r2", kv.MaxVersions(10))), []string{
 		`a:"x"@3="v"`, `b:"x"@3="v"`,
 	})
-	apply(t, st, storage.DeleteRow([]byte("r2"), storage.MaxTimestamp))
+	apply(t, st, kv.DeleteRow([]byte("r2"), kv.MaxTimestamp))
 	equalStrings(t, "rows after deleting r2 whole", rowKeys(scanAll(t, st, nil, nil)), []string{`"r1"`})
 }
 
-func testDeleteThenNewerPut(t *testing.T, st storage.Store) {
-	createTable(t, st, storage.TableSpec{Name: table, Families: []storage.FamilySpec{{Name: "a", MaxVersions: 5}}})
+func testDeleteThenNewerPut(t *testing.T, st kv.Store) {
+	createTable(t, st, kv.TableSpec{Name: table, Families: []kv.FamilySpec{{Name: "a", MaxVersions: 5}}})
 	apply(t, st, put("r", "a", "q", 100, "old"), put("r", "a", "q", 2000, "newer"), put("r", "a", "late", 50, "other column"))
-	apply(t, st, storage.DeleteColumn([]byte("r"), "a", []byte("q"), 1000))
-	equalStrings(t, "after delete", cellStrings(get(t, st, "r", storage.MaxVersions(5))),
+	apply(t, st, kv.DeleteColumn([]byte("r"), "a", []byte("q"), 1000))
+	equalStrings(t, "after delete", cellStrings(get(t, st, "r", kv.MaxVersions(5))),
 		[]string{`a:"late"@50="other column"`, `a:"q"@2000="newer"`})
 	// What compaction relies on: a sample written later at a newer timestamp, or
 	// at another qualifier with an older one, is visible (storage/doc.go, Deletes).
 	apply(t, st, put("r", "a", "q", 1001, "just after"), put("r", "a", "late2", 10, "another column"))
-	equalStrings(t, "puts after delete", cellStrings(get(t, st, "r", storage.MaxVersions(5))), []string{
+	equalStrings(t, "puts after delete", cellStrings(get(t, st, "r", kv.MaxVersions(5))), []string{
 		`a:"late"@50="other column"`,
 		`a:"late2"@10="another column"`,
 		`a:"q"@2000="newer"`,
@@ -464,8 +464,8 @@ func testDeleteThenNewerPut(t *testing.T, st storage.Store) {
 	})
 }
 
-func testTTL(t *testing.T, st storage.Store) {
-	createTable(t, st, storage.TableSpec{Name: table, Families: []storage.FamilySpec{
+func testTTL(t *testing.T, st kv.Store) {
+	createTable(t, st, kv.TableSpec{Name: table, Families: []kv.FamilySpec{
 		{Name: "a", TTL: time.Hour, MaxVersions: 5}, {Name: "b"},
 	}})
 	now := time.Now().UnixMilli()
@@ -476,7 +476,7 @@ func testTTL(t *testing.T, st storage.Store) {
 		put("mixed", "a", "q", fresh, "kept"),
 		put("mixed", "b", "q", old, "no-ttl"),
 	)
-	equalStrings(t, "get mixed", cellStrings(get(t, st, "mixed", storage.MaxVersions(5))), []string{
+	equalStrings(t, "get mixed", cellStrings(get(t, st, "mixed", kv.MaxVersions(5))), []string{
 		fmt.Sprintf(`a:"q"@%d="kept"`, fresh),
 		fmt.Sprintf(`b:"q"@%d="no-ttl"`, old),
 	})
@@ -490,7 +490,7 @@ func int64Bytes(v int64) []byte {
 	return binary.BigEndian.AppendUint64(nil, uint64(v))
 }
 
-func testIncrementFromAbsent(t *testing.T, st storage.Store) {
+func testIncrementFromAbsent(t *testing.T, st kv.Store) {
 	createTable(t, st, simpleSpec)
 	ctx := context.Background()
 	for _, step := range []struct{ delta, want int64 }{{5, 5}, {3, 8}, {-10, -2}, {0, -2}} {
@@ -508,14 +508,14 @@ func testIncrementFromAbsent(t *testing.T, st storage.Store) {
 	}
 }
 
-func testIncrementWrongWidth(t *testing.T, st storage.Store) {
+func testIncrementWrongWidth(t *testing.T, st kv.Store) {
 	createTable(t, st, simpleSpec)
 	apply(t, st, put("r", "a", "n", 1, "abc"))
 	_, err := st.Increment(context.Background(), table, []byte("r"), "a", []byte("n"), 1)
-	wantErr(t, "Increment of a 3-byte cell", err, storage.ErrInvalidArgument)
+	wantErr(t, "Increment of a 3-byte cell", err, kv.ErrInvalidArgument)
 }
 
-func testIncrementConcurrent(t *testing.T, st storage.Store) {
+func testIncrementConcurrent(t *testing.T, st kv.Store) {
 	createTable(t, st, simpleSpec)
 	const workers, each = 8, 25
 	var (
@@ -556,7 +556,7 @@ func testIncrementConcurrent(t *testing.T, st storage.Store) {
 	}
 }
 
-func testCheckAndPut(t *testing.T, st storage.Store) {
+func testCheckAndPut(t *testing.T, st kv.Store) {
 	createTable(t, st, simpleSpec)
 	ctx := context.Background()
 	cas := func(expected []byte, value string) bool {
@@ -581,11 +581,11 @@ func testCheckAndPut(t *testing.T, st storage.Store) {
 		t.Fatal("CheckAndPut with the right expected value was not applied")
 	}
 	equalStrings(t, "after swap", cellStrings(get(t, st, "r")), []string{`a:"q"@10="fourth"`})
-	_, err := st.CheckAndPut(ctx, table, nil, storage.DeleteRow([]byte("r"), 10))
-	wantErr(t, "CheckAndPut with a delete", err, storage.ErrInvalidArgument)
+	_, err := st.CheckAndPut(ctx, table, nil, kv.DeleteRow([]byte("r"), 10))
+	wantErr(t, "CheckAndPut with a delete", err, kv.ErrInvalidArgument)
 }
 
-func testCheckAndPutRace(t *testing.T, st storage.Store) {
+func testCheckAndPutRace(t *testing.T, st kv.Store) {
 	createTable(t, st, simpleSpec)
 	const racers = 8
 	var (
@@ -622,14 +622,14 @@ func testCheckAndPutRace(t *testing.T, st storage.Store) {
 	equalStrings(t, "stored owner", cellStrings(get(t, st, "lease")), []string{fmt.Sprintf(`a:"owner"@1=%q`, winners[0])})
 }
 
-func testLargeBatch(t *testing.T, st storage.Store) {
+func testLargeBatch(t *testing.T, st kv.Store) {
 	createTable(t, st, simpleSpec)
 	const rowsN, perRow = 100, 100
-	muts := make([]storage.Mutation, 0, rowsN*perRow)
+	muts := make([]kv.Mutation, 0, rowsN*perRow)
 	for r := 0; r < rowsN; r++ {
 		for c := 0; c < perRow; c++ {
 			q := binary.BigEndian.AppendUint32(nil, uint32(c))
-			muts = append(muts, storage.Put([]byte(fmt.Sprintf("row-%03d", r)), "a", q, int64(1000+c), int64Bytes(int64(r*perRow+c))))
+			muts = append(muts, kv.Put([]byte(fmt.Sprintf("row-%03d", r)), "a", q, int64(1000+c), int64Bytes(int64(r*perRow+c))))
 		}
 	}
 	apply(t, st, muts...)
@@ -650,10 +650,10 @@ func testLargeBatch(t *testing.T, st storage.Store) {
 	}
 }
 
-func testManyRowsScan(t *testing.T, st storage.Store) {
+func testManyRowsScan(t *testing.T, st kv.Store) {
 	createTable(t, st, simpleSpec)
 	const n = 3000
-	muts := make([]storage.Mutation, n)
+	muts := make([]kv.Mutation, n)
 	for i := range muts {
 		muts[i] = put(fmt.Sprintf("k%05d", i), "a", "q", 1, strings.Repeat("x", 200))
 	}
@@ -673,8 +673,8 @@ func testManyRowsScan(t *testing.T, st storage.Store) {
 }
 
 // tagRows writes rows whose t:job column is api, web or absent.
-func tagRows(t *testing.T, st storage.Store) {
-	createTable(t, st, storage.TableSpec{Name: table, Families: []storage.FamilySpec{{Name: "r"}, {Name: "t"}}})
+func tagRows(t *testing.T, st kv.Store) {
+	createTable(t, st, kv.TableSpec{Name: table, Families: []kv.FamilySpec{{Name: "r"}, {Name: "t"}}})
 	apply(t, st,
 		put("1", "r", "v", 1, "one"), put("1", "t", "job", 1, "api"),
 		put("2", "r", "v", 1, "two"), put("2", "t", "job", 1, "web"),
@@ -683,80 +683,80 @@ func tagRows(t *testing.T, st storage.Store) {
 	)
 }
 
-func testColumnValueFilter(t *testing.T, st storage.Store) {
+func testColumnValueFilter(t *testing.T, st kv.Store) {
 	tagRows(t, st)
-	apiOnly := storage.ColumnValueFilter{Family: "t", Qualifier: []byte("job"), Op: storage.Equal, Value: []byte("api"), FilterIfMissing: true}
-	rows := scanAll(t, st, nil, nil, storage.WithFilter(apiOnly))
+	apiOnly := kv.ColumnValueFilter{Family: "t", Qualifier: []byte("job"), Op: kv.Equal, Value: []byte("api"), FilterIfMissing: true}
+	rows := scanAll(t, st, nil, nil, kv.WithFilter(apiOnly))
 	equalStrings(t, "job=api", rowKeys(rows), []string{`"1"`, `"4"`})
 	equalStrings(t, "row 4 cells", cellStrings(rows[1]), []string{`r:"v"@1="four"`, `t:"job"@1="api"`, `t:"zone"@1="eu"`})
-	notAPI := storage.ColumnValueFilter{Family: "t", Qualifier: []byte("job"), Op: storage.NotEqual, Value: []byte("api"), FilterIfMissing: true}
-	equalStrings(t, "job!=api", rowKeys(scanAll(t, st, nil, nil, storage.WithFilter(notAPI))), []string{`"2"`})
-	zone := storage.ColumnValueFilter{Family: "t", Qualifier: []byte("zone"), Op: storage.Equal, Value: []byte("eu"), FilterIfMissing: true}
-	equalStrings(t, "job=api and zone=eu", rowKeys(scanAll(t, st, nil, nil, storage.WithFilter(apiOnly), storage.WithFilter(zone))), []string{`"4"`})
-	if r := get(t, st, "2", storage.WithFilter(apiOnly)); len(r.Cells) != 0 {
+	notAPI := kv.ColumnValueFilter{Family: "t", Qualifier: []byte("job"), Op: kv.NotEqual, Value: []byte("api"), FilterIfMissing: true}
+	equalStrings(t, "job!=api", rowKeys(scanAll(t, st, nil, nil, kv.WithFilter(notAPI))), []string{`"2"`})
+	zone := kv.ColumnValueFilter{Family: "t", Qualifier: []byte("zone"), Op: kv.Equal, Value: []byte("eu"), FilterIfMissing: true}
+	equalStrings(t, "job=api and zone=eu", rowKeys(scanAll(t, st, nil, nil, kv.WithFilter(apiOnly), kv.WithFilter(zone))), []string{`"4"`})
+	if r := get(t, st, "2", kv.WithFilter(apiOnly)); len(r.Cells) != 0 {
 		t.Fatalf("Get of a row the filter rejects returned %v", cellStrings(r))
 	}
 }
 
-func testColumnValueFilterMissing(t *testing.T, st storage.Store) {
+func testColumnValueFilterMissing(t *testing.T, st kv.Store) {
 	tagRows(t, st)
-	keepMissing := storage.ColumnValueFilter{Family: "t", Qualifier: []byte("job"), Op: storage.Equal, Value: []byte("api")}
-	equalStrings(t, "job=api keeping rows without job", rowKeys(scanAll(t, st, nil, nil, storage.WithFilter(keepMissing))),
+	keepMissing := kv.ColumnValueFilter{Family: "t", Qualifier: []byte("job"), Op: kv.Equal, Value: []byte("api")}
+	equalStrings(t, "job=api keeping rows without job", rowKeys(scanAll(t, st, nil, nil, kv.WithFilter(keepMissing))),
 		[]string{`"1"`, `"3"`, `"4"`})
 	dropMissing := keepMissing
 	dropMissing.FilterIfMissing = true
-	equalStrings(t, "job=api dropping rows without job", rowKeys(scanAll(t, st, nil, nil, storage.WithFilter(dropMissing))),
+	equalStrings(t, "job=api dropping rows without job", rowKeys(scanAll(t, st, nil, nil, kv.WithFilter(dropMissing))),
 		[]string{`"1"`, `"4"`})
 }
 
-func testColumnValueFilterUnreadFamily(t *testing.T, st storage.Store) {
+func testColumnValueFilterUnreadFamily(t *testing.T, st kv.Store) {
 	tagRows(t, st)
-	f := storage.ColumnValueFilter{Family: "t", Qualifier: []byte("job"), Op: storage.Equal, Value: []byte("api")}
-	sc := st.Scan(context.Background(), table, nil, nil, storage.Families("r"), storage.WithFilter(f))
+	f := kv.ColumnValueFilter{Family: "t", Qualifier: []byte("job"), Op: kv.Equal, Value: []byte("api")}
+	sc := st.Scan(context.Background(), table, nil, nil, kv.Families("r"), kv.WithFilter(f))
 	defer sc.Close()
 	if sc.Next() {
 		t.Fatal("scan with a filter on an unread family returned a row")
 	}
-	wantErr(t, "filter on an unread family", sc.Err(), storage.ErrInvalidArgument)
+	wantErr(t, "filter on an unread family", sc.Err(), kv.ErrInvalidArgument)
 }
 
-func testKeyOnlyFilter(t *testing.T, st storage.Store) {
+func testKeyOnlyFilter(t *testing.T, st kv.Store) {
 	tagRows(t, st)
-	rows := scanAll(t, st, []byte("4"), nil, storage.WithFilter(storage.KeyOnlyFilter{}))
+	rows := scanAll(t, st, []byte("4"), nil, kv.WithFilter(kv.KeyOnlyFilter{}))
 	equalStrings(t, "key only", cellStrings(rows[0]), []string{`r:"v"@1=""`, `t:"job"@1=""`, `t:"zone"@1=""`})
 }
 
-func testColumnRangeFilter(t *testing.T, st storage.Store) {
+func testColumnRangeFilter(t *testing.T, st kv.Store) {
 	createTable(t, st, simpleSpec)
-	var muts []storage.Mutation
+	var muts []kv.Mutation
 	for _, q := range []string{"a", "b", "c", "d"} {
 		muts = append(muts, put("r", "a", q, 1, q), put("r", "b", q, 1, q))
 	}
 	apply(t, st, muts...)
-	f := storage.ColumnRangeFilter{Min: []byte("b"), MinInclusive: true, Max: []byte("d"), MaxInclusive: false}
-	equalStrings(t, "[b, d)", cellStrings(get(t, st, "r", storage.WithFilter(f))), []string{
+	f := kv.ColumnRangeFilter{Min: []byte("b"), MinInclusive: true, Max: []byte("d"), MaxInclusive: false}
+	equalStrings(t, "[b, d)", cellStrings(get(t, st, "r", kv.WithFilter(f))), []string{
 		`a:"b"@1="b"`, `a:"c"@1="c"`, `b:"b"@1="b"`, `b:"c"@1="c"`,
 	})
-	open := storage.ColumnRangeFilter{Min: []byte("c"), MinInclusive: false}
-	equalStrings(t, "(c, ∞)", cellStrings(get(t, st, "r", storage.Families("a"), storage.WithFilter(open))), []string{`a:"d"@1="d"`})
+	open := kv.ColumnRangeFilter{Min: []byte("c"), MinInclusive: false}
+	equalStrings(t, "(c, ∞)", cellStrings(get(t, st, "r", kv.Families("a"), kv.WithFilter(open))), []string{`a:"d"@1="d"`})
 }
 
-func testLimits(t *testing.T, st storage.Store) {
+func testLimits(t *testing.T, st kv.Store) {
 	createTable(t, st, simpleSpec)
-	var muts []storage.Mutation
+	var muts []kv.Mutation
 	for _, r := range []string{"r1", "r2", "r3"} {
 		for _, q := range []string{"x", "y", "z"} {
 			muts = append(muts, put(r, "a", q, 1, r+q))
 		}
 	}
 	apply(t, st, muts...)
-	equalStrings(t, "RowLimit(2)", rowKeys(scanAll(t, st, nil, nil, storage.RowLimit(2))), []string{`"r1"`, `"r2"`})
-	rows := scanAll(t, st, nil, nil, storage.CellLimit(4))
+	equalStrings(t, "RowLimit(2)", rowKeys(scanAll(t, st, nil, nil, kv.RowLimit(2))), []string{`"r1"`, `"r2"`})
+	rows := scanAll(t, st, nil, nil, kv.CellLimit(4))
 	equalStrings(t, "CellLimit(4) rows", rowKeys(rows), []string{`"r1"`, `"r2"`})
 	equalStrings(t, "CellLimit(4) last row", cellStrings(rows[1]), []string{`a:"x"@1="r2x"`})
 }
 
-func testGetRows(t *testing.T, st storage.Store) {
+func testGetRows(t *testing.T, st kv.Store) {
 	createTable(t, st, simpleSpec)
 	apply(t, st, put("a", "a", "q", 1, "A"), put("c", "a", "q", 1, "C"))
 	rows, err := st.GetRows(context.Background(), table, [][]byte{[]byte("c"), []byte("b"), []byte("a")})
@@ -770,27 +770,27 @@ func testGetRows(t *testing.T, st storage.Store) {
 	equalStrings(t, "GetRows", got, []string{`c=[a:"q"@1="C"]`, `b=[]`, `a=[a:"q"@1="A"]`})
 }
 
-func testInvalidMutations(t *testing.T, st storage.Store) {
+func testInvalidMutations(t *testing.T, st kv.Store) {
 	createTable(t, st, simpleSpec)
 	ctx := context.Background()
-	for _, m := range []storage.Mutation{
-		storage.Put(nil, "a", []byte("q"), 1, []byte("v")),
-		storage.Put([]byte("r"), "a", []byte("q"), -1, []byte("v")),
-		storage.Put([]byte("r"), "", []byte("q"), 1, []byte("v")),
+	for _, m := range []kv.Mutation{
+		kv.Put(nil, "a", []byte("q"), 1, []byte("v")),
+		kv.Put([]byte("r"), "a", []byte("q"), -1, []byte("v")),
+		kv.Put([]byte("r"), "", []byte("q"), 1, []byte("v")),
 		{Kind: 99, Row: []byte("r"), Family: "a"},
 	} {
-		err := st.Apply(ctx, table, []storage.Mutation{put("ok", "a", "q", 1, "v"), m})
-		wantErr(t, fmt.Sprintf("Apply of %+v", m), err, storage.ErrInvalidArgument)
+		err := st.Apply(ctx, table, []kv.Mutation{put("ok", "a", "q", 1, "v"), m})
+		wantErr(t, fmt.Sprintf("Apply of %+v", m), err, kv.ErrInvalidArgument)
 	}
 	equalStrings(t, "rows after rejected batches", rowKeys(scanAll(t, st, nil, nil)), nil)
 }
 
-func testContextCancelled(t *testing.T, st storage.Store) {
+func testContextCancelled(t *testing.T, st kv.Store) {
 	createTable(t, st, simpleSpec)
 	apply(t, st, put("r", "a", "q", 1, "v"))
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	wantErr(t, "Apply", st.Apply(ctx, table, []storage.Mutation{put("r2", "a", "q", 1, "v")}), context.Canceled)
+	wantErr(t, "Apply", st.Apply(ctx, table, []kv.Mutation{put("r2", "a", "q", 1, "v")}), context.Canceled)
 	_, err := st.Get(ctx, table, []byte("r"))
 	wantErr(t, "Get", err, context.Canceled)
 	sc := st.Scan(ctx, table, nil, nil)
@@ -802,7 +802,7 @@ func testContextCancelled(t *testing.T, st storage.Store) {
 	wantErr(t, "Increment", err, context.Canceled)
 	wantErr(t, "Ping", st.Ping(ctx), context.Canceled)
 	// A scan whose context is cancelled midway stops with the context's error.
-	var muts []storage.Mutation
+	var muts []kv.Mutation
 	for i := 0; i < 500; i++ {
 		muts = append(muts, put(fmt.Sprintf("m%04d", i), "a", "q", 1, "v"))
 	}
@@ -823,7 +823,7 @@ func testContextCancelled(t *testing.T, st storage.Store) {
 	}
 }
 
-func testUseAfterClose(t *testing.T, st storage.Store) {
+func testUseAfterClose(t *testing.T, st kv.Store) {
 	createTable(t, st, simpleSpec)
 	ctx := context.Background()
 	if err := st.Ping(ctx); err != nil {
@@ -832,21 +832,21 @@ func testUseAfterClose(t *testing.T, st storage.Store) {
 	if err := st.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
-	wantErr(t, "Apply", st.Apply(ctx, table, []storage.Mutation{put("r", "a", "q", 1, "v")}), storage.ErrClosed)
+	wantErr(t, "Apply", st.Apply(ctx, table, []kv.Mutation{put("r", "a", "q", 1, "v")}), kv.ErrClosed)
 	_, err := st.Get(ctx, table, []byte("r"))
-	wantErr(t, "Get", err, storage.ErrClosed)
+	wantErr(t, "Get", err, kv.ErrClosed)
 	sc := st.Scan(ctx, table, nil, nil)
 	if sc.Next() {
 		t.Fatal("Scan after Close returned a row")
 	}
-	wantErr(t, "Scan", sc.Err(), storage.ErrClosed)
+	wantErr(t, "Scan", sc.Err(), kv.ErrClosed)
 	_, err = st.Increment(ctx, table, []byte("n"), "a", []byte("q"), 1)
-	wantErr(t, "Increment", err, storage.ErrClosed)
+	wantErr(t, "Increment", err, kv.ErrClosed)
 	_, err = st.CheckAndPut(ctx, table, nil, put("r", "a", "q", 1, "v"))
-	wantErr(t, "CheckAndPut", err, storage.ErrClosed)
+	wantErr(t, "CheckAndPut", err, kv.ErrClosed)
 	_, err = st.EnsureTable(ctx, simpleSpec)
-	wantErr(t, "EnsureTable", err, storage.ErrClosed)
+	wantErr(t, "EnsureTable", err, kv.ErrClosed)
 	_, err = st.ListTables(ctx)
-	wantErr(t, "ListTables", err, storage.ErrClosed)
-	wantErr(t, "Ping", st.Ping(ctx), storage.ErrClosed)
+	wantErr(t, "ListTables", err, kv.ErrClosed)
+	wantErr(t, "Ping", st.Ping(ctx), kv.ErrClosed)
 }

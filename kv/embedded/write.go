@@ -8,14 +8,14 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 
-	"github.com/hbtsdb/hbtsdb/storage"
+	"github.com/hbtsdb/hbtsdb/kv"
 )
 
 // Apply validates every mutation, then writes them all in one Pebble batch,
 // committed atomically with fsync. If any mutation is invalid nothing is written
-// and the error wraps a *storage.BatchError naming each invalid one. Mutations
+// and the error wraps a *kv.BatchError naming each invalid one. Mutations
 // apply in order: a delete removes the puts before it in the same batch.
-func (s *Store) Apply(ctx context.Context, tableName string, mutations []storage.Mutation) error {
+func (s *Store) Apply(ctx context.Context, tableName string, mutations []kv.Mutation) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("embedded: apply %s: %w", tableName, err)
 	}
@@ -25,22 +25,22 @@ func (s *Store) Apply(ctx context.Context, tableName string, mutations []storage
 	if err != nil {
 		return fmt.Errorf("embedded: apply %s: %w", tableName, err)
 	}
-	var failed []storage.MutationError
+	var failed []kv.MutationError
 	indexed := false // whether a delete needs to read the batch it is part of
 	for i, m := range mutations {
 		err := m.Validate()
-		if err == nil && m.Kind != storage.KindDeleteRow {
+		if err == nil && m.Kind != kv.KindDeleteRow {
 			_, err = t.family(m.Family)
 		}
 		if err != nil {
-			failed = append(failed, storage.MutationError{Index: i, Err: err})
+			failed = append(failed, kv.MutationError{Index: i, Err: err})
 		}
-		if (m.Kind == storage.KindDeleteFamily || m.Kind == storage.KindDeleteRow) && m.Timestamp < storage.MaxTimestamp {
+		if (m.Kind == kv.KindDeleteFamily || m.Kind == kv.KindDeleteRow) && m.Timestamp < kv.MaxTimestamp {
 			indexed = true
 		}
 	}
 	if len(failed) > 0 {
-		return fmt.Errorf("embedded: apply %s: %w", tableName, &storage.BatchError{Failed: failed, Total: len(mutations)})
+		return fmt.Errorf("embedded: apply %s: %w", tableName, &kv.BatchError{Failed: failed, Total: len(mutations)})
 	}
 	if len(mutations) == 0 {
 		return nil
@@ -72,28 +72,28 @@ func (s *Store) Apply(ctx context.Context, tableName string, mutations []storage
 // addMutation adds one valid mutation to b, building keys in buf, which it returns
 // for reuse (Pebble copies keys and values into the batch). A family or row delete
 // up to a timestamp below MaxTimestamp reads b, which must then be indexed.
-func addMutation(b *pebble.Batch, t *table, m storage.Mutation, buf []byte) ([]byte, error) {
+func addMutation(b *pebble.Batch, t *table, m kv.Mutation, buf []byte) ([]byte, error) {
 	buf = append(buf, t.prefix...)
 	buf = appendEscaped(buf, m.Row)
 	switch m.Kind {
-	case storage.KindPut:
+	case kv.KindPut:
 		buf = appendColumn(buf, m.Family, m.Qualifier)
 		buf = appendTimestamp(buf, m.Timestamp)
 		return buf, b.Set(buf, m.Value, nil)
-	case storage.KindDeleteColumn:
+	case kv.KindDeleteColumn:
 		// Versions are ordered newest first, so those with ts <= upTo are the tail of
 		// the column: [col|^upTo, end of col).
 		buf = appendColumn(buf, m.Family, m.Qualifier)
 		end := prefixEnd(buf)
 		buf = appendTimestamp(buf, m.Timestamp)
 		return buf, b.DeleteRange(buf, end, nil)
-	case storage.KindDeleteFamily:
+	case kv.KindDeleteFamily:
 		buf = appendEscaped(buf, []byte(m.Family))
 		return buf, deleteUpTo(b, buf, m.Timestamp)
-	case storage.KindDeleteRow:
+	case kv.KindDeleteRow:
 		return buf, deleteUpTo(b, buf, m.Timestamp)
 	}
-	return buf, fmt.Errorf("%w: unknown mutation kind %d", storage.ErrInvalidArgument, m.Kind)
+	return buf, fmt.Errorf("%w: unknown mutation kind %d", kv.ErrInvalidArgument, m.Kind)
 }
 
 // deleteUpTo deletes the cells under prefix with a timestamp <= upTo: all of them
@@ -101,7 +101,7 @@ func addMutation(b *pebble.Batch, t *table, m storage.Mutation, buf []byte) ([]b
 // (an indexed batch) so that puts earlier in the batch are seen.
 func deleteUpTo(b *pebble.Batch, prefix []byte, upTo int64) error {
 	end := prefixEnd(prefix)
-	if upTo >= storage.MaxTimestamp {
+	if upTo >= kv.MaxTimestamp {
 		return b.DeleteRange(prefix, end, nil)
 	}
 	it, err := b.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: end})
@@ -148,7 +148,7 @@ func (s *Store) incrementLocked(tableName string, row []byte, familyName string,
 	now := s.now().UnixMilli()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	t, f, err := s.checkCell(tableName, storage.Put(row, familyName, qualifier, now, nil))
+	t, f, err := s.checkCell(tableName, kv.Put(row, familyName, qualifier, now, nil))
 	if err != nil {
 		return 0, pendingSync{}, err
 	}
@@ -161,7 +161,7 @@ func (s *Store) incrementLocked(tableName string, row []byte, familyName string,
 	if found {
 		if len(cur) != 8 {
 			return 0, pendingSync{}, fmt.Errorf("%w: cell %s:%q of row %q holds %d bytes, not an 8-byte counter",
-				storage.ErrInvalidArgument, familyName, qualifier, row, len(cur))
+				kv.ErrInvalidArgument, familyName, qualifier, row, len(cur))
 		}
 		sum = int64(binary.BigEndian.Uint64(cur))
 		now = max(now, curTs)
@@ -173,12 +173,12 @@ func (s *Store) incrementLocked(tableName string, row []byte, familyName string,
 
 // CheckAndPut writes put if the newest visible value of its cell equals expected
 // (nil or empty expected: the cell is absent or empty), atomically, with fsync.
-func (s *Store) CheckAndPut(ctx context.Context, tableName string, expected []byte, put storage.Mutation) (bool, error) {
+func (s *Store) CheckAndPut(ctx context.Context, tableName string, expected []byte, put kv.Mutation) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, fmt.Errorf("embedded: check and put %s: %w", tableName, err)
 	}
-	if put.Kind != storage.KindPut {
-		return false, fmt.Errorf("embedded: check and put %s: %w: mutation is a %s, not a put", tableName, storage.ErrInvalidArgument, put.Kind)
+	if put.Kind != kv.KindPut {
+		return false, fmt.Errorf("embedded: check and put %s: %w: mutation is a %s, not a put", tableName, kv.ErrInvalidArgument, put.Kind)
 	}
 	won, pending, err := s.checkAndPutLocked(tableName, expected, put)
 	if err == nil {
@@ -190,7 +190,7 @@ func (s *Store) CheckAndPut(ctx context.Context, tableName string, expected []by
 	return won, nil
 }
 
-func (s *Store) checkAndPutLocked(tableName string, expected []byte, put storage.Mutation) (bool, pendingSync, error) {
+func (s *Store) checkAndPutLocked(tableName string, expected []byte, put kv.Mutation) (bool, pendingSync, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t, f, err := s.checkCell(tableName, put)
@@ -254,7 +254,7 @@ func (p pendingSync) wait() error {
 }
 
 // checkCell validates a put-shaped mutation against the catalog; s.mu must be held.
-func (s *Store) checkCell(tableName string, m storage.Mutation) (*table, *family, error) {
+func (s *Store) checkCell(tableName string, m kv.Mutation) (*table, *family, error) {
 	t, err := s.tableLocked(tableName)
 	if err != nil {
 		return nil, nil, err

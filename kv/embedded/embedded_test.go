@@ -5,20 +5,20 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/hbtsdb/hbtsdb/storage"
-	"github.com/hbtsdb/hbtsdb/storage/storagetest"
+	"github.com/hbtsdb/hbtsdb/kv"
+	"github.com/hbtsdb/hbtsdb/kv/kvtest"
 )
 
 // newStore opens a fresh store in a temporary directory, closed when the test ends
 // (a store the test closed itself is fine).
-func newStore(t testing.TB) storage.Store {
+func newStore(t testing.TB) kv.Store {
 	t.Helper()
 	st, err := Open(context.Background(), t.TempDir(), Options{})
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
 	t.Cleanup(func() {
-		if err := st.Close(); err != nil && !errors.Is(err, storage.ErrClosed) {
+		if err := st.Close(); err != nil && !errors.Is(err, kv.ErrClosed) {
 			t.Errorf("Close: %v", err)
 		}
 	})
@@ -26,9 +26,9 @@ func newStore(t testing.TB) storage.Store {
 }
 
 func TestConformance(t *testing.T) {
-	storagetest.Run(t, newStore)
+	kvtest.Run(t, newStore)
 }
 
 func BenchmarkStore(b *testing.B) {
-	storagetest.Bench(b, newStore)
+	kvtest.Bench(b, newStore)
 }

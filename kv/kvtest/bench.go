@@ -1,4 +1,4 @@
-package storagetest
+package kvtest
 
 import (
 	"context"
@@ -8,11 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hbtsdb/hbtsdb/storage"
+	"github.com/hbtsdb/hbtsdb/kv"
 )
 
 // benchSpec is shaped like hbtsdb's data table: samples as cells of family r.
-var benchSpec = storage.TableSpec{Name: "bench", Families: []storage.FamilySpec{{Name: "r"}}}
+var benchSpec = kv.TableSpec{Name: "bench", Families: []kv.FamilySpec{{Name: "r"}}}
 
 const (
 	benchBatch   = 1000 // cells per Apply, about one remote-write request's worth of one row group
@@ -22,13 +22,13 @@ const (
 
 // sampleBatch fills muts with benchBatch sample-shaped puts: rows of benchPerRow
 // cells with 4-byte qualifiers and 8-byte values, starting at cell number first.
-func sampleBatch(muts []storage.Mutation, first int) []storage.Mutation {
+func sampleBatch(muts []kv.Mutation, first int) []kv.Mutation {
 	muts = muts[:0]
 	for i := first; i < first+benchBatch; i++ {
 		row := fmt.Appendf(nil, "series-%08d", i/benchPerRow)
 		q := binary.BigEndian.AppendUint32(nil, uint32(i%benchPerRow)*15000)
 		v := binary.BigEndian.AppendUint64(nil, math.Float64bits(float64(i)))
-		muts = append(muts, storage.Put(row, "r", q, 1_700_000_000_000+int64(i%benchPerRow)*15000, v))
+		muts = append(muts, kv.Put(row, "r", q, 1_700_000_000_000+int64(i%benchPerRow)*15000, v))
 	}
 	return muts
 }
@@ -42,7 +42,7 @@ func Bench(b *testing.B, newStore NewStore) {
 		if _, err := st.EnsureTable(ctx, benchSpec); err != nil {
 			b.Fatal(err)
 		}
-		muts := make([]storage.Mutation, 0, benchBatch)
+		muts := make([]kv.Mutation, 0, benchBatch)
 		b.ReportAllocs()
 		b.ResetTimer()
 		start := time.Now()
@@ -60,7 +60,7 @@ func Bench(b *testing.B, newStore NewStore) {
 		if _, err := st.EnsureTable(ctx, benchSpec); err != nil {
 			b.Fatal(err)
 		}
-		muts := make([]storage.Mutation, 0, benchBatch)
+		muts := make([]kv.Mutation, 0, benchBatch)
 		for first := 0; first < benchScanned; first += benchBatch {
 			if err := st.Apply(ctx, benchSpec.Name, sampleBatch(muts, first)); err != nil {
 				b.Fatal(err)

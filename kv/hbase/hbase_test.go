@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hbtsdb/hbtsdb/storage"
-	"github.com/hbtsdb/hbtsdb/storage/storagetest"
+	"github.com/hbtsdb/hbtsdb/kv"
+	"github.com/hbtsdb/hbtsdb/kv/kvtest"
 	"github.com/hbtsdb/hbtsdb/testing/hbasetest"
 )
 
@@ -62,7 +62,7 @@ func openTestStore(t testing.TB, tune ...func(*Options)) *Store {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
 		dropper := s
-		if _, err := s.ListTables(ctx); errors.Is(err, storage.ErrClosed) {
+		if _, err := s.ListTables(ctx); errors.Is(err, kv.ErrClosed) {
 			if dropper, err = Open(ctx, opts); err != nil {
 				t.Errorf("cleanup: reopen: %v", err)
 				return
@@ -85,8 +85,8 @@ func openTestStore(t testing.TB, tune ...func(*Options)) *Store {
 	return s
 }
 
-// newTestStore is the storagetest.NewStore of this backend.
-func newTestStore(t testing.TB) storage.Store {
+// newTestStore is the kvtest.NewStore of this backend.
+func newTestStore(t testing.TB) kv.Store {
 	return openTestStore(t)
 }
 
@@ -99,9 +99,9 @@ func ctxT(t testing.TB) context.Context {
 // ensure creates a table with one family per name, with default settings.
 func ensure(t testing.TB, s *Store, name string, families ...string) {
 	t.Helper()
-	spec := storage.TableSpec{Name: name}
+	spec := kv.TableSpec{Name: name}
 	for _, f := range families {
-		spec.Families = append(spec.Families, storage.FamilySpec{Name: f, MaxVersions: 3})
+		spec.Families = append(spec.Families, kv.FamilySpec{Name: f, MaxVersions: 3})
 	}
 	created, err := s.EnsureTable(ctxT(t), spec)
 	if err != nil {
@@ -112,14 +112,14 @@ func ensure(t testing.TB, s *Store, name string, families ...string) {
 	}
 }
 
-func apply(t testing.TB, s *Store, table string, muts ...storage.Mutation) {
+func apply(t testing.TB, s *Store, table string, muts ...kv.Mutation) {
 	t.Helper()
 	if err := s.Apply(ctxT(t), table, muts); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func cellsString(row storage.Row) string {
+func cellsString(row kv.Row) string {
 	var parts []string
 	for _, c := range row.Cells {
 		parts = append(parts, fmt.Sprintf("%s:%s@%d=%s", c.Family, c.Qualifier, c.Timestamp, c.Value))
@@ -157,10 +157,10 @@ func TestParseAddress(t *testing.T) {
 }
 
 func TestShellCommands(t *testing.T) {
-	specs := []storage.TableSpec{
+	specs := []kv.TableSpec{
 		{
 			Name: "data",
-			Families: []storage.FamilySpec{
+			Families: []kv.FamilySpec{
 				{Name: "r", TTL: time.Hour, Compression: "snappy"},
 				{Name: "c", MaxVersions: 2, BlockEncoding: "FAST_DIFF", BloomFilter: "ROWCOL"},
 			},
@@ -168,7 +168,7 @@ func TestShellCommands(t *testing.T) {
 		},
 		{
 			Name:     "meta",
-			Families: []storage.FamilySpec{{Name: "m", TTL: 48 * time.Hour}},
+			Families: []kv.FamilySpec{{Name: "m", TTL: 48 * time.Hour}},
 		},
 	}
 	got := ShellCommands("tsdb-", specs)
@@ -185,16 +185,16 @@ create 'tsdb-meta', {NAME => 'm', VERSIONS => 1, TTL => 172800, COMPRESSION => '
 
 func TestPlanGroupsPutsByRowAndDeletesByTimestamp(t *testing.T) {
 	r1, r2 := []byte("r1"), []byte("r2")
-	muts := []storage.Mutation{
-		storage.Put(r1, "f", []byte("a"), 5, []byte("1")),
-		storage.Put(r1, "f", []byte("b"), 5, []byte("2")), // same row and timestamp: same call
-		storage.Put(r2, "f", []byte("a"), 6, []byte("3")),
-		storage.Put(r1, "f", []byte("a"), 5, []byte("4")), // overwrites index 0
-		storage.DeleteColumn(r2, "f", []byte("a"), 10),
-		storage.DeleteColumn(r2, "f", []byte("b"), 10), // merged with the delete above
-		storage.Put(r1, "f", []byte("c"), 7, []byte("5")),
-		storage.DeleteRow(r1, 100),
-		storage.DeleteFamily(r1, "f", 100),
+	muts := []kv.Mutation{
+		kv.Put(r1, "f", []byte("a"), 5, []byte("1")),
+		kv.Put(r1, "f", []byte("b"), 5, []byte("2")), // same row and timestamp: same call
+		kv.Put(r2, "f", []byte("a"), 6, []byte("3")),
+		kv.Put(r1, "f", []byte("a"), 5, []byte("4")), // overwrites index 0
+		kv.DeleteColumn(r2, "f", []byte("a"), 10),
+		kv.DeleteColumn(r2, "f", []byte("b"), 10), // merged with the delete above
+		kv.Put(r1, "f", []byte("c"), 7, []byte("5")),
+		kv.DeleteRow(r1, 100),
+		kv.DeleteFamily(r1, "f", 100),
 	}
 	calls := plan(muts)
 	var got []string
@@ -229,8 +229,8 @@ func TestOpenUnreachable(t *testing.T) {
 		s.Close()
 		t.Fatal("Open of an unreachable ZooKeeper succeeded")
 	}
-	if !errors.Is(err, storage.ErrUnavailable) {
-		t.Errorf("error %v does not wrap storage.ErrUnavailable", err)
+	if !errors.Is(err, kv.ErrUnavailable) {
+		t.Errorf("error %v does not wrap kv.ErrUnavailable", err)
 	}
 	for _, part := range []string{"127.0.0.1:1", "/hbase", "is HBase running"} {
 		if !strings.Contains(err.Error(), part) {
@@ -249,7 +249,7 @@ func TestOpenWrongZnodeRoot(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_, err := Open(ctx, Options{Quorum: zk, ZookeeperRoot: "/no-such-hbase", Logger: testLogger(t)})
-	if !errors.Is(err, storage.ErrUnavailable) || !strings.Contains(err.Error(), "/no-such-hbase") {
+	if !errors.Is(err, kv.ErrUnavailable) || !strings.Contains(err.Error(), "/no-such-hbase") {
 		t.Fatalf("Open with a wrong znode root: %v; want ErrUnavailable naming the root", err)
 	}
 	t.Log(err)
@@ -279,7 +279,7 @@ func TestOpenCloseLeavesNoGoroutines(t *testing.T) {
 		t.Fatal(err)
 	}
 	ensure(t, s, "g", "f")
-	apply(t, s, "g", storage.Put([]byte("row"), "f", []byte("q"), 1, []byte("v")))
+	apply(t, s, "g", kv.Put([]byte("row"), "f", []byte("q"), 1, []byte("v")))
 	if _, err := s.Get(ctx, "g", []byte("row")); err != nil {
 		t.Fatal(err)
 	}
@@ -307,16 +307,16 @@ func TestClosedStore(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatalf("second Close: %v", err)
 	}
-	if sc.Next() || !errors.Is(sc.Err(), storage.ErrClosed) {
+	if sc.Next() || !errors.Is(sc.Err(), kv.ErrClosed) {
 		t.Errorf("scanner opened before Close: Next after Close gives err %v, want ErrClosed", sc.Err())
 	}
 	sc.Close()
 	checks := map[string]error{
-		"Apply":     s.Apply(ctx, "c", []storage.Mutation{storage.Put([]byte("r"), "f", nil, 1, nil)}),
+		"Apply":     s.Apply(ctx, "c", []kv.Mutation{kv.Put([]byte("r"), "f", nil, 1, nil)}),
 		"Ping":      s.Ping(ctx),
 		"DropTable": s.DropTable(ctx, "c"),
 		"EnsureTable": func() error {
-			_, err := s.EnsureTable(ctx, storage.TableSpec{Name: "d", Families: []storage.FamilySpec{{Name: "f"}}})
+			_, err := s.EnsureTable(ctx, kv.TableSpec{Name: "d", Families: []kv.FamilySpec{{Name: "f"}}})
 			return err
 		}(),
 		"Scan": func() error {
@@ -327,7 +327,7 @@ func TestClosedStore(t *testing.T) {
 		}(),
 	}
 	for name, err := range checks {
-		if !errors.Is(err, storage.ErrClosed) {
+		if !errors.Is(err, kv.ErrClosed) {
 			t.Errorf("%s after Close: %v, want ErrClosed", name, err)
 		}
 	}
@@ -343,9 +343,9 @@ func TestPing(t *testing.T) {
 func TestTables(t *testing.T) {
 	s := openTestStore(t)
 	ctx := ctxT(t)
-	spec := storage.TableSpec{
+	spec := kv.TableSpec{
 		Name: "data",
-		Families: []storage.FamilySpec{
+		Families: []kv.FamilySpec{
 			{Name: "r", TTL: time.Hour, Compression: "NONE", BlockEncoding: "FAST_DIFF"},
 			{Name: "c", BloomFilter: "ROWCOL"},
 		},
@@ -371,10 +371,10 @@ func TestTables(t *testing.T) {
 
 	// Writes land in every pre-split region and read back in key order. (Family r
 	// has a TTL of an hour: the cells must be recent.)
-	var muts []storage.Mutation
+	var muts []kv.Mutation
 	now := time.Now().UnixMilli()
 	for i := range 16 {
-		muts = append(muts, storage.Put([]byte{byte(i), 'k'}, "r", []byte("q"), now, []byte{byte(i)}))
+		muts = append(muts, kv.Put([]byte{byte(i), 'k'}, "r", []byte("q"), now, []byte{byte(i)}))
 	}
 	apply(t, s, "data", muts...)
 	sc := s.Scan(ctx, "data", nil, nil)
@@ -395,13 +395,13 @@ func TestTables(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("dropped a table of 4 regions in %v", time.Since(start).Round(time.Millisecond))
-	if err := s.DropTable(ctx, "data"); !errors.Is(err, storage.ErrTableNotFound) {
+	if err := s.DropTable(ctx, "data"); !errors.Is(err, kv.ErrTableNotFound) {
 		t.Errorf("DropTable of a missing table: %v, want ErrTableNotFound", err)
 	}
-	if err := s.Apply(ctx, "data", muts[:1]); !errors.Is(err, storage.ErrTableNotFound) {
+	if err := s.Apply(ctx, "data", muts[:1]); !errors.Is(err, kv.ErrTableNotFound) {
 		t.Errorf("Apply to a dropped table: %v, want ErrTableNotFound", err)
 	}
-	if _, err := s.Get(ctx, "nope", []byte("r")); !errors.Is(err, storage.ErrTableNotFound) {
+	if _, err := s.Get(ctx, "nope", []byte("r")); !errors.Is(err, kv.ErrTableNotFound) {
 		t.Errorf("Get from a missing table: %v, want ErrTableNotFound", err)
 	}
 	// A table of the same name created again is usable despite gohbase's cache of
@@ -421,12 +421,12 @@ func TestTables(t *testing.T) {
 func TestEnsureTableRejects(t *testing.T) {
 	s := openTestStore(t)
 	ctx := ctxT(t)
-	for name, spec := range map[string]storage.TableSpec{
+	for name, spec := range map[string]kv.TableSpec{
 		"no families":         {Name: "x"},
-		"bad table name":      {Name: "a b", Families: []storage.FamilySpec{{Name: "f"}}},
-		"unknown compression": {Name: "y", Families: []storage.FamilySpec{{Name: "f", Compression: "NOPE"}}},
+		"bad table name":      {Name: "a b", Families: []kv.FamilySpec{{Name: "f"}}},
+		"unknown compression": {Name: "y", Families: []kv.FamilySpec{{Name: "f", Compression: "NOPE"}}},
 	} {
-		if _, err := s.EnsureTable(ctx, spec); !errors.Is(err, storage.ErrInvalidArgument) {
+		if _, err := s.EnsureTable(ctx, spec); !errors.Is(err, kv.ErrInvalidArgument) {
 			t.Errorf("%s: EnsureTable = %v, want ErrInvalidArgument", name, err)
 		}
 	}
@@ -441,9 +441,9 @@ func TestDeleteHidesOlderPutsWrittenLater(t *testing.T) {
 	ctx := ctxT(t)
 	ensure(t, s, "tomb", "f")
 	row, q := []byte("row"), []byte("q")
-	apply(t, s, "tomb", storage.Put(row, "f", q, 5, []byte("old")))
-	apply(t, s, "tomb", storage.DeleteColumn(row, "f", q, 10))
-	apply(t, s, "tomb", storage.Put(row, "f", q, 5, []byte("hidden")))
+	apply(t, s, "tomb", kv.Put(row, "f", q, 5, []byte("old")))
+	apply(t, s, "tomb", kv.DeleteColumn(row, "f", q, 10))
+	apply(t, s, "tomb", kv.Put(row, "f", q, 5, []byte("hidden")))
 	got, err := s.Get(ctx, "tomb", row)
 	if err != nil {
 		t.Fatal(err)
@@ -451,7 +451,7 @@ func TestDeleteHidesOlderPutsWrittenLater(t *testing.T) {
 	if len(got.Cells) != 0 {
 		t.Fatalf("put at 5 after a delete up to 10: row is %q, want it hidden", cellsString(got))
 	}
-	apply(t, s, "tomb", storage.Put(row, "f", q, 11, []byte("new")))
+	apply(t, s, "tomb", kv.Put(row, "f", q, 11, []byte("new")))
 	if got, err = s.Get(ctx, "tomb", row); err != nil || cellsString(got) != "f:q@11=new" {
 		t.Fatalf("put at 11 after a delete up to 10: row is %q (%v), want f:q@11=new", cellsString(got), err)
 	}
@@ -463,30 +463,30 @@ func TestApplyInOneBatch(t *testing.T) {
 	ensure(t, s, "b", "f", "g")
 	for n, tc := range []struct {
 		name string
-		muts []storage.Mutation
+		muts []kv.Mutation
 		want string
 	}{
-		{"put then delete of the cell", []storage.Mutation{
-			storage.Put(nil, "f", []byte("a"), 5, []byte("1")),
-			storage.DeleteColumn(nil, "f", []byte("a"), 10),
+		{"put then delete of the cell", []kv.Mutation{
+			kv.Put(nil, "f", []byte("a"), 5, []byte("1")),
+			kv.DeleteColumn(nil, "f", []byte("a"), 10),
 		}, ""},
-		{"delete then put with a newer timestamp", []storage.Mutation{
-			storage.DeleteColumn(nil, "f", []byte("a"), 10),
-			storage.Put(nil, "f", []byte("a"), 15, []byte("2")),
+		{"delete then put with a newer timestamp", []kv.Mutation{
+			kv.DeleteColumn(nil, "f", []byte("a"), 10),
+			kv.Put(nil, "f", []byte("a"), 15, []byte("2")),
 		}, "f:a@15=2"},
-		{"two puts of one cell", []storage.Mutation{
-			storage.Put(nil, "f", []byte("a"), 5, []byte("3")),
-			storage.Put(nil, "f", []byte("a"), 5, []byte("4")),
+		{"two puts of one cell", []kv.Mutation{
+			kv.Put(nil, "f", []byte("a"), 5, []byte("3")),
+			kv.Put(nil, "f", []byte("a"), 5, []byte("4")),
 		}, "f:a@5=4"},
-		{"family and row deletes", []storage.Mutation{
-			storage.Put(nil, "f", []byte("a"), 5, []byte("5")),
-			storage.Put(nil, "f", []byte("b"), 20, []byte("6")),
-			storage.Put(nil, "g", []byte("a"), 5, []byte("7")),
-			storage.DeleteFamily(nil, "f", 10),
+		{"family and row deletes", []kv.Mutation{
+			kv.Put(nil, "f", []byte("a"), 5, []byte("5")),
+			kv.Put(nil, "f", []byte("b"), 20, []byte("6")),
+			kv.Put(nil, "g", []byte("a"), 5, []byte("7")),
+			kv.DeleteFamily(nil, "f", 10),
 		}, "f:b@20=6 g:a@5=7"},
-		{"row delete up to a timestamp", []storage.Mutation{
-			storage.Put(nil, "f", []byte("a"), 30, []byte("8")),
-			storage.DeleteRow(nil, 25),
+		{"row delete up to a timestamp", []kv.Mutation{
+			kv.Put(nil, "f", []byte("a"), 30, []byte("8")),
+			kv.DeleteRow(nil, 25),
 		}, "f:a@30=8"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -511,14 +511,14 @@ func TestApplyErrors(t *testing.T) {
 	s := openTestStore(t)
 	ctx := ctxT(t)
 	ensure(t, s, "e", "f")
-	muts := []storage.Mutation{
-		storage.Put([]byte("a"), "f", []byte("q"), 1, []byte("v")),
-		storage.Put([]byte("b"), "nofamily", []byte("q"), 1, []byte("v")),
-		storage.Put([]byte("c"), "f", []byte("q"), 1, []byte("v")),
+	muts := []kv.Mutation{
+		kv.Put([]byte("a"), "f", []byte("q"), 1, []byte("v")),
+		kv.Put([]byte("b"), "nofamily", []byte("q"), 1, []byte("v")),
+		kv.Put([]byte("c"), "f", []byte("q"), 1, []byte("v")),
 	}
 	err := s.Apply(ctx, "e", muts)
-	var be *storage.BatchError
-	if !errors.As(err, &be) || !errors.Is(err, storage.ErrInvalidArgument) {
+	var be *kv.BatchError
+	if !errors.As(err, &be) || !errors.Is(err, kv.ErrInvalidArgument) {
 		t.Fatalf("Apply with an unknown family: %v; want a BatchError wrapping ErrInvalidArgument", err)
 	}
 	if len(be.Failed) != 1 || be.Failed[0].Index != 1 || be.Total != 3 {
@@ -529,9 +529,9 @@ func TestApplyErrors(t *testing.T) {
 	}
 	t.Log(err)
 
-	invalid := []storage.Mutation{muts[0], storage.Put(nil, "f", nil, 1, nil), {Kind: 99, Row: []byte("x")}}
+	invalid := []kv.Mutation{muts[0], kv.Put(nil, "f", nil, 1, nil), {Kind: 99, Row: []byte("x")}}
 	err = s.Apply(ctx, "e", invalid)
-	if !errors.As(err, &be) || !errors.Is(err, storage.ErrInvalidArgument) || len(be.Failed) != 2 {
+	if !errors.As(err, &be) || !errors.Is(err, kv.ErrInvalidArgument) || len(be.Failed) != 2 {
 		t.Fatalf("Apply with invalid mutations: %v; want a BatchError of 2", err)
 	}
 
@@ -546,12 +546,12 @@ func TestApplyInChunks(t *testing.T) {
 	s := openTestStore(t, func(o *Options) { o.MaxBatchCalls = 7 })
 	ctx := ctxT(t)
 	ensure(t, s, "k", "f")
-	var muts []storage.Mutation
+	var muts []kv.Mutation
 	for i := range 30 {
-		muts = append(muts, storage.Put([]byte(fmt.Sprintf("r%02d", i%10)), "f", []byte{byte(i)}, int64(i), []byte{byte(i)}))
+		muts = append(muts, kv.Put([]byte(fmt.Sprintf("r%02d", i%10)), "f", []byte{byte(i)}, int64(i), []byte{byte(i)}))
 	}
 	for i := range 10 {
-		muts = append(muts, storage.DeleteColumn([]byte(fmt.Sprintf("r%02d", i)), "f", []byte{byte(i)}, 100))
+		muts = append(muts, kv.DeleteColumn([]byte(fmt.Sprintf("r%02d", i)), "f", []byte{byte(i)}, 100))
 	}
 	apply(t, s, "k", muts...)
 	sc := s.Scan(ctx, "k", nil, nil)
@@ -566,8 +566,8 @@ func TestApplyInChunks(t *testing.T) {
 	}
 
 	err := s.Apply(ctx, "missing", muts[:25])
-	var be *storage.BatchError
-	if !errors.As(err, &be) || !errors.Is(err, storage.ErrTableNotFound) || len(be.Failed) != 25 {
+	var be *kv.BatchError
+	if !errors.As(err, &be) || !errors.Is(err, kv.ErrTableNotFound) || len(be.Failed) != 25 {
 		t.Fatalf("Apply of 25 to a missing table: %v; want a BatchError of 25 wrapping ErrTableNotFound", err)
 	}
 	notSent := 0
@@ -597,30 +597,30 @@ func TestIncrementAndCheckAndPut(t *testing.T) {
 			t.Fatalf("Increment #%d = %d, %v; want %d", i, v, err, want)
 		}
 	}
-	apply(t, s, "s", storage.Put(row, "f", []byte("short"), 1, []byte("abc")))
-	if _, err := s.Increment(ctx, "s", row, "f", []byte("short"), 1); !errors.Is(err, storage.ErrInvalidArgument) {
+	apply(t, s, "s", kv.Put(row, "f", []byte("short"), 1, []byte("abc")))
+	if _, err := s.Increment(ctx, "s", row, "f", []byte("short"), 1); !errors.Is(err, kv.ErrInvalidArgument) {
 		t.Errorf("Increment of a 3-byte cell: %v; want ErrInvalidArgument", err)
 	} else {
 		t.Log(err)
 	}
 
-	put := storage.Put([]byte("id"), "f", []byte("q"), 1, []byte("one"))
+	put := kv.Put([]byte("id"), "f", []byte("q"), 1, []byte("one"))
 	for i, tc := range []struct {
 		expected []byte
-		put      storage.Mutation
+		put      kv.Mutation
 		want     bool
 	}{
 		{nil, put, true},
 		{nil, put, false},
 		{[]byte("two"), put, false},
-		{[]byte("one"), storage.Put(put.Row, "f", put.Qualifier, 2, []byte("two")), true},
+		{[]byte("one"), kv.Put(put.Row, "f", put.Qualifier, 2, []byte("two")), true},
 	} {
 		ok, err := s.CheckAndPut(ctx, "s", tc.expected, tc.put)
 		if err != nil || ok != tc.want {
 			t.Fatalf("CheckAndPut #%d = %v, %v; want %v", i, ok, err, tc.want)
 		}
 	}
-	if _, err := s.CheckAndPut(ctx, "s", nil, storage.DeleteRow(put.Row, 1)); !errors.Is(err, storage.ErrInvalidArgument) {
+	if _, err := s.CheckAndPut(ctx, "s", nil, kv.DeleteRow(put.Row, 1)); !errors.Is(err, kv.ErrInvalidArgument) {
 		t.Errorf("CheckAndPut of a delete: %v; want ErrInvalidArgument", err)
 	}
 }
@@ -629,22 +629,22 @@ func TestReads(t *testing.T) {
 	s := openTestStore(t)
 	ctx := ctxT(t)
 	ensure(t, s, "r", "f", "t")
-	var muts []storage.Mutation
+	var muts []kv.Mutation
 	for i := range 20 {
 		row := []byte(fmt.Sprintf("row%02d", i))
 		for ts := int64(1); ts <= 3; ts++ {
-			muts = append(muts, storage.Put(row, "f", []byte("a"), ts, []byte(fmt.Sprintf("%d.%d", i, ts))))
+			muts = append(muts, kv.Put(row, "f", []byte("a"), ts, []byte(fmt.Sprintf("%d.%d", i, ts))))
 		}
-		muts = append(muts, storage.Put(row, "f", []byte("b"), 1, []byte("b")))
-		muts = append(muts, storage.Put(row, "t", []byte("job"), 1, []byte([]string{"api", "db"}[i%2])))
+		muts = append(muts, kv.Put(row, "f", []byte("b"), 1, []byte("b")))
+		muts = append(muts, kv.Put(row, "t", []byte("job"), 1, []byte([]string{"api", "db"}[i%2])))
 	}
 	apply(t, s, "r", muts...)
 
-	row, err := s.Get(ctx, "r", []byte("row03"), storage.MaxVersions(2), storage.Families("f"))
+	row, err := s.Get(ctx, "r", []byte("row03"), kv.MaxVersions(2), kv.Families("f"))
 	if err != nil || cellsString(row) != "f:a@3=3.3 f:a@2=3.2 f:b@1=b" {
 		t.Errorf("Get = %q, %v", cellsString(row), err)
 	}
-	row, err = s.Get(ctx, "r", []byte("row03"), storage.TimeRange(2, 3), storage.Families("f"))
+	row, err = s.Get(ctx, "r", []byte("row03"), kv.TimeRange(2, 3), kv.Families("f"))
 	if err != nil || cellsString(row) != "f:a@2=3.2" {
 		t.Errorf("Get in [2, 3) = %q, %v", cellsString(row), err)
 	}
@@ -652,7 +652,7 @@ func TestReads(t *testing.T) {
 	if err != nil || len(row.Cells) != 0 || string(row.Key) != "nope" {
 		t.Errorf("Get of a missing row = %+v, %v", row, err)
 	}
-	rows, err := s.GetRows(ctx, "r", [][]byte{[]byte("row05"), []byte("nope"), []byte("row01"), []byte("row05")}, storage.Families("t"))
+	rows, err := s.GetRows(ctx, "r", [][]byte{[]byte("row05"), []byte("nope"), []byte("row01"), []byte("row05")}, kv.Families("t"))
 	if err != nil || len(rows) != 4 {
 		t.Fatalf("GetRows = %v, %v", rows, err)
 	}
@@ -662,7 +662,7 @@ func TestReads(t *testing.T) {
 		}
 	}
 
-	scan := func(start, stop []byte, opts ...storage.ReadOption) []string {
+	scan := func(start, stop []byte, opts ...kv.ReadOption) []string {
 		t.Helper()
 		sc := s.Scan(ctx, "r", start, stop, opts...)
 		defer sc.Close()
@@ -678,23 +678,23 @@ func TestReads(t *testing.T) {
 	for _, tc := range []struct {
 		name        string
 		start, stop string
-		opts        []storage.ReadOption
+		opts        []kv.ReadOption
 		want        string
 	}{
 		{"range", "row03", "row06", nil, "row03(3) row04(3) row05(3)"},
-		{"row limit", "row10", "", []storage.ReadOption{storage.RowLimit(2)}, "row10(3) row11(3)"},
-		{"cell limit cuts the row", "row10", "", []storage.ReadOption{storage.CellLimit(5)}, "row10(3) row11(2)"},
-		{"column value filter", "row00", "row06", []storage.ReadOption{storage.WithFilter(storage.ColumnValueFilter{
-			Family: "t", Qualifier: []byte("job"), Op: storage.Equal, Value: []byte("db"), FilterIfMissing: true,
+		{"row limit", "row10", "", []kv.ReadOption{kv.RowLimit(2)}, "row10(3) row11(3)"},
+		{"cell limit cuts the row", "row10", "", []kv.ReadOption{kv.CellLimit(5)}, "row10(3) row11(2)"},
+		{"column value filter", "row00", "row06", []kv.ReadOption{kv.WithFilter(kv.ColumnValueFilter{
+			Family: "t", Qualifier: []byte("job"), Op: kv.Equal, Value: []byte("db"), FilterIfMissing: true,
 		})}, "row01(3) row03(3) row05(3)"},
-		{"not equal, key only, one family", "row00", "row04", []storage.ReadOption{storage.Families("t"), storage.WithFilter(storage.ColumnValueFilter{
-			Family: "t", Qualifier: []byte("job"), Op: storage.NotEqual, Value: []byte("db"),
-		}), storage.WithFilter(storage.KeyOnlyFilter{})}, "row00(1) row02(1)"},
-		{"column range", "row00", "row02", []storage.ReadOption{storage.WithFilter(storage.ColumnRangeFilter{
+		{"not equal, key only, one family", "row00", "row04", []kv.ReadOption{kv.Families("t"), kv.WithFilter(kv.ColumnValueFilter{
+			Family: "t", Qualifier: []byte("job"), Op: kv.NotEqual, Value: []byte("db"),
+		}), kv.WithFilter(kv.KeyOnlyFilter{})}, "row00(1) row02(1)"},
+		{"column range", "row00", "row02", []kv.ReadOption{kv.WithFilter(kv.ColumnRangeFilter{
 			Min: []byte("b"), MinInclusive: true,
 		})}, "row00(2) row01(2)"},
 		{"empty range", "row05", "row05", nil, ""},
-		{"prefix", "row1", string(storage.PrefixEnd([]byte("row1"))), []storage.ReadOption{storage.RowLimit(100)}, "row10(3) row11(3) row12(3) row13(3) row14(3) row15(3) row16(3) row17(3) row18(3) row19(3)"},
+		{"prefix", "row1", string(kv.PrefixEnd([]byte("row1"))), []kv.ReadOption{kv.RowLimit(100)}, "row10(3) row11(3) row12(3) row13(3) row14(3) row15(3) row16(3) row17(3) row18(3) row19(3)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var start, stop []byte
@@ -709,7 +709,7 @@ func TestReads(t *testing.T) {
 			}
 		})
 	}
-	sc := s.Scan(ctx, "r", nil, nil, storage.WithFilter(storage.KeyOnlyFilter{}), storage.RowLimit(1))
+	sc := s.Scan(ctx, "r", nil, nil, kv.WithFilter(kv.KeyOnlyFilter{}), kv.RowLimit(1))
 	if !sc.Next() || len(sc.Row().Cells[0].Value) != 0 {
 		t.Errorf("key-only scan returned values: %q", cellsString(sc.Row()))
 	}
@@ -725,9 +725,9 @@ func TestScanLargeRows(t *testing.T) {
 	value := bytes.Repeat([]byte("x"), 256<<10)
 	const rows, cols = 4, 12 // 3 MiB a row
 	for r := range rows {
-		var muts []storage.Mutation
+		var muts []kv.Mutation
 		for c := range cols {
-			muts = append(muts, storage.Put([]byte{'r', byte('0' + r)}, "f", []byte{byte('a' + c)}, 1, value))
+			muts = append(muts, kv.Put([]byte{'r', byte('0' + r)}, "f", []byte{byte('a' + c)}, 1, value))
 		}
 		apply(t, s, "big", muts...)
 	}
@@ -754,9 +754,9 @@ func TestScanLargeRows(t *testing.T) {
 func TestScanCancel(t *testing.T) {
 	s := openTestStore(t)
 	ensure(t, s, "sc", "f")
-	var muts []storage.Mutation
+	var muts []kv.Mutation
 	for i := range 100 {
-		muts = append(muts, storage.Put([]byte(fmt.Sprintf("%03d", i)), "f", nil, 1, nil))
+		muts = append(muts, kv.Put([]byte(fmt.Sprintf("%03d", i)), "f", nil, 1, nil))
 	}
 	apply(t, s, "sc", muts...)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -776,11 +776,11 @@ func TestScanCancel(t *testing.T) {
 var _ io.Closer = (*Store)(nil)
 
 func TestConformance(t *testing.T) {
-	storagetest.Run(t, newTestStore)
+	kvtest.Run(t, newTestStore)
 }
 
 func BenchmarkStore(b *testing.B) {
-	storagetest.Bench(b, newTestStore)
+	kvtest.Bench(b, newTestStore)
 }
 
 func TestGohbaseLoggerLowersCancelledErrors(t *testing.T) {

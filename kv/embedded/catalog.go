@@ -10,13 +10,13 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 
-	"github.com/hbtsdb/hbtsdb/storage"
+	"github.com/hbtsdb/hbtsdb/kv"
 )
 
 // catalogRecord is the persisted form of a table: the value of 0x01|name.
 type catalogRecord struct {
-	ID   uint64            `json:"id"`
-	Spec storage.TableSpec `json:"spec"`
+	ID   uint64       `json:"id"`
+	Spec kv.TableSpec `json:"spec"`
 }
 
 // table is a table of the catalog, in memory. It is immutable once built.
@@ -24,7 +24,7 @@ type table struct {
 	name     string
 	id       uint64
 	prefix   []byte // tablePrefix(id)
-	spec     storage.TableSpec
+	spec     kv.TableSpec
 	families map[string]*family
 }
 
@@ -67,17 +67,17 @@ func (t *table) family(name string) (*family, error) {
 	if f, ok := t.families[name]; ok {
 		return f, nil
 	}
-	return nil, fmt.Errorf("%w: table %s has no family %q", storage.ErrInvalidArgument, t.name, name)
+	return nil, fmt.Errorf("%w: table %s has no family %q", kv.ErrInvalidArgument, t.name, name)
 }
 
 // tableLocked returns the named table; s.mu must be held (shared is enough).
 func (s *Store) tableLocked(name string) (*table, error) {
 	if s.closed {
-		return nil, storage.ErrClosed
+		return nil, kv.ErrClosed
 	}
 	t, ok := s.tables[name]
 	if !ok {
-		return nil, fmt.Errorf("%w: %s", storage.ErrTableNotFound, name)
+		return nil, fmt.Errorf("%w: %s", kv.ErrTableNotFound, name)
 	}
 	return t, nil
 }
@@ -85,7 +85,7 @@ func (s *Store) tableLocked(name string) (*table, error) {
 // EnsureTable creates the table if it does not exist and reports whether it did.
 // An existing table is left as it is. Compression, block encoding, bloom filter and
 // split keys are HBase settings that the embedded store records but does not use.
-func (s *Store) EnsureTable(ctx context.Context, spec storage.TableSpec) (bool, error) {
+func (s *Store) EnsureTable(ctx context.Context, spec kv.TableSpec) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, fmt.Errorf("embedded: ensure table %s: %w", spec.Name, err)
 	}
@@ -95,7 +95,7 @@ func (s *Store) EnsureTable(ctx context.Context, spec storage.TableSpec) (bool, 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return false, fmt.Errorf("embedded: ensure table %s: %w", spec.Name, storage.ErrClosed)
+		return false, fmt.Errorf("embedded: ensure table %s: %w", spec.Name, kv.ErrClosed)
 	}
 	if _, ok := s.tables[spec.Name]; ok {
 		return false, nil
@@ -153,7 +153,7 @@ func (s *Store) ListTables(ctx context.Context) ([]string, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
-		return nil, fmt.Errorf("embedded: list tables: %w", storage.ErrClosed)
+		return nil, fmt.Errorf("embedded: list tables: %w", kv.ErrClosed)
 	}
 	names := make([]string, 0, len(s.tables))
 	for name := range s.tables {

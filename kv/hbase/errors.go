@@ -9,7 +9,7 @@ import (
 	"github.com/tsuna/gohbase"
 	"github.com/tsuna/gohbase/region"
 
-	"github.com/hbtsdb/hbtsdb/storage"
+	"github.com/hbtsdb/hbtsdb/kv"
 )
 
 // classifiedError is an error from gohbase or HBase with the storage sentinel it
@@ -34,26 +34,26 @@ func (e *classifiedError) Unwrap() []error {
 // them as "HBase Java exception <class>:\n<stack>" (gohbase region.exceptionToError)
 // or, for master procedures, "procedure exception: <class>: <message>".
 var javaExceptions = map[string]error{
-	"TableNotFoundException":          storage.ErrTableNotFound,
-	"NoSuchColumnFamilyException":     storage.ErrInvalidArgument,
-	"InvalidFamilyOperationException": storage.ErrInvalidArgument,
-	"FailedSanityCheckException":      storage.ErrInvalidArgument,
-	"DoNotRetryIOException":           storage.ErrInvalidArgument,
-	"IllegalArgumentException":        storage.ErrInvalidArgument,
-	"WrongRowIOException":             storage.ErrInvalidArgument,
-	"TableNotEnabledException":        storage.ErrUnavailable,
-	"TableNotDisabledException":       storage.ErrUnavailable,
-	"RegionTooBusyException":          storage.ErrUnavailable,
-	"CallQueueTooBigException":        storage.ErrUnavailable,
-	"RpcThrottlingException":          storage.ErrUnavailable,
-	"PleaseHoldException":             storage.ErrUnavailable,
-	"ServerNotRunningYetException":    storage.ErrUnavailable,
-	"NotServingRegionException":       storage.ErrUnavailable,
-	"RegionOpeningException":          storage.ErrUnavailable,
-	"RegionMovedException":            storage.ErrUnavailable,
-	"CallTimeoutException":            storage.ErrUnavailable,
-	"ConnectException":                storage.ErrUnavailable,
-	"MasterNotRunningException":       storage.ErrUnavailable,
+	"TableNotFoundException":          kv.ErrTableNotFound,
+	"NoSuchColumnFamilyException":     kv.ErrInvalidArgument,
+	"InvalidFamilyOperationException": kv.ErrInvalidArgument,
+	"FailedSanityCheckException":      kv.ErrInvalidArgument,
+	"DoNotRetryIOException":           kv.ErrInvalidArgument,
+	"IllegalArgumentException":        kv.ErrInvalidArgument,
+	"WrongRowIOException":             kv.ErrInvalidArgument,
+	"TableNotEnabledException":        kv.ErrUnavailable,
+	"TableNotDisabledException":       kv.ErrUnavailable,
+	"RegionTooBusyException":          kv.ErrUnavailable,
+	"CallQueueTooBigException":        kv.ErrUnavailable,
+	"RpcThrottlingException":          kv.ErrUnavailable,
+	"PleaseHoldException":             kv.ErrUnavailable,
+	"ServerNotRunningYetException":    kv.ErrUnavailable,
+	"NotServingRegionException":       kv.ErrUnavailable,
+	"RegionOpeningException":          kv.ErrUnavailable,
+	"RegionMovedException":            kv.ErrUnavailable,
+	"CallTimeoutException":            kv.ErrUnavailable,
+	"ConnectException":                kv.ErrUnavailable,
+	"MasterNotRunningException":       kv.ErrUnavailable,
 }
 
 // javaException extracts the exception class and the one-line message of an HBase
@@ -104,15 +104,15 @@ func classify(ctx context.Context, err error) error {
 	if err == nil {
 		return nil
 	}
-	if errors.Is(context.Cause(ctx), storage.ErrClosed) {
-		return &classifiedError{sentinel: storage.ErrClosed, msg: storage.ErrClosed.Error(), err: err}
+	if errors.Is(context.Cause(ctx), kv.ErrClosed) {
+		return &classifiedError{sentinel: kv.ErrClosed, msg: kv.ErrClosed.Error(), err: err}
 	}
 	if ctxErr := ctx.Err(); ctxErr != nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		if ctxErr == nil {
 			ctxErr = err
 		}
 		if errors.Is(ctxErr, context.DeadlineExceeded) {
-			return &classifiedError{sentinel: storage.ErrUnavailable, msg: "no answer from HBase before the deadline: " + ctxErr.Error(), err: ctxErr}
+			return &classifiedError{sentinel: kv.ErrUnavailable, msg: "no answer from HBase before the deadline: " + ctxErr.Error(), err: ctxErr}
 		}
 		return &classifiedError{msg: ctxErr.Error(), err: ctxErr}
 	}
@@ -124,12 +124,12 @@ func classify(ctx context.Context, err error) error {
 	)
 	switch {
 	case errors.Is(err, gohbase.TableNotFound):
-		return &classifiedError{sentinel: storage.ErrTableNotFound, msg: storage.ErrTableNotFound.Error(), err: err}
+		return &classifiedError{sentinel: kv.ErrTableNotFound, msg: kv.ErrTableNotFound.Error(), err: err}
 	case errors.Is(err, gohbase.ErrClientClosed), errors.Is(err, gohbase.ErrCannotFindRegion),
 		errors.Is(err, gohbase.NotExecutedError),
 		errors.As(err, &retryable), errors.As(err, &server), errors.As(err, &notServing),
 		errors.As(err, &netErr):
-		return &classifiedError{sentinel: storage.ErrUnavailable, msg: firstLine(err.Error()), err: err}
+		return &classifiedError{sentinel: kv.ErrUnavailable, msg: firstLine(err.Error()), err: err}
 	}
 	if class, message, ok := javaException(err); ok {
 		name := simpleName(class)

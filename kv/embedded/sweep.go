@@ -9,7 +9,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 
-	"github.com/hbtsdb/hbtsdb/storage"
+	"github.com/hbtsdb/hbtsdb/kv"
 )
 
 // sweepChunkKeys bounds the keys one sweeper step examines while it holds the
@@ -38,7 +38,7 @@ func (s *Store) sweepLoop(ctx context.Context, interval time.Duration) {
 			return
 		case <-tick.C:
 		}
-		if _, err := s.sweep(ctx); err != nil && ctx.Err() == nil && !errors.Is(err, storage.ErrClosed) {
+		if _, err := s.sweep(ctx); err != nil && ctx.Err() == nil && !errors.Is(err, kv.ErrClosed) {
 			s.log.Warn("embedded: sweep failed", "dir", s.dir, "err", err)
 		}
 	}
@@ -53,7 +53,7 @@ func (s *Store) sweep(ctx context.Context) (sweepStats, error) {
 	s.mu.RLock()
 	if s.closed {
 		s.mu.RUnlock()
-		return st, storage.ErrClosed
+		return st, kv.ErrClosed
 	}
 	tables := make([]*table, 0, len(s.tables))
 	for _, t := range s.tables {
@@ -88,7 +88,7 @@ func (s *Store) sweepChunk(t *table, cursor []byte, nowMs int64, st *sweepStats)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return nil, storage.ErrClosed
+		return nil, kv.ErrClosed
 	}
 	if s.tables[t.name] != t {
 		return nil, nil // dropped meanwhile

@@ -1,7 +1,11 @@
-// Package storage is the narrow, HBase-shaped wide-column interface that every layer
-// of hbtsdb above it talks to. Two implementations exist and must behave the same:
-// storage/embedded (Pebble, for a laptop) and storage/hbase (Apache HBase through
-// gohbase). storage/storagetest holds the one conformance suite both pass.
+// Package kv is the narrow, HBase-shaped wide-column interface (a key-value store
+// of rows, families, qualifiers and timestamped cells) that every layer of hbtsdb
+// above it talks to. It is named kv, not storage, so that it never shares a name
+// with Prometheus' storage package, which query/, db/ and promapi/ also import.
+//
+// Two implementations exist and must behave the same: kv/embedded (Pebble, for a
+// laptop) and kv/hbase (Apache HBase through gohbase). kv/kvtest holds the one
+// conformance suite both pass.
 //
 // # Data model
 //
@@ -36,7 +40,7 @@
 // up to T: compaction deletes each raw column up to that cell's own timestamp, so
 // that a late sample (at another qualifier) or a re-sent one (at the same cell,
 // already compacted) is never lost. HBase's NEW_VERSION_BEHAVIOR would make the
-// backends agree, but it made scans several times slower (see storage/hbase).
+// backends agree, but it made scans several times slower (see kv/hbase).
 //
 // # Errors
 //
@@ -44,6 +48,6 @@
 // ErrUnavailable, ErrClosed, ErrInvalidArgument) so callers branch with errors.Is;
 // a cancelled or expired context yields an error that wraps ctx.Err().
 //
-// This package imports neither gohbase nor Pebble, and nothing above storage/ may
+// This package imports neither gohbase nor Pebble, and nothing above kv/ may
 // import them either.
-package storage
+package kv

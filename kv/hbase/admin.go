@@ -13,7 +13,7 @@ import (
 	"github.com/tsuna/gohbase/pb"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/hbtsdb/hbtsdb/storage"
+	"github.com/hbtsdb/hbtsdb/kv"
 )
 
 // hbaseForever is HBase's TTL for "keep forever" (HConstants.FOREVER).
@@ -23,11 +23,11 @@ const hbaseForever = math.MaxInt32
 // is a legal HBase table qualifier.
 func (s *Store) tableName(name string) ([]byte, error) {
 	if name == "" {
-		return nil, fmt.Errorf("%w: empty table name", storage.ErrInvalidArgument)
+		return nil, fmt.Errorf("%w: empty table name", kv.ErrInvalidArgument)
 	}
 	for _, c := range name {
 		if !isTableNameChar(c) {
-			return nil, fmt.Errorf("%w: table name %q: HBase allows only [A-Za-z0-9_.-]", storage.ErrInvalidArgument, name)
+			return nil, fmt.Errorf("%w: table name %q: HBase allows only [A-Za-z0-9_.-]", kv.ErrInvalidArgument, name)
 		}
 	}
 	return []byte(s.opts.TablePrefix + name), nil
@@ -39,7 +39,7 @@ func (s *Store) tableName(name string) ([]byte, error) {
 // NEW_VERSION_BEHAVIOR (HBASE-15968) is deliberately not set: it would make a put
 // written after a delete visible whatever its timestamp, but it made scans 3-6x
 // slower here (storage/doc.go says what callers do instead).
-func familyAttributes(f storage.FamilySpec) []attribute {
+func familyAttributes(f kv.FamilySpec) []attribute {
 	attrs := []attribute{
 		{"VERSIONS", strconv.Itoa(f.Versions()), true},
 	}
@@ -84,7 +84,7 @@ func upperOr(v, def string) string {
 // EnsureTable creates the table (as <prefix><name>) if it does not exist and
 // reports whether it did. HBase creates the table with all its regions online
 // before EnsureTable returns.
-func (s *Store) EnsureTable(ctx context.Context, spec storage.TableSpec) (bool, error) {
+func (s *Store) EnsureTable(ctx context.Context, spec kv.TableSpec) (bool, error) {
 	ctx, done, err := s.begin(ctx)
 	if err != nil {
 		return false, err
@@ -116,7 +116,7 @@ func (s *Store) EnsureTable(ctx context.Context, spec storage.TableSpec) (bool, 
 // drops any other; so the request is built by gohbase and its families replaced
 // (createTableCall.ToProto), and the procedure is awaited here as gohbase's
 // AdminClient.CreateTable would (whose admin client cannot be closed).
-func (s *Store) createTable(ctx context.Context, table []byte, spec storage.TableSpec) error {
+func (s *Store) createTable(ctx context.Context, table []byte, spec kv.TableSpec) error {
 	families := make(map[string]map[string]string, len(spec.Families))
 	for _, f := range spec.Families {
 		families[f.Name] = nil
@@ -140,7 +140,7 @@ func (s *Store) createTable(ctx context.Context, table []byte, spec storage.Tabl
 // createTableCall is gohbase's CreateTable with the column family schemas of spec.
 type createTableCall struct {
 	*hrpc.CreateTable
-	spec storage.TableSpec
+	spec kv.TableSpec
 }
 
 // ToProto returns gohbase's request with each family's attributes set from spec
@@ -210,7 +210,7 @@ func (s *Store) awaitProcedure(ctx context.Context, procID uint64) error {
 	}
 }
 
-// DropTable disables and deletes the table; storage.ErrTableNotFound if it is
+// DropTable disables and deletes the table; kv.ErrTableNotFound if it is
 // absent. A table left disabled by an interrupted DropTable is deleted too.
 func (s *Store) DropTable(ctx context.Context, name string) error {
 	ctx, done, err := s.begin(ctx)
@@ -274,7 +274,7 @@ func (s *Store) ListTables(ctx context.Context) ([]string, error) {
 //
 // A TTL of zero (forever) is left out, HBase's default. The specs are rendered as
 // given: check them with TableSpec.Validate first.
-func ShellCommands(prefix string, specs []storage.TableSpec) string {
+func ShellCommands(prefix string, specs []kv.TableSpec) string {
 	if prefix == "" {
 		prefix = DefaultTablePrefix
 	}

@@ -9,22 +9,22 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 
-	"github.com/hbtsdb/hbtsdb/storage"
+	"github.com/hbtsdb/hbtsdb/kv"
 )
 
-// rowReader turns the cell keys of one row into a storage.Row, applying HBase's
+// rowReader turns the cell keys of one row into a kv.Row, applying HBase's
 // read rules in the order HBase's ScanQueryMatcher does: family selection, TTL and
 // the family's MaxVersions (which define the visible versions), the time range, the
 // filters, then the read's MaxVersions.
 type rowReader struct {
 	t     *table
-	o     storage.ReadOptions
+	o     kv.ReadOptions
 	nowMs int64
 	// wanted is the sorted list of selected families; nil selects all.
 	wanted       []string
 	keyOnly      bool
-	ranges       []storage.ColumnRangeFilter
-	valueFilters []storage.ColumnValueFilter
+	ranges       []kv.ColumnRangeFilter
+	valueFilters []kv.ColumnValueFilter
 	// Per-row state of valueFilters: the newest visible in-range value of each
 	// filter's column, and whether there was one.
 	filterValues  [][]byte
@@ -37,9 +37,9 @@ type rowReader struct {
 }
 
 // newRowReader resolves read options against a table: every family named by the
-// options or a filter must exist (storage.ErrInvalidArgument otherwise).
-func newRowReader(t *table, nowMs int64, opts []storage.ReadOption) (*rowReader, error) {
-	o, err := storage.NewReadOptions(opts...)
+// options or a filter must exist (kv.ErrInvalidArgument otherwise).
+func newRowReader(t *table, nowMs int64, opts []kv.ReadOption) (*rowReader, error) {
+	o, err := kv.NewReadOptions(opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -54,17 +54,17 @@ func newRowReader(t *table, nowMs int64, opts []storage.ReadOption) (*rowReader,
 	r.wanted = slices.Compact(r.wanted)
 	for _, f := range o.Filters {
 		switch f := f.(type) {
-		case storage.ColumnValueFilter:
+		case kv.ColumnValueFilter:
 			if _, err := t.family(f.Family); err != nil {
 				return nil, err
 			}
 			r.valueFilters = append(r.valueFilters, f)
-		case storage.KeyOnlyFilter:
+		case kv.KeyOnlyFilter:
 			r.keyOnly = true
-		case storage.ColumnRangeFilter:
+		case kv.ColumnRangeFilter:
 			r.ranges = append(r.ranges, f)
 		default:
-			return nil, fmt.Errorf("%w: unsupported filter %T", storage.ErrInvalidArgument, f)
+			return nil, fmt.Errorf("%w: unsupported filter %T", kv.ErrInvalidArgument, f)
 		}
 	}
 	r.filterValues = make([][]byte, len(r.valueFilters))
@@ -101,8 +101,8 @@ func (r *rowReader) inRanges(q []byte) bool {
 // readRow reads the row whose key prefix is the first rowLen bytes of the
 // iterator's current key, leaving the iterator on the first key after the row (or
 // exhausted). It reports whether the row has cells and passes the filters.
-func (r *rowReader) readRow(it *pebble.Iterator, rowLen int) (storage.Row, bool, error) {
-	var row storage.Row
+func (r *rowReader) readRow(it *pebble.Iterator, rowLen int) (kv.Row, bool, error) {
+	var row kv.Row
 	rp := bytes.Clone(it.Key()[:rowLen])
 	rowKey, _, err := readEscaped(rp[tablePfx:], nil)
 	if err != nil {
@@ -116,7 +116,7 @@ func (r *rowReader) readRow(it *pebble.Iterator, rowLen int) (storage.Row, bool,
 		r.filterValues[i], r.filterPresent[i] = nil, false
 	}
 	if r.lastCells > 0 {
-		row.Cells = make([]storage.Cell, 0, r.lastCells)
+		row.Cells = make([]kv.Cell, 0, r.lastCells)
 	}
 	var (
 		col      []byte // column prefix (row prefix, family, qualifier) of the current column
@@ -178,7 +178,7 @@ func (r *rowReader) readRow(it *pebble.Iterator, rowLen int) (storage.Row, bool,
 		}
 		if returned < r.o.MaxVersions && r.inRanges(p.qualifier) {
 			returned++
-			c := storage.Cell{Family: fam.name, Timestamp: p.ts}
+			c := kv.Cell{Family: fam.name, Timestamp: p.ts}
 			c.Qualifier, arena = copyTo(arena, p.qualifier)
 			switch {
 			case r.keyOnly:
@@ -221,28 +221,28 @@ func copyTo(arena, b []byte) (cp, grown []byte) {
 
 // Get reads one row; a missing row is a Row with its Key and no cells. Scan limits
 // (RowLimit, CellLimit) do not apply.
-func (s *Store) Get(ctx context.Context, tableName string, row []byte, opts ...storage.ReadOption) (storage.Row, error) {
+func (s *Store) Get(ctx context.Context, tableName string, row []byte, opts ...kv.ReadOption) (kv.Row, error) {
 	rows, err := s.getRows(ctx, "get", tableName, [][]byte{row}, opts)
 	if err != nil {
-		return storage.Row{}, err
+		return kv.Row{}, err
 	}
 	return rows[0], nil
 }
 
 // GetRows reads several rows through one Pebble iterator: one Row per requested key,
 // in request order, each with its Key set.
-func (s *Store) GetRows(ctx context.Context, tableName string, rows [][]byte, opts ...storage.ReadOption) ([]storage.Row, error) {
+func (s *Store) GetRows(ctx context.Context, tableName string, rows [][]byte, opts ...kv.ReadOption) ([]kv.Row, error) {
 	return s.getRows(ctx, "get rows", tableName, rows, opts)
 }
 
-func (s *Store) getRows(ctx context.Context, op, tableName string, keys [][]byte, opts []storage.ReadOption) ([]storage.Row, error) {
+func (s *Store) getRows(ctx context.Context, op, tableName string, keys [][]byte, opts []kv.ReadOption) ([]kv.Row, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("embedded: %s %s: %w", op, tableName, err)
 	}
 	for _, k := range keys {
-		if len(k) == 0 || len(k) > storage.MaxRowKeyLen {
+		if len(k) == 0 || len(k) > kv.MaxRowKeyLen {
 			return nil, fmt.Errorf("embedded: %s %s: %w: row key of %d bytes (must be 1 to %d)",
-				op, tableName, storage.ErrInvalidArgument, len(k), storage.MaxRowKeyLen)
+				op, tableName, kv.ErrInvalidArgument, len(k), kv.MaxRowKeyLen)
 		}
 	}
 	s.mu.RLock()
@@ -260,7 +260,7 @@ func (s *Store) getRows(ctx context.Context, op, tableName string, keys [][]byte
 		return nil, fmt.Errorf("embedded: %s %s: %w", op, tableName, err)
 	}
 	defer it.Close()
-	out := make([]storage.Row, len(keys))
+	out := make([]kv.Row, len(keys))
 	for i, k := range keys {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("embedded: %s %s: %w", op, tableName, err)
@@ -286,7 +286,7 @@ func (s *Store) getRows(ctx context.Context, op, tableName string, keys [][]byte
 
 // Scan streams rows with start <= key < stop, one row in memory at a time. An empty
 // start or stop is open, as on HBase.
-func (s *Store) Scan(ctx context.Context, tableName string, start, stop []byte, opts ...storage.ReadOption) storage.Scanner {
+func (s *Store) Scan(ctx context.Context, tableName string, start, stop []byte, opts ...kv.ReadOption) kv.Scanner {
 	sc := &scanner{table: tableName, ctx: ctx}
 	if err := ctx.Err(); err != nil {
 		sc.err = fmt.Errorf("embedded: scan %s: %w", tableName, err)
@@ -326,7 +326,7 @@ func (s *Store) Scan(ctx context.Context, tableName string, start, stop []byte, 
 	return sc
 }
 
-// scanner is the storage.Scanner of Scan. Its mutex lets Store.Close end it from
+// scanner is the kv.Scanner of Scan. Its mutex lets Store.Close end it from
 // another goroutine.
 type scanner struct {
 	table  string
@@ -336,7 +336,7 @@ type scanner struct {
 
 	mu    sync.Mutex
 	it    *pebble.Iterator // nil once released
-	row   storage.Row
+	row   kv.Row
 	rows  int // rows returned
 	cells int // cells returned
 	done  bool
@@ -347,7 +347,7 @@ func (sc *scanner) Next() bool {
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
 	if sc.done || sc.err != nil || sc.it == nil {
-		sc.row = storage.Row{}
+		sc.row = kv.Row{}
 		return false
 	}
 	o := sc.reader.o
@@ -424,7 +424,7 @@ func (sc *scanner) abort(err error) {
 	}
 }
 
-func (sc *scanner) Row() storage.Row {
+func (sc *scanner) Row() kv.Row {
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
 	return sc.row

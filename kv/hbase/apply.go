@@ -8,7 +8,7 @@ import (
 
 	"github.com/tsuna/gohbase/hrpc"
 
-	"github.com/hbtsdb/hbtsdb/storage"
+	"github.com/hbtsdb/hbtsdb/kv"
 )
 
 // errNotSent marks the mutations of an Apply that were not sent because an earlier
@@ -20,7 +20,7 @@ var errNotSent = errors.New("not sent: an earlier part of the batch failed")
 // timestamps), or the deletes of one row, kind and timestamp (a gohbase Mutate,
 // which has a single timestamp).
 type mutateCall struct {
-	kind   storage.MutationKind
+	kind   kv.MutationKind
 	row    []byte
 	ts     int64                        // deletes only
 	values map[string]map[string][]byte // deletes only
@@ -37,7 +37,7 @@ type cellKey struct {
 
 type callKey struct {
 	row  string
-	kind storage.MutationKind
+	kind kv.MutationKind
 	ts   int64
 }
 
@@ -51,14 +51,14 @@ type callKey struct {
 // hides every version <= T of what it covers whatever the order, and leaves newer
 // versions alone, so the order of puts and deletes in a batch does not change the
 // outcome.
-func plan(muts []storage.Mutation) []*mutateCall {
+func plan(muts []kv.Mutation) []*mutateCall {
 	var (
 		calls []*mutateCall
 		byKey = make(map[callKey]*mutateCall)
 	)
 	for i, m := range muts {
 		key := callKey{string(m.Row), m.Kind, m.Timestamp}
-		if m.Kind == storage.KindPut {
+		if m.Kind == kv.KindPut {
 			key.ts = 0 // a row's puts share one call whatever their timestamps
 		}
 		c := byKey[key]
@@ -69,7 +69,7 @@ func plan(muts []storage.Mutation) []*mutateCall {
 		}
 		c.idx = append(c.idx, i)
 		switch m.Kind {
-		case storage.KindPut:
+		case kv.KindPut:
 			if c.cellAt == nil {
 				c.cellAt = make(map[cellKey]int)
 			}
@@ -81,7 +81,7 @@ func plan(muts []storage.Mutation) []*mutateCall {
 				c.cellAt[ck] = len(c.cells)
 				c.cells = append(c.cells, cell)
 			}
-		case storage.KindDeleteColumn:
+		case kv.KindDeleteColumn:
 			if c.values == nil {
 				c.values = make(map[string]map[string][]byte)
 			}
@@ -91,12 +91,12 @@ func plan(muts []storage.Mutation) []*mutateCall {
 				c.values[m.Family] = q
 			}
 			q[string(m.Qualifier)] = nil
-		case storage.KindDeleteFamily:
+		case kv.KindDeleteFamily:
 			if c.values == nil {
 				c.values = make(map[string]map[string][]byte)
 			}
 			c.values[m.Family] = nil // gohbase: a family without qualifiers is a family delete
-		case storage.KindDeleteRow:
+		case kv.KindDeleteRow:
 			// values stay nil: gohbase deletes the whole row
 		}
 	}
@@ -112,7 +112,7 @@ func nonNil(b []byte) []byte {
 
 // mutate builds the HBase call of c.
 func (c *mutateCall) mutate(ctx context.Context, table []byte) (hrpc.Call, error) {
-	if c.kind == storage.KindPut {
+	if c.kind == kv.KindPut {
 		return newRowPut(ctx, table, c.row, c.cells)
 	}
 	// A delete with a timestamp removes every version up to it (HBase's
@@ -123,7 +123,7 @@ func (c *mutateCall) mutate(ctx context.Context, table []byte) (hrpc.Call, error
 // Apply writes the mutations to table. Each row's mutations are applied atomically
 // by HBase, the batch as a whole is not (see plan).
 // A batch with an invalid mutation is rejected whole, before anything is sent.
-func (s *Store) Apply(ctx context.Context, table string, mutations []storage.Mutation) error {
+func (s *Store) Apply(ctx context.Context, table string, mutations []kv.Mutation) error {
 	ctx, done, err := s.begin(ctx)
 	if err != nil {
 		return err
@@ -133,14 +133,14 @@ func (s *Store) Apply(ctx context.Context, table string, mutations []storage.Mut
 	if err != nil {
 		return fmt.Errorf("hbase: apply to %s: %w", table, err)
 	}
-	var failed []storage.MutationError
+	var failed []kv.MutationError
 	for i, m := range mutations {
 		if err := m.Validate(); err != nil {
-			failed = append(failed, storage.MutationError{Index: i, Err: err})
+			failed = append(failed, kv.MutationError{Index: i, Err: err})
 		}
 	}
 	if len(failed) > 0 {
-		return fmt.Errorf("hbase: apply to %s: %w", htable, &storage.BatchError{Failed: failed, Total: len(mutations)})
+		return fmt.Errorf("hbase: apply to %s: %w", htable, &kv.BatchError{Failed: failed, Total: len(mutations)})
 	}
 
 	// Calls are sent in chunks. After a chunk with a failure the rest is not sent:
@@ -158,7 +158,7 @@ func (s *Store) Apply(ctx context.Context, table string, mutations []storage.Mut
 		for _, rest := range chunks[n+1:] {
 			for _, c := range rest {
 				for _, i := range c.idx {
-					failed = append(failed, storage.MutationError{Index: i, Err: errNotSent})
+					failed = append(failed, kv.MutationError{Index: i, Err: errNotSent})
 				}
 			}
 		}
@@ -167,20 +167,20 @@ func (s *Store) Apply(ctx context.Context, table string, mutations []storage.Mut
 	if len(failed) == 0 {
 		return nil
 	}
-	slices.SortFunc(failed, func(a, b storage.MutationError) int { return a.Index - b.Index })
-	return fmt.Errorf("hbase: apply to %s: %w", htable, &storage.BatchError{Failed: failed, Total: len(mutations)})
+	slices.SortFunc(failed, func(a, b kv.MutationError) int { return a.Index - b.Index })
+	return fmt.Errorf("hbase: apply to %s: %w", htable, &kv.BatchError{Failed: failed, Total: len(mutations)})
 }
 
 // sendMutations sends calls in one SendBatch and appends a MutationError for each
 // mutation of a failed call to failed.
-func (s *Store) sendMutations(ctx context.Context, table []byte, calls []*mutateCall, failed []storage.MutationError) []storage.MutationError {
+func (s *Store) sendMutations(ctx context.Context, table []byte, calls []*mutateCall, failed []kv.MutationError) []kv.MutationError {
 	batch := make([]hrpc.Call, 0, len(calls))
 	sent := make([]*mutateCall, 0, len(calls))
 	for _, c := range calls {
 		m, err := c.mutate(ctx, table)
 		if err != nil {
 			for _, i := range c.idx {
-				failed = append(failed, storage.MutationError{Index: i, Err: fmt.Errorf("%w: %v", storage.ErrInvalidArgument, err)})
+				failed = append(failed, kv.MutationError{Index: i, Err: fmt.Errorf("%w: %v", kv.ErrInvalidArgument, err)})
 			}
 			continue
 		}
@@ -200,7 +200,7 @@ func (s *Store) sendMutations(ctx context.Context, table []byte, calls []*mutate
 		}
 		err := classify(ctx, r.Error)
 		for _, i := range sent[j].idx {
-			failed = append(failed, storage.MutationError{Index: i, Err: err})
+			failed = append(failed, kv.MutationError{Index: i, Err: err})
 		}
 	}
 	return failed
@@ -210,11 +210,11 @@ func (s *Store) sendMutations(ctx context.Context, table []byte, calls []*mutate
 func checkCell(row []byte, family string) error {
 	switch {
 	case len(row) == 0:
-		return fmt.Errorf("%w: empty row key", storage.ErrInvalidArgument)
-	case len(row) > storage.MaxRowKeyLen:
-		return fmt.Errorf("%w: row key of %d bytes exceeds %d", storage.ErrInvalidArgument, len(row), storage.MaxRowKeyLen)
+		return fmt.Errorf("%w: empty row key", kv.ErrInvalidArgument)
+	case len(row) > kv.MaxRowKeyLen:
+		return fmt.Errorf("%w: row key of %d bytes exceeds %d", kv.ErrInvalidArgument, len(row), kv.MaxRowKeyLen)
 	case family == "":
-		return fmt.Errorf("%w: no family", storage.ErrInvalidArgument)
+		return fmt.Errorf("%w: no family", kv.ErrInvalidArgument)
 	}
 	return nil
 }
@@ -248,7 +248,7 @@ func (s *Store) Increment(ctx context.Context, table string, row []byte, family 
 
 // CheckAndPut is HBase's checkAndPut with an EQUAL comparison on the put's own
 // column; HBase reads "expected is empty" as "the column is absent or empty".
-func (s *Store) CheckAndPut(ctx context.Context, table string, expected []byte, put storage.Mutation) (bool, error) {
+func (s *Store) CheckAndPut(ctx context.Context, table string, expected []byte, put kv.Mutation) (bool, error) {
 	ctx, done, err := s.begin(ctx)
 	if err != nil {
 		return false, err
@@ -258,8 +258,8 @@ func (s *Store) CheckAndPut(ctx context.Context, table string, expected []byte, 
 	if err == nil {
 		err = put.Validate()
 	}
-	if err == nil && put.Kind != storage.KindPut {
-		err = fmt.Errorf("%w: check-and-put of a %s, want a put", storage.ErrInvalidArgument, put.Kind)
+	if err == nil && put.Kind != kv.KindPut {
+		err = fmt.Errorf("%w: check-and-put of a %s, want a put", kv.ErrInvalidArgument, put.Kind)
 	}
 	if err != nil {
 		return false, fmt.Errorf("hbase: check and put in %s: %w", table, err)

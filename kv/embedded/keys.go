@@ -1,7 +1,7 @@
 package embedded
 
 import (
-	"github.com/hbtsdb/hbtsdb/storage"
+	"github.com/hbtsdb/hbtsdb/kv"
 
 	"bytes"
 	"encoding/binary"
@@ -187,7 +187,7 @@ func parseCellSuffix(b, scratch []byte) (parsedCell, error) {
 // do not consist only of 0xFF bytes (none of ours do: each ends with a terminator
 // or starts with a namespace byte below 0xFF).
 func prefixEnd(p []byte) []byte {
-	end := storage.PrefixEnd(p)
+	end := kv.PrefixEnd(p)
 	if end == nil {
 		panic("embedded: prefixEnd of an all-0xFF prefix")
 	}

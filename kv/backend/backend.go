@@ -1,4 +1,4 @@
-// Package backend opens the storage.Store a --storage address names: "embedded:<dir>"
+// Package backend opens the kv.Store a --storage address names: "embedded:<dir>"
 // for the Pebble store in a local directory, "hbase:<zk quorum>[/<znode root>]" for
 // Apache HBase. It is the one place that knows both backends, so that commands,
 // benchmarks and tests open stores the same way.
@@ -12,9 +12,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hbtsdb/hbtsdb/storage"
-	"github.com/hbtsdb/hbtsdb/storage/embedded"
-	"github.com/hbtsdb/hbtsdb/storage/hbase"
+	"github.com/hbtsdb/hbtsdb/kv"
+	"github.com/hbtsdb/hbtsdb/kv/embedded"
+	"github.com/hbtsdb/hbtsdb/kv/hbase"
 )
 
 // Kind is a storage backend.
@@ -74,9 +74,9 @@ type Options struct {
 }
 
 // Open opens the store at addr. An unreachable HBase is an error wrapping
-// storage.ErrUnavailable (so a server can wait and retry); a locked embedded
+// kv.ErrUnavailable (so a server can wait and retry); a locked embedded
 // directory is embedded.ErrLocked.
-func Open(ctx context.Context, addr Address, opts Options) (storage.Store, error) {
+func Open(ctx context.Context, addr Address, opts Options) (kv.Store, error) {
 	switch addr.Kind {
 	case Embedded:
 		dir, err := filepath.Abs(addr.Dir)

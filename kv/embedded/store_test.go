@@ -15,7 +15,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 
-	"github.com/hbtsdb/hbtsdb/storage"
+	"github.com/hbtsdb/hbtsdb/kv"
 )
 
 // lockHelperEnv makes the test binary, re-executed by
@@ -64,21 +64,21 @@ func openStore(t *testing.T, dir string, opts Options) *Store {
 		t.Fatalf("Open(%s): %v", dir, err)
 	}
 	t.Cleanup(func() {
-		if err := st.Close(); err != nil && !errors.Is(err, storage.ErrClosed) {
+		if err := st.Close(); err != nil && !errors.Is(err, kv.ErrClosed) {
 			t.Errorf("Close: %v", err)
 		}
 	})
 	return st
 }
 
-func ensure(t *testing.T, st storage.Store, spec storage.TableSpec) {
+func ensure(t *testing.T, st kv.Store, spec kv.TableSpec) {
 	t.Helper()
 	if _, err := st.EnsureTable(context.Background(), spec); err != nil {
 		t.Fatalf("EnsureTable(%s): %v", spec.Name, err)
 	}
 }
 
-func mustApply(t *testing.T, st storage.Store, table string, muts ...storage.Mutation) {
+func mustApply(t *testing.T, st kv.Store, table string, muts ...kv.Mutation) {
 	t.Helper()
 	if err := st.Apply(context.Background(), table, muts); err != nil {
 		t.Fatalf("Apply: %v", err)
@@ -86,7 +86,7 @@ func mustApply(t *testing.T, st storage.Store, table string, muts ...storage.Mut
 }
 
 // cells renders a row as family:qualifier@ts=value strings.
-func cells(t *testing.T, st storage.Store, table, row string, opts ...storage.ReadOption) string {
+func cells(t *testing.T, st kv.Store, table, row string, opts ...kv.ReadOption) string {
 	t.Helper()
 	r, err := st.Get(context.Background(), table, []byte(row), opts...)
 	if err != nil {
@@ -114,8 +114,8 @@ func rawKeys(t *testing.T, st *Store) int {
 	return n
 }
 
-func put(row, family, qualifier string, ts int64, value string) storage.Mutation {
-	return storage.Put([]byte(row), family, []byte(qualifier), ts, []byte(value))
+func put(row, family, qualifier string, ts int64, value string) kv.Mutation {
+	return kv.Put([]byte(row), family, []byte(qualifier), ts, []byte(value))
 }
 
 func TestSecondOpenInProcessIsLocked(t *testing.T) {
@@ -155,7 +155,7 @@ func TestOpenLockedByAnotherProcess(t *testing.T) {
 func TestSweeperRemovesHiddenCells(t *testing.T) {
 	clk := &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	st := openStore(t, t.TempDir(), Options{Clock: clk.Now, SweepInterval: -1})
-	ensure(t, st, storage.TableSpec{Name: "t", Families: []storage.FamilySpec{
+	ensure(t, st, kv.TableSpec{Name: "t", Families: []kv.FamilySpec{
 		{Name: "ttl", TTL: time.Hour}, {Name: "v", MaxVersions: 2},
 	}})
 	now := clk.Now().UnixMilli()
@@ -166,7 +166,7 @@ func TestSweeperRemovesHiddenCells(t *testing.T) {
 		put("r", "v", "q", 1, "v1"), put("r", "v", "q", 2, "v2"), put("r", "v", "q", 3, "v3"),
 	)
 	want := fmt.Sprintf("ttl:fresh@%d=f v:q@3=v3 v:q@2=v2", halfHourAgo)
-	if got := cells(t, st, "t", "r", storage.MaxVersions(5)); got != want {
+	if got := cells(t, st, "t", "r", kv.MaxVersions(5)); got != want {
 		t.Fatalf("before sweep: got %s, want %s", got, want)
 	}
 	if n := rawKeys(t, st); n != 5 {
@@ -179,14 +179,14 @@ func TestSweeperRemovesHiddenCells(t *testing.T) {
 	if n := rawKeys(t, st); n != 3 {
 		t.Fatalf("after sweep: %d cells on disk, want 3", n)
 	}
-	if got := cells(t, st, "t", "r", storage.MaxVersions(5)); got != want {
+	if got := cells(t, st, "t", "r", kv.MaxVersions(5)); got != want {
 		t.Fatalf("the sweep changed what a read returns: got %s, want %s", got, want)
 	}
 
 	// An hour later the fresh cell has expired too: hidden at once, removed by the
 	// next sweep.
 	clk.Advance(time.Hour)
-	if got, want := cells(t, st, "t", "r", storage.MaxVersions(5)), "v:q@3=v3 v:q@2=v2"; got != want {
+	if got, want := cells(t, st, "t", "r", kv.MaxVersions(5)), "v:q@3=v3 v:q@2=v2"; got != want {
 		t.Fatalf("an hour later: got %s, want %s", got, want)
 	}
 	if stats, err := st.sweep(context.Background()); err != nil || stats != (sweepStats{expired: 1}) {
@@ -238,9 +238,9 @@ func TestBackgroundSweeperRunsAndStopsOnClose(t *testing.T) {
 	clk := &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	logs := &logRecorder{}
 	st := openStore(t, t.TempDir(), Options{Clock: clk.Now, SweepInterval: 5 * time.Millisecond, Logger: slog.New(logs)})
-	ensure(t, st, storage.TableSpec{Name: "t", Families: []storage.FamilySpec{{Name: "f", TTL: time.Minute}}})
+	ensure(t, st, kv.TableSpec{Name: "t", Families: []kv.FamilySpec{{Name: "f", TTL: time.Minute}}})
 	now := clk.Now().UnixMilli()
-	var muts []storage.Mutation
+	var muts []kv.Mutation
 	for i := range 10 {
 		muts = append(muts, put(fmt.Sprintf("r%d", i), "f", "q", now-int64(i)*30_000, "v"))
 	}
@@ -270,8 +270,8 @@ func TestDataSurvivesReopen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ensure(t, st, storage.TableSpec{Name: "keep", Families: []storage.FamilySpec{{Name: "f", MaxVersions: 2}}})
-	ensure(t, st, storage.TableSpec{Name: "drop", Families: []storage.FamilySpec{{Name: "f"}}})
+	ensure(t, st, kv.TableSpec{Name: "keep", Families: []kv.FamilySpec{{Name: "f", MaxVersions: 2}}})
+	ensure(t, st, kv.TableSpec{Name: "drop", Families: []kv.FamilySpec{{Name: "f"}}})
 	mustApply(t, st, "keep", put("r\x00", "f", "q", 1, "one"), put("r\x00", "f", "q", 2, "two"), put("r\x00", "f", "q", 3, "three"))
 	mustApply(t, st, "drop", put("r", "f", "q", 1, "gone"))
 	if _, err := st.Increment(ctx, "keep", []byte("n"), "f", []byte("c"), 41); err != nil {
@@ -290,14 +290,14 @@ func TestDataSurvivesReopen(t *testing.T) {
 		t.Fatalf("ListTables after reopen = %v, %v; want [keep]", names, err)
 	}
 	// The family's MaxVersions came back from the catalog with the data.
-	if got, want := cells(t, st2, "keep", "r\x00", storage.MaxVersions(5)), "f:q@3=three f:q@2=two"; got != want {
+	if got, want := cells(t, st2, "keep", "r\x00", kv.MaxVersions(5)), "f:q@3=three f:q@2=two"; got != want {
 		t.Fatalf("after reopen: got %s, want %s", got, want)
 	}
 	if n, err := st2.Increment(ctx, "keep", []byte("n"), "f", []byte("c"), 1); err != nil || n != 42 {
 		t.Fatalf("Increment after reopen = %d, %v; want 42", n, err)
 	}
 	// Table ids are never reused, even for a table created after a reopen.
-	ensure(t, st2, storage.TableSpec{Name: "drop", Families: []storage.FamilySpec{{Name: "f"}}})
+	ensure(t, st2, kv.TableSpec{Name: "drop", Families: []kv.FamilySpec{{Name: "f"}}})
 	if id := st2.tables["drop"].id; id != 3 {
 		t.Fatalf("re-created table got id %d, want 3", id)
 	}
@@ -309,7 +309,7 @@ func TestDataSurvivesReopen(t *testing.T) {
 func TestEverythingAfterCloseIsErrClosed(t *testing.T) {
 	st := openStore(t, t.TempDir(), Options{})
 	ctx := context.Background()
-	ensure(t, st, storage.TableSpec{Name: "t", Families: []storage.FamilySpec{{Name: "f"}}})
+	ensure(t, st, kv.TableSpec{Name: "t", Families: []kv.FamilySpec{{Name: "f"}}})
 	mustApply(t, st, "t", put("a", "f", "q", 1, "v"), put("b", "f", "q", 1, "v"))
 	// A scan left open across Close is ended, not leaked.
 	sc := st.Scan(ctx, "t", nil, nil)
@@ -322,7 +322,7 @@ func TestEverythingAfterCloseIsErrClosed(t *testing.T) {
 	if sc.Next() {
 		t.Fatal("scan went on after Close")
 	}
-	if err := sc.Err(); !errors.Is(err, storage.ErrClosed) {
+	if err := sc.Err(); !errors.Is(err, kv.ErrClosed) {
 		t.Fatalf("open scan after Close: Err = %v, want ErrClosed", err)
 	}
 	if err := sc.Close(); err != nil {
@@ -336,7 +336,7 @@ func TestEverythingAfterCloseIsErrClosed(t *testing.T) {
 		"Ping":      st.Ping(ctx),
 	}
 	for op, err := range errs {
-		if !errors.Is(err, storage.ErrClosed) {
+		if !errors.Is(err, kv.ErrClosed) {
 			t.Errorf("%s after Close: got %v, want ErrClosed", op, err)
 		}
 	}
@@ -344,18 +344,18 @@ func TestEverythingAfterCloseIsErrClosed(t *testing.T) {
 
 func TestDeleteSeesPutsEarlierInTheBatch(t *testing.T) {
 	st := openStore(t, t.TempDir(), Options{})
-	ensure(t, st, storage.TableSpec{Name: "t", Families: []storage.FamilySpec{{Name: "a", MaxVersions: 5}, {Name: "b"}}})
+	ensure(t, st, kv.TableSpec{Name: "t", Families: []kv.FamilySpec{{Name: "a", MaxVersions: 5}, {Name: "b"}}})
 	mustApply(t, st, "t", put("r", "a", "x", 1, "old"), put("r", "b", "x", 1, "b"))
 	mustApply(t, st, "t",
 		put("r", "a", "y", 5, "batched"),
 		put("r", "a", "x", 20, "new"),
-		storage.DeleteFamily([]byte("r"), "a", 10), // removes x@1 and y@5, not x@20
+		kv.DeleteFamily([]byte("r"), "a", 10), // removes x@1 and y@5, not x@20
 		put("r", "a", "z", 3, "after"),
 	)
-	if got, want := cells(t, st, "t", "r", storage.MaxVersions(5)), "a:x@20=new a:z@3=after b:x@1=b"; got != want {
+	if got, want := cells(t, st, "t", "r", kv.MaxVersions(5)), "a:x@20=new a:z@3=after b:x@1=b"; got != want {
 		t.Fatalf("got %s, want %s", got, want)
 	}
-	mustApply(t, st, "t", put("s", "a", "x", 1, "v"), storage.DeleteRow([]byte("s"), 1))
+	mustApply(t, st, "t", put("s", "a", "x", 1, "v"), kv.DeleteRow([]byte("s"), 1))
 	if got := cells(t, st, "t", "s"); got != "" {
 		t.Fatalf("row deleted in the batch that wrote it holds %s", got)
 	}
@@ -363,13 +363,13 @@ func TestDeleteSeesPutsEarlierInTheBatch(t *testing.T) {
 
 func TestFamilyVersionCapAppliesBeforeTimeRange(t *testing.T) {
 	st := openStore(t, t.TempDir(), Options{SweepInterval: -1})
-	ensure(t, st, storage.TableSpec{Name: "t", Families: []storage.FamilySpec{{Name: "f"}}})
+	ensure(t, st, kv.TableSpec{Name: "t", Families: []kv.FamilySpec{{Name: "f"}}})
 	mustApply(t, st, "t", put("r", "f", "q", 10, "ten"))
 	mustApply(t, st, "t", put("r", "f", "q", 20, "twenty"))
 	// Version 10 is beyond MaxVersions 1: hidden even from a range that excludes 20,
 	// so a sweep (which deletes it) cannot change the answer.
 	for _, when := range []string{"before sweep", "after sweep"} {
-		if got := cells(t, st, "t", "r", storage.TimeRange(0, 15)); got != "" {
+		if got := cells(t, st, "t", "r", kv.TimeRange(0, 15)); got != "" {
 			t.Fatalf("%s: [0, 15) returned %s, want nothing", when, got)
 		}
 		if _, err := st.sweep(context.Background()); err != nil {
@@ -381,7 +381,7 @@ func TestFamilyVersionCapAppliesBeforeTimeRange(t *testing.T) {
 func TestIncrementWritesAtClockNow(t *testing.T) {
 	clk := &fakeClock{now: time.UnixMilli(1_700_000_000_000)}
 	st := openStore(t, t.TempDir(), Options{Clock: clk.Now})
-	ensure(t, st, storage.TableSpec{Name: "t", Families: []storage.FamilySpec{{Name: "f", MaxVersions: 3}}})
+	ensure(t, st, kv.TableSpec{Name: "t", Families: []kv.FamilySpec{{Name: "f", MaxVersions: 3}}})
 	ctx := context.Background()
 	if _, err := st.Increment(ctx, "t", []byte("r"), "f", []byte("n"), 2); err != nil {
 		t.Fatal(err)
@@ -390,19 +390,19 @@ func TestIncrementWritesAtClockNow(t *testing.T) {
 	if _, err := st.Increment(ctx, "t", []byte("r"), "f", []byte("n"), 3); err != nil {
 		t.Fatal(err)
 	}
-	got := cells(t, st, "t", "r", storage.MaxVersions(3))
+	got := cells(t, st, "t", "r", kv.MaxVersions(3))
 	want := "f:n@1700000001000=\x00\x00\x00\x00\x00\x00\x00\x05 f:n@1700000000000=\x00\x00\x00\x00\x00\x00\x00\x02"
 	if got != want {
 		t.Fatalf("got %q, want %q", got, want)
 	}
 	// A counter written with a timestamp ahead of the clock keeps being the newest.
-	mustApply(t, st, "t", storage.Put([]byte("f"), "f", []byte("n"), 1_800_000_000_000, make([]byte, 8)))
+	mustApply(t, st, "t", kv.Put([]byte("f"), "f", []byte("n"), 1_800_000_000_000, make([]byte, 8)))
 	for range 3 {
 		if _, err := st.Increment(ctx, "t", []byte("f"), "f", []byte("n"), 1); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if got, want := cells(t, st, "t", "f", storage.MaxVersions(3)), "f:n@1800000000000=\x00\x00\x00\x00\x00\x00\x00\x03"; got != want {
+	if got, want := cells(t, st, "t", "f", kv.MaxVersions(3)), "f:n@1800000000000=\x00\x00\x00\x00\x00\x00\x00\x03"; got != want {
 		t.Fatalf("future counter: got %q, want %q", got, want)
 	}
 }
@@ -410,21 +410,21 @@ func TestIncrementWritesAtClockNow(t *testing.T) {
 func TestInvalidReadsAndMutationsAreInvalidArgument(t *testing.T) {
 	st := openStore(t, t.TempDir(), Options{})
 	ctx := context.Background()
-	ensure(t, st, storage.TableSpec{Name: "t", Families: []storage.FamilySpec{{Name: "f"}}})
-	_, err := st.Get(ctx, "t", []byte("r"), storage.Families("nope"))
-	if !errors.Is(err, storage.ErrInvalidArgument) || !strings.Contains(err.Error(), `table t has no family "nope"`) {
+	ensure(t, st, kv.TableSpec{Name: "t", Families: []kv.FamilySpec{{Name: "f"}}})
+	_, err := st.Get(ctx, "t", []byte("r"), kv.Families("nope"))
+	if !errors.Is(err, kv.ErrInvalidArgument) || !strings.Contains(err.Error(), `table t has no family "nope"`) {
 		t.Errorf("Get of an unknown family: %v", err)
 	}
 	_, err = st.Get(ctx, "t", nil)
-	if !errors.Is(err, storage.ErrInvalidArgument) {
+	if !errors.Is(err, kv.ErrInvalidArgument) {
 		t.Errorf("Get of an empty row key: %v", err)
 	}
 	_, err = st.Increment(ctx, "t", []byte("r"), "nope", []byte("q"), 1)
-	if !errors.Is(err, storage.ErrInvalidArgument) {
+	if !errors.Is(err, kv.ErrInvalidArgument) {
 		t.Errorf("Increment of an unknown family: %v", err)
 	}
-	err = st.Apply(ctx, "t", []storage.Mutation{put("r", "f", "q", 1, "v"), put("r", "nope", "q", 1, "v"), put("", "f", "q", 1, "v")})
-	var be *storage.BatchError
+	err = st.Apply(ctx, "t", []kv.Mutation{put("r", "f", "q", 1, "v"), put("r", "nope", "q", 1, "v"), put("", "f", "q", 1, "v")})
+	var be *kv.BatchError
 	if !errors.As(err, &be) || be.Total != 3 || len(be.Failed) != 2 || be.Failed[0].Index != 1 || be.Failed[1].Index != 2 {
 		t.Fatalf("Apply with two invalid mutations: %v, want a BatchError naming indexes 1 and 2", err)
 	}
@@ -435,12 +435,12 @@ func TestInvalidReadsAndMutationsAreInvalidArgument(t *testing.T) {
 
 func TestFiltersCombine(t *testing.T) {
 	st := openStore(t, t.TempDir(), Options{})
-	ensure(t, st, storage.TableSpec{Name: "t", Families: []storage.FamilySpec{{Name: "r"}, {Name: "t", MaxVersions: 3}}})
+	ensure(t, st, kv.TableSpec{Name: "t", Families: []kv.FamilySpec{{Name: "r"}, {Name: "t", MaxVersions: 3}}})
 	mustApply(t, st, "t",
 		put("1", "r", "a", 1, "x"), put("1", "r", "b", 1, "y"), put("1", "t", "job", 10, "api"), put("1", "t", "job", 20, "web"),
 		put("2", "r", "a", 1, "x"), put("2", "t", "job", 10, "web"),
 	)
-	scan := func(opts ...storage.ReadOption) string {
+	scan := func(opts ...kv.ReadOption) string {
 		sc := st.Scan(context.Background(), "t", nil, nil, opts...)
 		defer sc.Close()
 		var out []string
@@ -455,14 +455,14 @@ func TestFiltersCombine(t *testing.T) {
 		}
 		return strings.Join(out, " ")
 	}
-	api := storage.ColumnValueFilter{Family: "t", Qualifier: []byte("job"), Op: storage.Equal, Value: []byte("api"), FilterIfMissing: true}
+	api := kv.ColumnValueFilter{Family: "t", Qualifier: []byte("job"), Op: kv.Equal, Value: []byte("api"), FilterIfMissing: true}
 	// The filter judges the newest version inside the time range; the key-only filter
 	// empties the values returned but not the value the column filter compares.
-	if got, want := scan(storage.WithFilter(api), storage.WithFilter(storage.KeyOnlyFilter{})), ""; got != want {
+	if got, want := scan(kv.WithFilter(api), kv.WithFilter(kv.KeyOnlyFilter{})), ""; got != want {
 		t.Fatalf("job=api, all time: got %q, want %q", got, want)
 	}
-	got := scan(storage.TimeRange(0, 15), storage.WithFilter(api), storage.WithFilter(storage.KeyOnlyFilter{}),
-		storage.WithFilter(storage.ColumnRangeFilter{Min: []byte("b"), MinInclusive: true}))
+	got := scan(kv.TimeRange(0, 15), kv.WithFilter(api), kv.WithFilter(kv.KeyOnlyFilter{}),
+		kv.WithFilter(kv.ColumnRangeFilter{Min: []byte("b"), MinInclusive: true}))
 	if want := "1/r:b@1= 1/t:job@10="; got != want {
 		t.Fatalf("job=api before 15, key only, qualifiers >= b: got %q, want %q", got, want)
 	}

@@ -1,4 +1,4 @@
-package storage
+package kv
 
 import (
 	"context"
@@ -86,7 +86,7 @@ type Admin interface {
 }
 
 // TableSpec describes a table to create. Name is the logical name ("data"); a backend
-// may map it to a physical name (storage/hbase adds a prefix).
+// may map it to a physical name (kv/hbase adds a prefix).
 type TableSpec struct {
 	Name     string
 	Families []FamilySpec
