@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/prometheus/storage"
 
 	"github.com/hbtsdb/hbtsdb/kv"
+	"github.com/hbtsdb/hbtsdb/schema"
 	"github.com/hbtsdb/hbtsdb/write"
 )
 
@@ -105,7 +106,7 @@ type appender struct {
 	now      time.Time
 	series   []write.Series
 	byHash   map[uint64][]int
-	metadata map[string]write.Metadata
+	metadata map[string]schema.Metadata
 	done     bool
 }
 
@@ -130,7 +131,7 @@ func (a *appender) Append(ref storage.SeriesRef, ls labels.Labels, _, t int64, v
 	if err := a.db.writer.CheckSample(ls, t, a.now); err != nil {
 		return 0, promError(err)
 	}
-	a.series[i].Samples = append(a.series[i].Samples, write.Sample{T: t, V: v})
+	a.series[i].Samples = append(a.series[i].Samples, schema.Sample{T: t, V: v})
 	if !opts.Metadata.IsEmpty() {
 		a.addMetadata(opts.MetricFamilyName, ls, opts.Metadata)
 	}
@@ -173,9 +174,9 @@ func (a *appender) addMetadata(family string, ls labels.Labels, m metadata.Metad
 		return
 	}
 	if a.metadata == nil {
-		a.metadata = make(map[string]write.Metadata)
+		a.metadata = make(map[string]schema.Metadata)
 	}
-	a.metadata[family] = write.Metadata{Metric: family, Type: m.Type, Help: m.Help, Unit: m.Unit}
+	a.metadata[family] = schema.Metadata{Metric: family, Type: m.Type, Help: m.Help, Unit: m.Unit}
 }
 
 // AppendExemplars reports every exemplar as not written (hbtsdb does not store

@@ -12,6 +12,7 @@ import (
 	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/query"
 	"github.com/hbtsdb/hbtsdb/schema"
+	"github.com/hbtsdb/hbtsdb/schema/provision"
 	"github.com/hbtsdb/hbtsdb/write"
 )
 
@@ -19,14 +20,14 @@ import (
 // takes the default documented on its type.
 type Options struct {
 	// Store is where data lives. The caller opens it (kv/backend) and creates
-	// or checks its schema (schema.Open); Open checks once more that its settings
+	// or checks its schema (provision.Open); Open checks once more that its settings
 	// are Settings.
 	Store kv.Store
 	// CloseStore makes Close close Store too, for callers that hand the store over
 	// (tests, Prometheus' promqltest, which closes each storage it makes).
 	// Otherwise the store outlives the DB and its opener closes it.
 	CloseStore bool
-	// Settings are the store's schema settings (schema.Open returns them).
+	// Settings are the store's schema settings (provision.Open returns them).
 	Settings schema.Settings
 	// Write tunes the write pipeline; Write.Limits bound requests (the zero
 	// value has no limits: the server passes write.DefaultLimits(), tests loading
@@ -67,7 +68,7 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 	if opts.Store == nil {
 		return nil, fmt.Errorf("db: Options.Store is nil: %w", kv.ErrInvalidArgument)
 	}
-	if _, err := schema.Check(ctx, opts.Store, opts.Settings); err != nil {
+	if _, err := provision.Check(ctx, opts.Store, opts.Settings); err != nil {
 		return nil, fmt.Errorf("db: %w", err)
 	}
 	if opts.Logger == nil {

@@ -49,7 +49,7 @@ func open(t testing.TB, st kv.Store, settings schema.Settings, lim write.Limits)
 	return d
 }
 
-func samples(t testing.TB, d *db.DB, lbls labels.Labels) []write.Sample {
+func samples(t testing.TB, d *db.DB, lbls labels.Labels) []schema.Sample {
 	t.Helper()
 	got, err := d.Reader().Samples(context.Background(), lbls, 0, kv.MaxTimestamp)
 	if err != nil {
@@ -102,7 +102,7 @@ func TestAppenders(t *testing.T) {
 				t.Fatalf("read %d and %d samples, want 14 and 13", len(gotA), len(gotC))
 			}
 			for i := range int64(13) {
-				if gotA[i] != (write.Sample{T: i * 300_000, V: float64(i)}) || gotC[i] != (write.Sample{T: i * 300_000, V: float64(10 * i)}) {
+				if gotA[i] != (schema.Sample{T: i * 300_000, V: float64(i)}) || gotC[i] != (schema.Sample{T: i * 300_000, V: float64(10 * i)}) {
 					t.Errorf("sample %d: %v, %v", i, gotA[i], gotC[i])
 				}
 			}
@@ -110,7 +110,7 @@ func TestAppenders(t *testing.T) {
 				t.Errorf("stale marker read back as (%d, %#x)", last.T, math.Float64bits(last.V))
 			}
 			md, ok, err := d.Reader().Metadata(ctx, "http_requests")
-			if want := (write.Metadata{Metric: "http_requests", Type: "counter", Help: "Requests.", Unit: "requests"}); err != nil || !ok || md != want {
+			if want := (schema.Metadata{Metric: "http_requests", Type: "counter", Help: "Requests.", Unit: "requests"}); err != nil || !ok || md != want {
 				t.Errorf("metadata = %+v, %v, %v; want %+v", md, ok, err, want)
 			}
 			series, err := d.Reader().SeriesInRange(ctx, 0, 3_600_000, labels.MustNewMatcher(labels.MatchEqual, "job", "api"))
@@ -165,7 +165,7 @@ func TestAppenders(t *testing.T) {
 			if err := app.Commit(); err != nil {
 				t.Fatal(err)
 			}
-			if got := samples(t, d, v1); !slices.Equal(got, []write.Sample{{T: 1000, V: 1}, {T: 2000, V: 2}}) {
+			if got := samples(t, d, v1); !slices.Equal(got, []schema.Sample{{T: 1000, V: 1}, {T: 2000, V: 2}}) {
 				t.Errorf("read %v", got)
 			}
 			if md, _, _ := d.Reader().Metadata(ctx, "v1_metric"); md.Type != "gauge" || md.Help != "v1" {
@@ -265,7 +265,7 @@ func TestAppendErrors(t *testing.T) {
 		if err := app.Commit(); err != nil {
 			t.Fatal(err)
 		}
-		if got := samples(t, d, up); !slices.Equal(got, []write.Sample{{T: nowMs, V: 5}}) {
+		if got := samples(t, d, up); !slices.Equal(got, []schema.Sample{{T: nowMs, V: 5}}) {
 			t.Errorf("read %v", got)
 		}
 	})
@@ -370,7 +370,7 @@ func TestConcurrentWritersAgreeOnSeriesIDs(t *testing.T) {
 						// Each writer owns its timestamps, so the samples of all
 						// writers must be found under the series' one ID.
 						ts := nowMs - int64(r*writers+w)*1000
-						req.Series = append(req.Series, write.Series{Labels: all[i], Samples: []write.Sample{{T: ts, V: float64(w)}}})
+						req.Series = append(req.Series, write.Series{Labels: all[i], Samples: []schema.Sample{{T: ts, V: float64(w)}}})
 					}
 					res, err := d.Write(ctx, &req)
 					if err != nil || res.SamplesWritten != len(req.Series) {

@@ -32,7 +32,7 @@
 //   - start timestamps (st, AppendSTZeroSample): ignored.
 //
 // Metadata (AOptions.Metadata with AOptions.MetricFamilyName or __name__, and
-// Appender.UpdateMetadata) is stored on Commit as write.Metadata.
+// Appender.UpdateMetadata) is stored on Commit as schema.Metadata.
 //
 // # Old samples
 //

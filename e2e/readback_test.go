@@ -8,7 +8,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/hbtsdb/hbtsdb/db"
-	"github.com/hbtsdb/hbtsdb/schema"
+	"github.com/hbtsdb/hbtsdb/schema/provision"
 )
 
 // readBack opens the store in-process (tsdb serve has stopped) and reads every series
@@ -22,7 +22,7 @@ func readBack(ctx context.Context, st store, mint, maxt int64, families []string
 		return nil, nil, fmt.Errorf("open the %s store: %w", st.name, err)
 	}
 	defer func() { err = errors.Join(err, s.Close()) }()
-	settings, err := schema.Read(ctx, s)
+	settings, err := provision.Read(ctx, s)
 	if err != nil {
 		return nil, nil, fmt.Errorf("read the schema settings: %w", err)
 	}

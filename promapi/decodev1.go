@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/prompb"
 
+	"github.com/hbtsdb/hbtsdb/schema"
 	"github.com/hbtsdb/hbtsdb/write"
 )
 
@@ -33,7 +34,7 @@ func decodeV1(data []byte) (write.Request, notStored, error) {
 		return write.Request{}, dropped, err
 	}
 	req := write.Request{Series: make([]write.Series, 0, nSeries)}
-	samples := make([]write.Sample, 0, nSamples)
+	samples := make([]schema.Sample, 0, nSamples)
 	b := labels.NewScratchBuilder(16)
 	r := pbReader{b: data}
 	for !r.done() {
@@ -66,7 +67,7 @@ func decodeV1(data []byte) (write.Request, notStored, error) {
 			if err := m.Unmarshal(msg); err != nil {
 				return write.Request{}, dropped, err
 			}
-			req.Metadata = append(req.Metadata, write.Metadata{
+			req.Metadata = append(req.Metadata, schema.Metadata{
 				Metric: m.MetricFamilyName, Type: metricTypeV1(m.Type), Help: m.Help, Unit: m.Unit,
 			})
 		default:
@@ -80,7 +81,7 @@ func decodeV1(data []byte) (write.Request, notStored, error) {
 
 // decodeSeriesV1 decodes one TimeSeries: its labels into b (in wire order), its
 // samples appended to samples; exemplars and histograms are checked and counted.
-func decodeSeriesV1(data []byte, b *labels.ScratchBuilder, samples []write.Sample, dropped *notStored) ([]write.Sample, error) {
+func decodeSeriesV1(data []byte, b *labels.ScratchBuilder, samples []schema.Sample, dropped *notStored) ([]schema.Sample, error) {
 	r := pbReader{b: data}
 	for !r.done() {
 		field, wire, start, err := r.tag("TimeSeries")
@@ -162,8 +163,8 @@ func decodeLabelV1(data []byte) (name, value []byte, err error) {
 	return name, value, nil
 }
 
-func decodeSampleV1(data []byte) (write.Sample, error) {
-	var s write.Sample
+func decodeSampleV1(data []byte) (schema.Sample, error) {
+	var s schema.Sample
 	r := pbReader{b: data}
 	for !r.done() {
 		field, wire, start, err := r.tag("Sample")

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/prompb"
 
+	"github.com/hbtsdb/hbtsdb/schema"
 	"github.com/hbtsdb/hbtsdb/write"
 )
 
@@ -24,7 +25,7 @@ func fromV1(msg *prompb.WriteRequest) (write.Request, notStored) {
 	for i := range msg.Timeseries {
 		total += len(msg.Timeseries[i].Samples)
 	}
-	samples := make([]write.Sample, 0, total)
+	samples := make([]schema.Sample, 0, total)
 	req := write.Request{Series: make([]write.Series, 0, len(msg.Timeseries))}
 	for i := range msg.Timeseries {
 		ts := &msg.Timeseries[i]
@@ -40,12 +41,12 @@ func fromV1(msg *prompb.WriteRequest) (write.Request, notStored) {
 		b.Sort()
 		start := len(samples)
 		for _, s := range ts.Samples {
-			samples = append(samples, write.Sample{T: s.Timestamp, V: s.Value})
+			samples = append(samples, schema.Sample{T: s.Timestamp, V: s.Value})
 		}
 		req.Series = append(req.Series, write.Series{Labels: b.Labels(), Samples: samples[start:len(samples):len(samples)]})
 	}
 	for _, m := range msg.Metadata {
-		req.Metadata = append(req.Metadata, write.Metadata{
+		req.Metadata = append(req.Metadata, schema.Metadata{
 			Metric: m.MetricFamilyName, Type: metricTypeV1(m.Type), Help: m.Help, Unit: m.Unit,
 		})
 	}

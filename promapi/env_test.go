@@ -92,11 +92,11 @@ func (e *env) cells(t testing.TB) int {
 
 // stored reads every raw sample back from the data table, by series (the labels'
 // String()), oldest first, with the labels from the series registry.
-func (e *env) stored(t testing.TB) map[string][]write.Sample {
+func (e *env) stored(t testing.TB) map[string][]schema.Sample {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	byID := map[uint64][]write.Sample{}
+	byID := map[uint64][]schema.Sample{}
 	sc := e.st.Scan(ctx, schema.TableData, nil, nil, kv.Families(schema.FamilyRaw))
 	defer sc.Close()
 	for sc.Next() {
@@ -114,7 +114,7 @@ func (e *env) stored(t testing.TB) map[string][]write.Sample {
 			if err != nil {
 				t.Fatal(err)
 			}
-			byID[key.SeriesID] = append(byID[key.SeriesID], write.Sample{T: key.BucketStart + off, V: v})
+			byID[key.SeriesID] = append(byID[key.SeriesID], schema.Sample{T: key.BucketStart + off, V: v})
 		}
 	}
 	if err := sc.Err(); err != nil {
@@ -128,18 +128,18 @@ func (e *env) stored(t testing.TB) map[string][]write.Sample {
 	if err != nil {
 		t.Fatalf("labels of %d series: %v", len(ids), err)
 	}
-	out := map[string][]write.Sample{}
+	out := map[string][]schema.Sample{}
 	for i, id := range ids {
 		s := byID[id]
-		slices.SortFunc(s, func(a, b write.Sample) int { return int(a.T - b.T) })
+		slices.SortFunc(s, func(a, b schema.Sample) int { return int(a.T - b.T) })
 		out[lbls[i].String()] = s
 	}
 	return out
 }
 
 // sameSamples compares bit-exactly (NaN payloads included).
-func sameSamples(a, b []write.Sample) bool {
-	return slices.EqualFunc(a, b, func(x, y write.Sample) bool {
+func sameSamples(a, b []schema.Sample) bool {
+	return slices.EqualFunc(a, b, func(x, y schema.Sample) bool {
 		return x.T == y.T && math.Float64bits(x.V) == math.Float64bits(y.V)
 	})
 }

@@ -2,9 +2,10 @@ package promapi
 
 import (
 	"fmt"
-	jsoniter "github.com/json-iterator/go"
 	"net/http"
 	"strconv"
+
+	jsoniter "github.com/json-iterator/go"
 
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 
+	"github.com/hbtsdb/hbtsdb/schema"
 	"github.com/hbtsdb/hbtsdb/write"
 )
 
@@ -116,7 +117,7 @@ func (h *writeHandler) servePut(w http.ResponseWriter, r *http.Request) {
 			req.Series = append(req.Series, write.Series{Labels: lbls})
 			origin = append(origin, nil)
 		}
-		req.Series[s].Samples = append(req.Series[s].Samples, write.Sample{T: t, V: v})
+		req.Series[s].Samples = append(req.Series[s].Samples, schema.Sample{T: t, V: v})
 		origin[s] = append(origin[s], i)
 	}
 

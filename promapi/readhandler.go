@@ -11,7 +11,7 @@ import (
 
 	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/query"
-	"github.com/hbtsdb/hbtsdb/write"
+	"github.com/hbtsdb/hbtsdb/schema"
 )
 
 // Reader answers the native read endpoints; *query.Reader (db.DB's Reader())
@@ -21,10 +21,10 @@ type Reader interface {
 	// matches any of matcherSets (every series when there is none).
 	Last(ctx context.Context, host, metric string, n int, matcherSets ...[]*labels.Matcher) ([]query.LastSeries, error)
 	// Metadata returns the metadata stored for one metric family.
-	Metadata(ctx context.Context, metric string) (write.Metadata, bool, error)
+	Metadata(ctx context.Context, metric string) (schema.Metadata, bool, error)
 	// ListMetadata returns the metadata of every metric family, sorted by name,
 	// at most limit of them when limit > 0.
-	ListMetadata(ctx context.Context, limit int) ([]write.Metadata, error)
+	ListMetadata(ctx context.Context, limit int) ([]schema.Metadata, error)
 }
 
 // readHandler serves the read endpoints hbtsdb implements itself.

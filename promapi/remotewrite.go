@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/prometheus/prompb"
 	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
 
+	"github.com/hbtsdb/hbtsdb/schema"
 	"github.com/hbtsdb/hbtsdb/write"
 )
 
@@ -279,7 +280,7 @@ func checkSymbolRefs(msg *writev2.Request) error {
 }
 
 // fromV2 converts a 2.0 message after checking its symbol references. Each series'
-// metadata becomes one write.Metadata per metric name. Created timestamps are not
+// metadata becomes one schema.Metadata per metric name. Created timestamps are not
 // stored (they are optional information about samples, which are stored).
 func fromV2(msg *writev2.Request) (write.Request, notStored, error) {
 	var dropped notStored
@@ -291,7 +292,7 @@ func fromV2(msg *writev2.Request) (write.Request, notStored, error) {
 	for i := range msg.Timeseries {
 		total += len(msg.Timeseries[i].Samples)
 	}
-	samples := make([]write.Sample, 0, total)
+	samples := make([]schema.Sample, 0, total)
 	req := write.Request{Series: make([]write.Series, 0, len(msg.Timeseries))}
 	var seenMetadata map[string]bool
 	b := labels.NewScratchBuilder(16)
@@ -317,7 +318,7 @@ func fromV2(msg *writev2.Request) (write.Request, notStored, error) {
 		}
 		start := len(samples)
 		for _, s := range ts.Samples {
-			samples = append(samples, write.Sample{T: s.Timestamp, V: s.Value})
+			samples = append(samples, schema.Sample{T: s.Timestamp, V: s.Value})
 		}
 		req.Series = append(req.Series, write.Series{Labels: lbls, Samples: samples[start:len(samples):len(samples)]})
 	}
@@ -326,17 +327,17 @@ func fromV2(msg *writev2.Request) (write.Request, notStored, error) {
 
 // metadataV2 returns a series' metadata, or a zero Metadata when it has none (or
 // no metric name to file it under).
-func metadataV2(ts *writev2.TimeSeries, syms []string, lbls labels.Labels) write.Metadata {
+func metadataV2(ts *writev2.TimeSeries, syms []string, lbls labels.Labels) schema.Metadata {
 	m := ts.Metadata
 	if m.Type == writev2.Metadata_METRIC_TYPE_UNSPECIFIED && m.HelpRef == 0 && m.UnitRef == 0 {
-		return write.Metadata{}
+		return schema.Metadata{}
 	}
 	name := lbls.Get(model.MetricNameLabel)
 	if name == "" {
-		return write.Metadata{}
+		return schema.Metadata{}
 	}
 	md, _ := ts.ToMetadata(syms) // refs were checked
-	return write.Metadata{Metric: metricFamily(name, md.Type), Type: md.Type, Help: md.Help, Unit: md.Unit}
+	return schema.Metadata{Metric: metricFamily(name, md.Type), Type: md.Type, Help: md.Help, Unit: md.Unit}
 }
 
 // metricFamily is the metric family a series of the given type belongs to: 2.0

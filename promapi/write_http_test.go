@@ -27,6 +27,7 @@ import (
 	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
 
 	"github.com/hbtsdb/hbtsdb/kv"
+	"github.com/hbtsdb/hbtsdb/schema"
 	"github.com/hbtsdb/hbtsdb/write"
 )
 
@@ -250,10 +251,10 @@ func TestV1DecodingKeepsValuesAndMetadata(t *testing.T) {
 	if got := math.Float64bits(req.Series[0].Samples[0].V); got != 0x7ff0000000000002 {
 		t.Errorf("stale marker bits = %x", got)
 	}
-	if got := req.Series[0].Samples[1]; got != (write.Sample{T: 2, V: 5e-324}) {
+	if got := req.Series[0].Samples[1]; got != (schema.Sample{T: 2, V: 5e-324}) {
 		t.Errorf("second sample = %v", got)
 	}
-	want := write.Metadata{Metric: "up", Type: model.MetricTypeCounter, Help: "h", Unit: "seconds"}
+	want := schema.Metadata{Metric: "up", Type: model.MetricTypeCounter, Help: "h", Unit: "seconds"}
 	if len(req.Metadata) != 1 || req.Metadata[0] != want {
 		t.Errorf("metadata = %+v, want %+v", req.Metadata, want)
 	}
@@ -274,10 +275,10 @@ func TestV2DecodingResolvesSymbolsAndMetadata(t *testing.T) {
 	if dropped != (notStored{histograms: 1}) {
 		t.Errorf("dropped = %+v", dropped)
 	}
-	if len(req.Series) != 2 || req.Series[1].Labels.Get("code") != "500" || req.Series[1].Samples[0] != (write.Sample{T: 5, V: 1}) {
+	if len(req.Series) != 2 || req.Series[1].Labels.Get("code") != "500" || req.Series[1].Samples[0] != (schema.Sample{T: 5, V: 1}) {
 		t.Errorf("series = %+v", req.Series)
 	}
-	want := write.Metadata{Metric: "http_requests_total", Type: model.MetricTypeCounter, Help: "Requests.", Unit: "requests"}
+	want := schema.Metadata{Metric: "http_requests_total", Type: model.MetricTypeCounter, Help: "Requests.", Unit: "requests"}
 	if len(req.Metadata) != 1 || req.Metadata[0] != want {
 		t.Errorf("metadata = %+v, want one %+v", req.Metadata, want)
 	}

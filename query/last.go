@@ -9,7 +9,6 @@ import (
 
 	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/schema"
-	"github.com/hbtsdb/hbtsdb/write"
 )
 
 // LastSeries is one series' newest samples, as Last returns them.
@@ -18,7 +17,7 @@ type LastSeries struct {
 	Labels labels.Labels
 	// Samples are the newest samples of the series, newest first; at most the n
 	// Last was asked for, fewer when the series has fewer.
-	Samples []write.Sample
+	Samples []schema.Sample
 }
 
 // Last returns the newest n samples (n >= 1) of every series of metric on host
@@ -97,7 +96,7 @@ func (r *Reader) firstRow(ctx context.Context, start, stop []byte) (kv.Row, bool
 // newestAfter appends to samples the newest samples of the rows after the row
 // key after (exclusive) and before stop, until samples holds n. It asks for at
 // most n-len(samples) rows: every stored row holds at least one raw sample.
-func (r *Reader) newestAfter(ctx context.Context, after, stop []byte, n int, samples []write.Sample) ([]write.Sample, error) {
+func (r *Reader) newestAfter(ctx context.Context, after, stop []byte, n int, samples []schema.Sample) ([]schema.Sample, error) {
 	start := append(slices.Clip(after), 0x00) // the smallest key after the row
 	sc := r.st.Scan(ctx, schema.TableData, start, stop, kv.Families(schema.FamilyRaw), kv.RowLimit(n-len(samples)))
 	defer sc.Close()
@@ -115,7 +114,7 @@ func (r *Reader) newestAfter(ctx context.Context, after, stop []byte, n int, sam
 
 // newestOfRow appends the samples of one data row to samples, newest first,
 // until samples holds n. A row's raw cells come oldest first (qualifier order).
-func (r *Reader) newestOfRow(row kv.Row, n int, samples []write.Sample) ([]write.Sample, error) {
+func (r *Reader) newestOfRow(row kv.Row, n int, samples []schema.Sample) ([]schema.Sample, error) {
 	_, bucketStart, err := schema.ParseDataRowTail(row.Key)
 	if err != nil {
 		return nil, err
@@ -138,7 +137,7 @@ func (r *Reader) newestOfRow(row kv.Row, n int, samples []write.Sample) ([]write
 			return nil, fmt.Errorf("raw cell at offset %d of bucket %d has timestamp %d: %w",
 				off, bucketStart, c.Timestamp, schema.ErrMalformed)
 		}
-		samples = append(samples, write.Sample{T: c.Timestamp, V: v})
+		samples = append(samples, schema.Sample{T: c.Timestamp, V: v})
 	}
 	return samples, nil
 }

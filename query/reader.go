@@ -10,7 +10,6 @@ import (
 	"github.com/hbtsdb/hbtsdb/index"
 	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/schema"
-	"github.com/hbtsdb/hbtsdb/write"
 )
 
 // Reader reads series and raw samples back. It is safe for concurrent use.
@@ -98,7 +97,7 @@ func matches(ls labels.Labels, matchers []*labels.Matcher) bool {
 // It scans the series' data rows newest bucket first (schema.SeriesRowRange) and
 // decodes their r cells. Chunks (family c, written by compaction, which does not
 // exist yet) are not read.
-func (r *Reader) Samples(ctx context.Context, lbls labels.Labels, mint, maxt int64) ([]write.Sample, error) {
+func (r *Reader) Samples(ctx context.Context, lbls labels.Labels, mint, maxt int64) ([]schema.Sample, error) {
 	maxt = min(maxt, kv.MaxTimestamp)
 	if maxt < 0 || maxt < mint {
 		return nil, nil
@@ -121,7 +120,7 @@ func (r *Reader) Samples(ctx context.Context, lbls labels.Labels, mint, maxt int
 	defer sc.Close()
 	// Rows come newest bucket first, the cells of a row oldest first: collect each
 	// row's samples, then concatenate the rows in reverse.
-	var rows [][]write.Sample
+	var rows [][]schema.Sample
 	n := 0
 	for sc.Next() {
 		row := sc.Row()
@@ -129,7 +128,7 @@ func (r *Reader) Samples(ctx context.Context, lbls labels.Labels, mint, maxt int
 		if err != nil {
 			return nil, fmt.Errorf("query: samples of %s: %w", lbls, err)
 		}
-		samples := make([]write.Sample, 0, len(row.Cells))
+		samples := make([]schema.Sample, 0, len(row.Cells))
 		for _, c := range row.Cells {
 			if c.Family != schema.FamilyRaw {
 				continue
@@ -146,7 +145,7 @@ func (r *Reader) Samples(ctx context.Context, lbls labels.Labels, mint, maxt int
 				return nil, fmt.Errorf("query: samples of %s: raw cell at offset %d of bucket %d has timestamp %d: %w",
 					lbls, off, bucketStart, c.Timestamp, schema.ErrMalformed)
 			}
-			samples = append(samples, write.Sample{T: c.Timestamp, V: v})
+			samples = append(samples, schema.Sample{T: c.Timestamp, V: v})
 		}
 		rows = append(rows, samples)
 		n += len(samples)
@@ -154,7 +153,7 @@ func (r *Reader) Samples(ctx context.Context, lbls labels.Labels, mint, maxt int
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("query: samples of %s: %w", lbls, err)
 	}
-	out := make([]write.Sample, 0, n)
+	out := make([]schema.Sample, 0, n)
 	for i := len(rows) - 1; i >= 0; i-- {
 		out = append(out, rows[i]...)
 	}
@@ -162,13 +161,13 @@ func (r *Reader) Samples(ctx context.Context, lbls labels.Labels, mint, maxt int
 }
 
 // Metadata returns the metric metadata stored for metric, and whether there is any.
-func (r *Reader) Metadata(ctx context.Context, metric string) (write.Metadata, bool, error) {
+func (r *Reader) Metadata(ctx context.Context, metric string) (schema.Metadata, bool, error) {
 	row, err := r.st.Get(ctx, schema.TableMeta, schema.MetadataRow(nil, metric), kv.Families(schema.FamilyMeta))
 	if err != nil {
-		return write.Metadata{}, false, fmt.Errorf("query: metadata of %s: %w", metric, err)
+		return schema.Metadata{}, false, fmt.Errorf("query: metadata of %s: %w", metric, err)
 	}
 	if len(row.Cells) == 0 {
-		return write.Metadata{}, false, nil
+		return schema.Metadata{}, false, nil
 	}
-	return metadataOf(metric, row), true, nil
+	return schema.DecodeMetadata(metric, row.Cells), true, nil
 }

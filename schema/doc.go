@@ -4,10 +4,12 @@
 // byte of a key or cell is arranged lives here, so that write/, query/, index/ and
 // downsample/ agree by construction.
 //
-// Apart from meta.go, which reads and writes the meta row through a storage.Store,
-// the package is pure functions, fuzzed (fuzz_test.go). It imports only the standard
-// library and storage/ (for Store, TableSpec and Cell); it must never import a
-// backend (kv/hbase, kv/embedded, gohbase, Pebble) or a package above it.
+// The package is pure functions and the two value types they encode (Sample,
+// Metadata), fuzzed (fuzz_test.go); it does no I/O. Creating, checking and opening
+// a store's schema (the meta row protocol) is schema/provision's. It imports only
+// the standard library, Prometheus' model types and kv/ (for Cell and TableSpec);
+// it must never import a backend (kv/hbase, kv/embedded, gohbase, Pebble) or a
+// package above it.
 //
 // # Tables
 //
@@ -31,7 +33,8 @@
 // Each file states the invariants of its layout next to the code that keeps them:
 // escape.go (escaping and why it preserves order), datakey.go (data rows), raw.go
 // (raw samples), index.go (tag index), series.go (series registry), tables.go (table
-// and family specs), settings.go and meta.go (the meta row and its creation).
+// and family specs), settings.go (the meta row's settings) and metadata.go (metric
+// metadata).
 //
 // # Conventions
 //
@@ -47,8 +50,9 @@
 // A store's layout depends on settings (Settings) fixed when it is created: the
 // format version, the bucket width [1h], the number of salt buckets [16 on HBase,
 // 1 embedded] and the host labels [host, instance], whose first present value is the
-// host part of the data row keys (HostOf). They live in the meta row and never change silently: Open, Check and
-// Create refuse a process configured differently, naming both values (ErrMismatch).
+// host part of the data row keys (HostOf). They live in the meta row and never
+// change silently: provision's Open, Check and Create refuse a process configured
+// differently, naming both values (CompareSettings, ErrMismatch).
 // Table options (TableOptions: retentions, compression) are applied when the tables
 // are created and are not recorded.
 package schema

@@ -294,3 +294,53 @@ func parseDecimal(b []byte) (int64, error) {
 	}
 	return v, nil
 }
+
+// CompareSettings returns nil if the store's settings got equal want, else an error wrapping
+// ErrMismatch (or ErrUnsupportedFormat) that names both values of every difference
+// and the flag that would fix it.
+func CompareSettings(got, want Settings) error {
+	if got.FormatVersion > CurrentFormatVersion {
+		return fmt.Errorf("schema: the store has format version %d, newer than the %d this binary supports; upgrade hbtsdb: %w",
+			got.FormatVersion, CurrentFormatVersion, ErrUnsupportedFormat)
+	}
+	var diffs []string
+	if got.FormatVersion != want.FormatVersion {
+		diffs = append(diffs, fmt.Sprintf("schema: format version: the store was created with %d, this process uses %d, and there is no migration between them",
+			got.FormatVersion, want.FormatVersion))
+	}
+	if got.BucketWidth != want.BucketWidth {
+		diffs = append(diffs, fmt.Sprintf("schema: bucket width: the store was created with %s, this process is configured with %s: start with --schema.bucket-width=%s or use another store",
+			shortDuration(got.BucketWidth), shortDuration(want.BucketWidth), shortDuration(got.BucketWidth)))
+	}
+	if got.SaltBuckets != want.SaltBuckets {
+		diffs = append(diffs, fmt.Sprintf("schema: salt buckets: the store was created with %d, this process is configured with %d: start with --schema.salt-buckets=%d or use another store",
+			got.SaltBuckets, want.SaltBuckets, got.SaltBuckets))
+	}
+	if !slices.Equal(got.HostLabels, want.HostLabels) {
+		stored := strings.Join(got.HostLabels, ",")
+		diffs = append(diffs, fmt.Sprintf("schema: host labels: the store was created with %s, this process is configured with %s: start with --schema.host-labels=%s or use another store",
+			stored, strings.Join(want.HostLabels, ","), stored))
+	}
+	if len(diffs) == 0 {
+		return nil
+	}
+	return mismatchError(strings.Join(diffs, "; "))
+}
+
+// mismatchError is a settings mismatch; its message is complete in itself.
+type mismatchError string
+
+func (e mismatchError) Error() string { return string(e) }
+func (e mismatchError) Unwrap() error { return ErrMismatch }
+
+// shortDuration writes d as a flag value without zero units: 1h, 1h30m, 90s.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = s[:len(s)-2]
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = s[:len(s)-2]
+	}
+	return s
+}

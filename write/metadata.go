@@ -27,13 +27,13 @@ var validTypes = map[model.MetricType]bool{
 // for each invalid one, and returns the mutations of those that changed and every
 // valid entry (normalized: an empty type is "unknown"), to remember once stored.
 // Entries with neither metric name nor content are no metadata and are skipped.
-func (w *Writer) planMetadata(md []Metadata, now time.Time, res *Result) ([]kv.Mutation, []Metadata) {
+func (w *Writer) planMetadata(md []schema.Metadata, now time.Time, res *Result) ([]kv.Mutation, []schema.Metadata) {
 	if len(md) == 0 {
 		return nil, nil
 	}
 	var (
 		muts  []kv.Mutation
-		valid []Metadata
+		valid []schema.Metadata
 		ts    = now.UnixMilli()
 	)
 	for i, m := range md {
@@ -52,16 +52,15 @@ func (w *Writer) planMetadata(md []Metadata, now time.Time, res *Result) ([]kv.M
 			continue
 		}
 		row := schema.MetadataRow(nil, m.Metric)
-		muts = append(muts,
-			kv.Put(row, schema.FamilyMeta, []byte(schema.QualifierMetadataType), ts, []byte(m.Type)),
-			kv.Put(row, schema.FamilyMeta, []byte(schema.QualifierMetadataHelp), ts, []byte(m.Help)),
-			kv.Put(row, schema.FamilyMeta, []byte(schema.QualifierMetadataUnit), ts, []byte(m.Unit)))
+		for _, c := range schema.MetadataCells(m) {
+			muts = append(muts, kv.Put(row, c.Family, c.Qualifier, ts, c.Value))
+		}
 	}
 	return muts, valid
 }
 
 // checkMetadata returns why m cannot be stored, or "".
-func (w *Writer) checkMetadata(m Metadata) string {
+func (w *Writer) checkMetadata(m schema.Metadata) string {
 	lim := w.opts.Limits.MaxLabelValueLength
 	switch {
 	case m.Metric == "":

@@ -6,30 +6,14 @@ import (
 	"strings"
 	"time"
 
-	"github.com/prometheus/common/model"
+	"github.com/hbtsdb/hbtsdb/schema"
 	"github.com/prometheus/prometheus/model/labels"
 )
-
-// Sample is one float sample: T in milliseconds since the Unix epoch, V bit-exact
-// (a Prometheus stale marker keeps its NaN payload).
-type Sample struct {
-	T int64
-	V float64
-}
 
 // Series is one label set (with __name__) and its samples, in any order.
 type Series struct {
 	Labels  labels.Labels
-	Samples []Sample
-}
-
-// Metadata describes a metric family, as remote write sends it.
-type Metadata struct {
-	// Metric is the metric family name (the __name__ of its series).
-	Metric string
-	Type   model.MetricType
-	Help   string
-	Unit   string
+	Samples []schema.Sample
 }
 
 // Request is one write: what one remote-write or /api/put request carries once
@@ -37,7 +21,7 @@ type Metadata struct {
 // them so the response can say they were not written.
 type Request struct {
 	Series   []Series
-	Metadata []Metadata
+	Metadata []schema.Metadata
 }
 
 // Limits bound what one request may carry. Zero means "no limit" for each field;

@@ -79,7 +79,7 @@ type Writer struct {
 	postings   *index.Postings
 	opts       Options
 	seenRows   *lru.Cache[rowID, struct{}]
-	metadata   *lru.Cache[string, Metadata]
+	metadata   *lru.Cache[string, schema.Metadata]
 	hostLabels []string
 }
 
@@ -90,7 +90,7 @@ type rowID struct {
 }
 
 // New returns a Writer on st, whose schema was created with settings (the caller
-// checks that, see schema.Check). registry and postings are shared with the read
+// checks that, see provision.Check). registry and postings are shared with the read
 // path; nil makes ones with default options.
 func New(st kv.Store, settings schema.Settings, registry *index.Registry, postings *index.Postings, opts Options) (*Writer, error) {
 	if err := settings.Validate(); err != nil {
@@ -111,7 +111,7 @@ func New(st kv.Store, settings schema.Settings, registry *index.Registry, postin
 		postings:   postings,
 		opts:       opts,
 		seenRows:   lru.New[rowID, struct{}](opts.SeenRowsSize),
-		metadata:   lru.New[string, Metadata](opts.MetadataCacheSize),
+		metadata:   lru.New[string, schema.Metadata](opts.MetadataCacheSize),
 		hostLabels: settings.HostLabels,
 	}, nil
 }

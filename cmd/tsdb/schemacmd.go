@@ -9,6 +9,7 @@ import (
 
 	"github.com/hbtsdb/hbtsdb/kv/hbase"
 	"github.com/hbtsdb/hbtsdb/schema"
+	"github.com/hbtsdb/hbtsdb/schema/provision"
 )
 
 func registerSchema(a *app) {
@@ -58,7 +59,7 @@ func createSchema(ctx context.Context, c *commonFlags, logger *slog.Logger) erro
 		return err
 	}
 	defer st.Close()
-	if err := schema.Create(ctx, st, settings, c.tableOptions(settings)); err != nil {
+	if err := provision.Create(ctx, st, settings, c.tableOptions(settings)); err != nil {
 		return err
 	}
 	logger.Info("schema ready", "storage", addr.String(), "bucket_width", settings.BucketWidth, "salt_buckets", settings.SaltBuckets)
@@ -75,7 +76,7 @@ func checkSchema(ctx context.Context, w io.Writer, c *commonFlags, print bool, l
 		return err
 	}
 	defer st.Close()
-	got, err := schema.Check(ctx, st, want)
+	got, err := provision.Check(ctx, st, want)
 	if err != nil {
 		return err
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/hbtsdb/hbtsdb/kv/backend"
 	"github.com/hbtsdb/hbtsdb/promapi"
 	"github.com/hbtsdb/hbtsdb/schema"
+	"github.com/hbtsdb/hbtsdb/schema/provision"
 	"github.com/hbtsdb/hbtsdb/write"
 )
 
@@ -309,7 +310,7 @@ func openAndCheck(ctx context.Context, c *commonFlags, f *serveFlags, addr backe
 	if err != nil {
 		return nil, nil, schema.Settings{}, err
 	}
-	settings, err := schema.Open(ctx, st, want, c.tableOptions(want), *f.autoCreate)
+	settings, err := provision.Open(ctx, st, want, c.tableOptions(want), *f.autoCreate)
 	if err != nil {
 		st.Close()
 		return nil, nil, schema.Settings{}, err

@@ -17,7 +17,7 @@ import (
 	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/promapi"
 	"github.com/hbtsdb/hbtsdb/query"
-	"github.com/hbtsdb/hbtsdb/write"
+	"github.com/hbtsdb/hbtsdb/schema"
 )
 
 // queryFlags configure the PromQL engine and the read endpoints
@@ -181,16 +181,16 @@ func (s *storeState) Last(ctx context.Context, host, metric string, n int, sets 
 }
 
 // Metadata is the DB reader's, for /api/v1/metadata?metric=.
-func (s *storeState) Metadata(ctx context.Context, metric string) (write.Metadata, bool, error) {
+func (s *storeState) Metadata(ctx context.Context, metric string) (schema.Metadata, bool, error) {
 	d, err := s.openDB()
 	if err != nil {
-		return write.Metadata{}, false, err
+		return schema.Metadata{}, false, err
 	}
 	return d.Reader().Metadata(ctx, metric)
 }
 
 // ListMetadata is the DB reader's, for /api/v1/metadata.
-func (s *storeState) ListMetadata(ctx context.Context, limit int) ([]write.Metadata, error) {
+func (s *storeState) ListMetadata(ctx context.Context, limit int) ([]schema.Metadata, error) {
 	d, err := s.openDB()
 	if err != nil {
 		return nil, err

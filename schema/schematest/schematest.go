@@ -17,6 +17,7 @@ import (
 	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/kv/embedded"
 	"github.com/hbtsdb/hbtsdb/schema"
+	"github.com/hbtsdb/hbtsdb/schema/provision"
 	"github.com/hbtsdb/hbtsdb/testing/hbasestore"
 	"github.com/hbtsdb/hbtsdb/testing/hbasetest"
 )
@@ -91,7 +92,7 @@ func CreateWith(t testing.TB, st kv.Store, settings schema.Settings, opts schema
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := schema.Create(ctx, st, settings, opts); err != nil {
+	if err := provision.Create(ctx, st, settings, opts); err != nil {
 		t.Fatalf("create the schema: %v", err)
 	}
 }

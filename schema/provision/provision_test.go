@@ -1,4 +1,4 @@
-package schema_test
+package provision_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/kv/embedded"
 	"github.com/hbtsdb/hbtsdb/schema"
+	"github.com/hbtsdb/hbtsdb/schema/provision"
 	"github.com/hbtsdb/hbtsdb/testing/hbasestore"
 )
 
@@ -83,10 +84,10 @@ func testAStoreWithoutSchemaIsNotCreated(t *testing.T, newStore func(*testing.T)
 	st := newStore(t)
 	want := schema.DefaultEmbeddedSettings()
 	for name, err := range map[string]error{
-		"Check": func() error { _, err := schema.Check(ctx, st, want); return err }(),
-		"Read":  func() error { _, err := schema.Read(ctx, st); return err }(),
+		"Check": func() error { _, err := provision.Check(ctx, st, want); return err }(),
+		"Read":  func() error { _, err := provision.Read(ctx, st); return err }(),
 		"Open without auto-create": func() error {
-			_, err := schema.Open(ctx, st, want, schema.TableOptions{}, false)
+			_, err := provision.Open(ctx, st, want, schema.TableOptions{}, false)
 			return err
 		}(),
 	} {
@@ -101,7 +102,7 @@ func testAStoreWithoutSchemaIsNotCreated(t *testing.T, newStore func(*testing.T)
 	if _, err := st.EnsureTable(ctx, schema.Tables(schema.DefaultTableOptions())[4]); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := schema.Check(ctx, st, want); !errors.Is(err, schema.ErrNotCreated) {
+	if _, err := provision.Check(ctx, st, want); !errors.Is(err, schema.ErrNotCreated) {
 		t.Errorf("Check with an empty meta table: %v; want ErrNotCreated", err)
 	}
 }
@@ -112,7 +113,7 @@ func testCreateMakesTablesAndAReadableMetaRow(t *testing.T, newStore func(*testi
 	want := schema.Settings{FormatVersion: 1, BucketWidth: 2 * time.Hour, SaltBuckets: 4, HostLabels: schema.DefaultHostLabels()}
 	opts := schema.DefaultTableOptions()
 	opts.SaltBuckets = 0 // taken from the settings
-	if err := schema.Create(ctx, st, want, opts); err != nil {
+	if err := provision.Create(ctx, st, want, opts); err != nil {
 		t.Fatal(err)
 	}
 	tables, err := st.ListTables(ctx)
@@ -142,13 +143,13 @@ func testCreateMakesTablesAndAReadableMetaRow(t *testing.T, newStore func(*testi
 			t.Errorf("meta row %s = %q, want %q", k, got[k], v)
 		}
 	}
-	if s, err := schema.Check(ctx, st, want); err != nil || !s.Equal(want) {
+	if s, err := provision.Check(ctx, st, want); err != nil || !s.Equal(want) {
 		t.Errorf("Check after Create = %+v, %v", s, err)
 	}
-	if err := schema.Create(ctx, st, want, opts); err != nil {
+	if err := provision.Create(ctx, st, want, opts); err != nil {
 		t.Errorf("a second Create with the same settings: %v", err)
 	}
-	if s, err := schema.Open(ctx, st, want, opts, false); err != nil || !s.Equal(want) {
+	if s, err := provision.Open(ctx, st, want, opts, false); err != nil || !s.Equal(want) {
 		t.Errorf("Open after Create = %+v, %v", s, err)
 	}
 }
@@ -157,16 +158,16 @@ func testOpenAutoCreates(t *testing.T, newStore func(*testing.T) kv.Store) {
 	ctx := context.Background()
 	st := newStore(t)
 	want := schema.DefaultEmbeddedSettings()
-	s, err := schema.Open(ctx, st, want, schema.DefaultTableOptions(), true)
+	s, err := provision.Open(ctx, st, want, schema.DefaultTableOptions(), true)
 	if err == nil {
 		t.Fatalf("Open with table options for 16 salt buckets and settings for 1 = %+v, want an error", s)
 	}
 	opts := schema.DefaultTableOptions()
 	opts.SaltBuckets = want.SaltBuckets
-	if s, err := schema.Open(ctx, st, want, opts, true); err != nil || !s.Equal(want) {
+	if s, err := provision.Open(ctx, st, want, opts, true); err != nil || !s.Equal(want) {
 		t.Fatalf("Open with auto-create = %+v, %v", s, err)
 	}
-	if s, err := schema.Open(ctx, st, want, opts, false); err != nil || !s.Equal(want) {
+	if s, err := provision.Open(ctx, st, want, opts, false); err != nil || !s.Equal(want) {
 		t.Errorf("a second Open = %+v, %v", s, err)
 	}
 }
@@ -175,7 +176,7 @@ func testAMismatchNamesBothValuesAndTheFix(t *testing.T, newStore func(*testing.
 	ctx := context.Background()
 	st := newStore(t)
 	created := schema.DefaultHBaseSettings()
-	if err := schema.Create(ctx, st, created, schema.DefaultTableOptions()); err != nil {
+	if err := provision.Create(ctx, st, created, schema.DefaultTableOptions()); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
@@ -196,7 +197,7 @@ func testAMismatchNamesBothValuesAndTheFix(t *testing.T, newStore func(*testing.
 			"schema: host labels: the store was created with host,instance, this process is configured with instance,host: start with --schema.host-labels=host,instance or use another store"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := schema.Check(ctx, st, tc.want)
+			got, err := provision.Check(ctx, st, tc.want)
 			if !errors.Is(err, schema.ErrMismatch) || err.Error() != tc.msg {
 				t.Errorf("Check = %v\nwant ErrMismatch: %s", err, tc.msg)
 			}
@@ -206,8 +207,8 @@ func testAMismatchNamesBothValuesAndTheFix(t *testing.T, newStore func(*testing.
 			opts := schema.DefaultTableOptions()
 			opts.SaltBuckets = tc.want.SaltBuckets
 			for name, err := range map[string]error{
-				"Create": schema.Create(ctx, st, tc.want, opts),
-				"Open":   func() error { _, err := schema.Open(ctx, st, tc.want, opts, true); return err }(),
+				"Create": provision.Create(ctx, st, tc.want, opts),
+				"Open":   func() error { _, err := provision.Open(ctx, st, tc.want, opts, true); return err }(),
 			} {
 				if !errors.Is(err, schema.ErrMismatch) {
 					t.Errorf("%s = %v, want ErrMismatch", name, err)
@@ -233,11 +234,11 @@ func testConcurrentCreatorsSettleOnOneClaim(t *testing.T, newStore func(*testing
 				}
 				opts := schema.DefaultTableOptions()
 				opts.SaltBuckets = want.SaltBuckets
-				errs[i] = schema.Create(ctx, st, want, opts)
+				errs[i] = provision.Create(ctx, st, want, opts)
 			})
 		}
 		wg.Wait()
-		stored, err := schema.Read(ctx, st)
+		stored, err := provision.Read(ctx, st)
 		if err != nil {
 			t.Fatalf("round %d: Read after racing creators: %v", round, err)
 		}
@@ -268,15 +269,15 @@ func testCreateCompletesAnInterruptedCreationFromItsClaim(t *testing.T, newStore
 	if err != nil || !ok {
 		t.Fatal(ok, err)
 	}
-	if _, err := schema.Check(ctx, st, claimed); !errors.Is(err, schema.ErrNotCreated) || !strings.Contains(err.Error(), "interrupted") {
+	if _, err := provision.Check(ctx, st, claimed); !errors.Is(err, schema.ErrNotCreated) || !strings.Contains(err.Error(), "interrupted") {
 		t.Errorf("Check of an interrupted creation: %v; want ErrNotCreated saying it was interrupted", err)
 	}
 	// Another creator, configured differently, completes the claimed settings and
 	// reports the mismatch.
-	if err := schema.Create(ctx, st, schema.DefaultEmbeddedSettings(), schema.TableOptions{SaltBuckets: 1}); !errors.Is(err, schema.ErrMismatch) {
+	if err := provision.Create(ctx, st, schema.DefaultEmbeddedSettings(), schema.TableOptions{SaltBuckets: 1}); !errors.Is(err, schema.ErrMismatch) {
 		t.Errorf("Create against another's claim = %v, want ErrMismatch", err)
 	}
-	if s, err := schema.Check(ctx, st, claimed); err != nil || !s.Equal(claimed) {
+	if s, err := provision.Check(ctx, st, claimed); err != nil || !s.Equal(claimed) {
 		t.Errorf("Check of the completed row = %+v, %v; want %+v", s, err, claimed)
 	}
 }
@@ -296,10 +297,10 @@ func testAMalformedClaimIsReported(t *testing.T, newStore func(*testing.T) kv.St
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := schema.Create(ctx, st, schema.DefaultEmbeddedSettings(), opts); !errors.Is(err, schema.ErrMalformed) {
+	if err := provision.Create(ctx, st, schema.DefaultEmbeddedSettings(), opts); !errors.Is(err, schema.ErrMalformed) {
 		t.Errorf("Create against a malformed claim = %v, want ErrMalformed", err)
 	}
-	if _, err := schema.Read(ctx, st); !errors.Is(err, schema.ErrNotCreated) {
+	if _, err := provision.Read(ctx, st); !errors.Is(err, schema.ErrNotCreated) {
 		t.Errorf("Read with only a malformed claim = %v, want ErrNotCreated", err)
 	}
 }
@@ -308,7 +309,7 @@ func testANewerFormatIsRefused(t *testing.T, newStore func(*testing.T) kv.Store)
 	ctx := context.Background()
 	st := newStore(t)
 	want := schema.DefaultEmbeddedSettings()
-	if _, err := schema.Open(ctx, st, want, schema.TableOptions{SaltBuckets: 1}, true); err != nil {
+	if _, err := provision.Open(ctx, st, want, schema.TableOptions{SaltBuckets: 1}, true); err != nil {
 		t.Fatal(err)
 	}
 	err := st.Apply(ctx, schema.TableMeta, []kv.Mutation{
@@ -318,12 +319,12 @@ func testANewerFormatIsRefused(t *testing.T, newStore func(*testing.T) kv.Store)
 		t.Fatal(err)
 	}
 	for name, err := range map[string]error{
-		"Check": func() error { _, err := schema.Check(ctx, st, want); return err }(),
+		"Check": func() error { _, err := provision.Check(ctx, st, want); return err }(),
 		"Open": func() error {
-			_, err := schema.Open(ctx, st, want, schema.TableOptions{SaltBuckets: 1}, true)
+			_, err := provision.Open(ctx, st, want, schema.TableOptions{SaltBuckets: 1}, true)
 			return err
 		}(),
-		"Create": schema.Create(ctx, st, want, schema.TableOptions{SaltBuckets: 1}),
+		"Create": provision.Create(ctx, st, want, schema.TableOptions{SaltBuckets: 1}),
 	} {
 		if !errors.Is(err, schema.ErrUnsupportedFormat) || !strings.Contains(err.Error(), "upgrade") {
 			t.Errorf("%s of a format 2 store: %v; want ErrUnsupportedFormat", name, err)
@@ -335,7 +336,7 @@ func testCreateRejectsInvalidSettings(t *testing.T, newStore func(*testing.T) kv
 	ctx := context.Background()
 	st := newStore(t)
 	bad := schema.Settings{FormatVersion: 1, BucketWidth: 7 * time.Hour, SaltBuckets: 1, HostLabels: schema.DefaultHostLabels()}
-	if err := schema.Create(ctx, st, bad, schema.TableOptions{}); !errors.Is(err, kv.ErrInvalidArgument) {
+	if err := provision.Create(ctx, st, bad, schema.TableOptions{}); !errors.Is(err, kv.ErrInvalidArgument) {
 		t.Errorf("Create with a 7h bucket: %v", err)
 	}
 	if tables, _ := st.ListTables(ctx); len(tables) != 0 {
@@ -349,7 +350,7 @@ func testTheLayoutInARealStore(t *testing.T, newStore func(*testing.T) kv.Store)
 	ctx := context.Background()
 	st := newStore(t)
 	settings := schema.DefaultEmbeddedSettings()
-	if _, err := schema.Open(ctx, st, settings, schema.TableOptions{SaltBuckets: 1}, true); err != nil {
+	if _, err := provision.Open(ctx, st, settings, schema.TableOptions{SaltBuckets: 1}, true); err != nil {
 		t.Fatal(err)
 	}
 	width := settings.BucketWidth

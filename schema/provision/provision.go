@@ -1,0 +1,203 @@
+// Package provision creates, checks and opens a store's schema: the tables of
+// schema.Tables and the schema meta row that records the settings the store was
+// created with. It is the one part of the layout that does I/O (through a
+// kv.Store), kept apart from package schema so that schema stays pure codecs.
+// It imports only schema and kv.
+package provision
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hbtsdb/hbtsdb/kv"
+	"github.com/hbtsdb/hbtsdb/schema"
+)
+
+// Creating and checking the schema meta row.
+//
+// Invariants:
+//
+//   - The meta row is written only after every table of schema.Tables exists, so a
+//     complete meta row means the schema was created.
+//   - The settings of a store are decided by one atomic step: the check-and-put of
+//     the claim cell (expected absent). Whoever wins it fixes the settings; every
+//     other creator reads the claim and compares. The four readable cells are then
+//     written, by any creator, from the claim, in one Apply (one row, so atomic on
+//     both backends): they are complete or absent, and always equal the claim.
+//   - format_version present means the row is complete. A claim without the four
+//     cells is a creation that was interrupted (or is in progress); Check reports it
+//     as not created, and Create completes it from the claim, never from its own
+//     settings, so the stored settings are always exactly one creator's.
+
+// Create creates every table of the schema (EnsureTable; existing tables are left
+// as they are) and then the schema meta row with settings want. opts.SaltBuckets of 0
+// means want.SaltBuckets; any other value must equal it. Create is idempotent and
+// safe against concurrent creators: if the store already has (or another process
+// concurrently claims) other settings, it returns an error wrapping schema.ErrMismatch that
+// names both values.
+func Create(ctx context.Context, st kv.Store, want schema.Settings, opts schema.TableOptions) error {
+	if err := want.Validate(); err != nil {
+		return err
+	}
+	if opts.SaltBuckets == 0 {
+		opts.SaltBuckets = want.SaltBuckets
+	}
+	if opts.SaltBuckets != want.SaltBuckets {
+		return fmt.Errorf("schema: table options for %d salt buckets, settings for %d: %w", opts.SaltBuckets, want.SaltBuckets, kv.ErrInvalidArgument)
+	}
+	if err := opts.Validate(); err != nil {
+		return err
+	}
+	for _, spec := range schema.Tables(opts) {
+		if _, err := st.EnsureTable(ctx, spec); err != nil {
+			return fmt.Errorf("schema: create table %s: %w", spec.Name, err)
+		}
+	}
+
+	row := []byte(schema.MetaSchemaRow)
+	m, err := readMetaRow(ctx, st)
+	if err != nil {
+		return err
+	}
+	if m.complete {
+		return schema.CompareSettings(m.settings, want)
+	}
+
+	if !m.hasClaim {
+		won, err := st.CheckAndPut(ctx, schema.TableMeta, nil,
+			kv.Put(row, schema.FamilyMeta, []byte(schema.QualifierSchemaClaim), time.Now().UnixMilli(), []byte(want.String())))
+		if err != nil {
+			return fmt.Errorf("schema: claim the meta row: %w", err)
+		}
+		if won {
+			m.hasClaim, m.claim = true, want
+		} else {
+			// Another creator won: its claim decides.
+			if m, err = readMetaRow(ctx, st); err != nil {
+				return err
+			}
+			if m.complete {
+				return schema.CompareSettings(m.settings, want)
+			}
+			if !m.hasClaim {
+				return fmt.Errorf("schema: lost the race to claim the meta row, but it has no claim: %w", kv.ErrUnavailable)
+			}
+		}
+	}
+	if m.claimErr != nil {
+		return m.claimErr
+	}
+	claimed := m.claim
+
+	// Write (or rewrite, identically) the readable cells from the claim.
+	now := time.Now().UnixMilli()
+	cells := schema.SettingsCells(claimed)
+	muts := make([]kv.Mutation, len(cells))
+	for i, c := range cells {
+		muts[i] = kv.Put(row, schema.FamilyMeta, c.Qualifier, now, c.Value)
+	}
+	if err := st.Apply(ctx, schema.TableMeta, muts); err != nil {
+		return fmt.Errorf("schema: write the meta row: %w", err)
+	}
+	return schema.CompareSettings(claimed, want)
+}
+
+// Read returns the settings the store was created with. A store without the meta
+// table or a complete meta row yields an error wrapping schema.ErrNotCreated; a store of a
+// newer format, one wrapping schema.ErrUnsupportedFormat.
+func Read(ctx context.Context, st kv.Store) (schema.Settings, error) {
+	m, err := readMetaRow(ctx, st)
+	switch {
+	case err != nil:
+		return schema.Settings{}, err
+	case m.complete:
+		return m.settings, nil
+	case m.hasClaim:
+		return schema.Settings{}, fmt.Errorf("schema: the store's creation was interrupted (meta row %s has a claim for %q but no settings): "+
+			"run `tsdb schema create` to complete it, or enable schema auto-create: %w", schema.MetaSchemaRow, m.claimText, schema.ErrNotCreated)
+	default:
+		return schema.Settings{}, fmt.Errorf("schema: the store has no schema (no meta row %s in table %s): "+
+			"run `tsdb schema create`, or enable schema auto-create: %w", schema.MetaSchemaRow, schema.TableMeta, schema.ErrNotCreated)
+	}
+}
+
+// Check reads the store's settings and compares them with want. It returns the
+// store's settings (when they could be read) and an error wrapping schema.ErrNotCreated,
+// schema.ErrUnsupportedFormat or schema.ErrMismatch when the store cannot be used with want. It does
+// not check that the other tables exist: Create makes them before the meta row.
+func Check(ctx context.Context, st kv.Store, want schema.Settings) (schema.Settings, error) {
+	if err := want.Validate(); err != nil {
+		return schema.Settings{}, err
+	}
+	got, err := Read(ctx, st)
+	if err != nil {
+		return got, err
+	}
+	return got, schema.CompareSettings(got, want)
+}
+
+// Open prepares a store for use with settings want: it checks the meta row, and if
+// the schema was not created and autoCreate is set, creates it with want and opts
+// (see Create). It returns the store's settings, which equal want on success.
+func Open(ctx context.Context, st kv.Store, want schema.Settings, opts schema.TableOptions, autoCreate bool) (schema.Settings, error) {
+	got, err := Check(ctx, st, want)
+	if err == nil || !autoCreate || !errors.Is(err, schema.ErrNotCreated) {
+		return got, err
+	}
+	if err := Create(ctx, st, want, opts); err != nil {
+		return schema.Settings{}, err
+	}
+	return Check(ctx, st, want)
+}
+
+// metaRow is what readMetaRow found.
+type metaRow struct {
+	complete bool // format_version present; settings decoded
+	settings schema.Settings
+	hasClaim bool // claim cell present
+	claim    schema.Settings
+	claimErr error // the claim did not parse
+	// claimText is the claim as stored, for messages.
+	claimText string
+}
+
+// readMetaRow reads the schema meta row. A missing meta table is schema.ErrNotCreated, an
+// unreadable complete row an error (schema.ErrMalformed or schema.ErrUnsupportedFormat).
+func readMetaRow(ctx context.Context, st kv.Store) (metaRow, error) {
+	var m metaRow
+	r, err := st.Get(ctx, schema.TableMeta, []byte(schema.MetaSchemaRow), kv.Families(schema.FamilyMeta))
+	if errors.Is(err, kv.ErrTableNotFound) {
+		return m, fmt.Errorf("schema: the store has no schema (no table %s): run `tsdb schema create`, or enable schema auto-create: %w",
+			schema.TableMeta, schema.ErrNotCreated)
+	}
+	if err != nil {
+		return m, fmt.Errorf("schema: read the meta row: %w", err)
+	}
+	for _, c := range r.Cells {
+		if c.Family != schema.FamilyMeta {
+			continue
+		}
+		switch string(c.Qualifier) {
+		case schema.QualifierFormatVersion:
+			m.complete = true
+		case schema.QualifierSchemaClaim:
+			if !m.hasClaim {
+				m.hasClaim, m.claimText = true, string(c.Value)
+			}
+		}
+	}
+	if m.hasClaim {
+		m.claim, m.claimErr = schema.ParseSettings(m.claimText)
+		if m.claimErr != nil {
+			m.claimErr = fmt.Errorf("schema: meta row claim: %w", m.claimErr)
+		}
+	}
+	if m.complete {
+		if m.settings, err = schema.DecodeSettings(r.Cells); err != nil {
+			return m, err
+		}
+	}
+	return m, nil
+}
