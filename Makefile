@@ -69,9 +69,18 @@ bench:
 	zk=$$($(HBASE) start); \
 	TSDB_TEST_HBASE_ZK=$$zk TSDB_TEST_REQUIRE_HBASE=1 $(GO) test -run '^$$' -bench . -benchtime 3x ./kv/... ./schema/...
 
-# Each fuzz target of schema/ for FUZZTIME (default 20s).
+# Every fuzz target of the module (schema/ codecs, promapi/wire decoders of
+# untrusted network input, ...), each for FUZZTIME (default 20s); the first
+# failure stops the run and leaves the failing input under the package's
+# testdata/fuzz/.
 FUZZTIME ?= 20s
 fuzz:
-	@for f in $$($(GO) test -list '^Fuzz' ./schema/ | grep ^Fuzz); do \
-		$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./schema/ || exit 1; \
+	@set -e; \
+	list=$$($(GO) test -list '^Fuzz' ./...); \
+	targets=$$(echo "$$list" | awk '/^Fuzz/ { names[n++] = $$1 } /^ok/ { for (i = 0; i < n; i++) print $$2 "," names[i]; n = 0 }'); \
+	echo "fuzz: $$(echo "$$targets" | wc -l) targets, $(FUZZTIME) each"; \
+	for t in $$targets; do \
+		pkg=$${t%%,*}; target=$${t#*,}; \
+		echo "fuzz: $$pkg $$target"; \
+		$(GO) test -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) "$$pkg"; \
 	done

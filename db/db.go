@@ -14,6 +14,7 @@ import (
 	"github.com/hbtsdb/hbtsdb/schema"
 	"github.com/hbtsdb/hbtsdb/schema/provision"
 	"github.com/hbtsdb/hbtsdb/write"
+	"github.com/prometheus/prometheus/model/labels"
 )
 
 // Options configure a DB. Store and Settings are required; every other zero value
@@ -50,9 +51,6 @@ type Options struct {
 type DB struct {
 	st         kv.Store
 	closeStore bool
-	settings   schema.Settings
-	registry   *index.Registry
-	postings   *index.Postings
 	writer     *write.Writer
 	reader     *query.Reader
 	logger     *slog.Logger
@@ -89,46 +87,62 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 	if opts.Write.Now == nil {
 		opts.Write.Now = opts.Now
 	}
-	db := &DB{
-		st:         opts.Store,
-		closeStore: opts.CloseStore,
-		settings:   opts.Settings,
-		registry:   index.NewRegistry(opts.Store, opts.Registry),
-		postings:   index.NewPostings(opts.Store, opts.Postings),
-		logger:     opts.Logger,
-		now:        opts.Now,
-	}
-	w, err := write.New(opts.Store, opts.Settings, db.registry, db.postings, opts.Write)
+	// The writer and the reader share one series registry and one tag index, so
+	// that a series the writer registered is in the reader's caches.
+	registry := index.NewRegistry(opts.Store, opts.Registry)
+	postings := index.NewPostings(opts.Store, opts.Postings)
+	w, err := write.New(opts.Store, opts.Settings, registry, postings, opts.Write)
 	if err != nil {
 		return nil, fmt.Errorf("db: %w", err)
 	}
-	db.writer = w
-	db.reader = query.NewReader(opts.Store, opts.Settings, db.registry, db.postings).WithOptions(opts.Query)
-	return db, nil
+	return &DB{
+		st:         opts.Store,
+		closeStore: opts.CloseStore,
+		writer:     w,
+		reader:     query.NewReader(opts.Store, opts.Settings, registry, postings).WithOptions(opts.Query),
+		logger:     opts.Logger,
+		now:        opts.Now,
+	}, nil
 }
-
-// Settings are the store's schema settings.
-func (db *DB) Settings() schema.Settings { return db.settings }
-
-// Writer is the write pipeline (for the HTTP write endpoints).
-func (db *DB) Writer() *write.Writer { return db.writer }
 
 // Reader is the read path (Prometheus queriers, series of a range, raw
 // samples, metadata).
 func (db *DB) Reader() *query.Reader { return db.reader }
 
-// Registry is the series registry the DB's writer and reader share.
-func (db *DB) Registry() *index.Registry { return db.registry }
-
-// Postings is the tag index the DB's writer and reader share.
-func (db *DB) Postings() *index.Postings { return db.postings }
-
-// Write is Writer().Write, refused with kv.ErrClosed after Close.
+// Write stores req through the write pipeline (write.Writer.Write); it is
+// refused with kv.ErrClosed after Close.
 func (db *DB) Write(ctx context.Context, req *write.Request) (write.Result, error) {
 	if db.closed.Load() {
 		return write.Result{}, fmt.Errorf("db: write: %w", kv.ErrClosed)
 	}
 	return db.writer.Write(ctx, req)
+}
+
+// Ping reports whether the store answers now (kv.Store.Ping); it fails with
+// kv.ErrClosed after Close.
+func (db *DB) Ping(ctx context.Context) error {
+	if db.closed.Load() {
+		return fmt.Errorf("db: ping: %w", kv.ErrClosed)
+	}
+	return db.st.Ping(ctx)
+}
+
+// Last returns the newest n samples of each series of metric on host that
+// matches any of matcherSets; see query.Reader.Last.
+func (db *DB) Last(ctx context.Context, host, metric string, n int, matcherSets ...[]*labels.Matcher) ([]query.LastSeries, error) {
+	return db.reader.Last(ctx, host, metric, n, matcherSets...)
+}
+
+// Metadata returns the metadata stored for one metric family; see
+// query.Reader.Metadata.
+func (db *DB) Metadata(ctx context.Context, metric string) (schema.Metadata, bool, error) {
+	return db.reader.Metadata(ctx, metric)
+}
+
+// ListMetadata returns the metadata of every metric family, sorted by name, at
+// most limit of them when limit > 0; see query.Reader.ListMetadata.
+func (db *DB) ListMetadata(ctx context.Context, limit int) ([]schema.Metadata, error) {
+	return db.reader.ListMetadata(ctx, limit)
 }
 
 // Close makes every later Write and Commit fail with kv.ErrClosed and, with

@@ -1,15 +1,23 @@
-// Package db is hbtsdb's composition root: Open joins a storage.Store (opened and
-// schema-checked by the caller) with the series registry and tag index (index/),
-// the write pipeline (write/) and the read path (query/) into a *DB, which is what
-// Prometheus' libraries see as a storage.
+// Package db is hbtsdb's composition root: Open joins a kv.Store (opened and
+// schema-checked by the caller, see schema/provision) with the series registry
+// and tag index (index/), the write pipeline (write/) and the read path (query/)
+// into a *DB, which is what Prometheus' libraries see as a storage.
 //
 // # Prometheus interfaces
 //
 // *DB implements storage.Appendable and storage.AppendableV2 (Prometheus
 // v0.316.0); its AppenderV2 also implements storage.ExemplarAppenderV2, which
-// Prometheus' remote-write handler requires. Querier and ChunkQuerier come from
+// Prometheus' appending code asserts before it hands over exemplars. Querier and ChunkQuerier come from
 // query.Reader (Options.Query sets its limits and concurrency), so *DB is a whole
-// storage.Storage (StartTime is math.MinInt64: see its comment). An appender buffers one transaction and writes it through
+// storage.Storage (StartTime is math.MinInt64: see its comment). It also has what
+// promapi's endpoints need besides (promapi.Store): Write, Last, Metadata,
+// ListMetadata and Ping.
+//
+// The HTTP write endpoints do not go through the appender: promapi decodes remote
+// write itself and calls Write with a whole request (promapi/doc.go says why).
+// The appender is for Prometheus code that writes through a storage.Storage —
+// in this repository, the PromQL acceptance suite (promqltest) that db's tests
+// run. An appender buffers one transaction and writes it through
 // write.Writer on Commit; Rollback discards it. Append validates each series and
 // sample at once (write.Writer.CheckSeries, CheckSample), so that a bad sample
 // fails its own Append, as Prometheus' receivers expect.
@@ -17,9 +25,10 @@
 // Errors of Append wrap our own sentinels (write.ErrInvalid with
 // write.ErrInvalidLabels, write.ErrTooOld or write.ErrOutOfRange;
 // ErrHistogramsNotSupported) and also the Prometheus sentinel of the same meaning
-// (storage.ErrTooOldSample, storage.ErrOutOfBounds): Prometheus'
-// remote.NewWriteHandler answers 400 (and, for 2.0, writes the rest) only for
-// those, and would answer 500 — retried forever — for anything else.
+// (storage.ErrTooOldSample, storage.ErrOutOfBounds), so that Prometheus code
+// that branches on its own sentinels tells bad input from a store failure (its
+// remote.NewWriteHandler, for one, answers 400 for those and 500 — retried
+// forever — for anything else).
 //
 // What is not stored yet:
 //

@@ -31,9 +31,9 @@ import (
 //   - DecodeLabels accepts exactly the canonical form, so decoded labels re-encode to
 //     the same bytes.
 
-// Kinds of series registry rows: their first byte.
+// Kinds of series registry rows: their first byte. The counter row's is 0x00,
+// spelled out in SeriesCounterRow.
 const (
-	SeriesCounterKind byte = 0x00
 	SeriesForwardKind byte = 0x01
 	SeriesReverseKind byte = 0x02
 )
