@@ -159,31 +159,31 @@ func runAgainst(t *testing.T, promBin, dir string, rcv receiver, what, protobufM
 	// samples of scrapes well after T (the target's explicit timestamps lie 2.5 s
 	// before their scrape).
 	cutoff := time.Now().Add(-cutoffMargin).UnixMilli()
-	rw := ps.waitSent(t, cutoff+sentBeyondCutoff.Milliseconds(), 2*time.Minute)
+	rw := ps.waitSent(t, cutoff+sentBeyondCutoff.Milliseconds())
 	windowSec := (cutoff-ps.start.UnixMilli())/1000 + 60
 	mint := cutoff - windowSec*1000 + 1 // a range selector's window is left-open
 
-	qctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	viaAPI, err := ps.queryMatrix(qctx, "/api/v1/query", url.Values{
+	// Each request is bounded by httpClient's timeout (stallTimeout); the queries
+	// together have no budget.
+	viaAPI, err := ps.queryMatrix(ctx, "/api/v1/query", url.Values{
 		"query": {fmt.Sprintf(`{__name__=~".+"}[%ds]`, windowSec)},
 		"time":  {apiTime(cutoff)},
 	})
 	if err != nil {
 		t.Fatalf("Prometheus query API: %v", err)
 	}
-	viaRead, err := ps.remoteRead(qctx, mint, cutoff)
+	viaRead, err := ps.remoteRead(ctx, mint, cutoff)
 	if err != nil {
 		t.Fatalf("Prometheus remote read: %v", err)
 	}
-	promMeta, err := ps.metadata(qctx, metadataFamilies)
+	promMeta, err := ps.metadata(ctx, metadataFamilies)
 	if err != nil {
 		t.Fatalf("Prometheus metadata API: %v", err)
 	}
 	rangeStart := ps.start.Truncate(time.Second).UnixMilli()
 	ranges := map[string]seriesSet{}
 	for _, sel := range querySelectors {
-		r, err := ps.queryMatrix(qctx, "/api/v1/query_range", url.Values{
+		r, err := ps.queryMatrix(ctx, "/api/v1/query_range", url.Values{
 			"query": {sel},
 			"start": {apiTime(rangeStart)},
 			"end":   {apiTime(cutoff)},
@@ -199,16 +199,15 @@ func runAgainst(t *testing.T, promBin, dir string, rcv receiver, what, protobufM
 	}
 
 	stopStart := time.Now()
-	if err := ps.stop(time.Minute); err != nil {
+	if err := ps.stop(); err != nil {
 		t.Errorf("stop Prometheus: %v", err)
 	}
 	t.Logf("Prometheus stopped in %s", time.Since(stopStart).Round(time.Millisecond))
 	ps.checkNoLoss(t)
 	rcv.stopAndCheck(t)
 
-	rctx, rcancel := context.WithTimeout(ctx, 5*time.Minute)
-	defer rcancel()
-	stored, storedMeta, err := rcv.readBack(rctx, mint, cutoff, metadataFamilies)
+	// readBack bounds each read of the store by stallTimeout, not all of them.
+	stored, storedMeta, err := rcv.readBack(ctx, mint, cutoff, metadataFamilies)
 	if err != nil {
 		t.Fatalf("read back what tsdb stored: %v", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"math"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -191,5 +192,172 @@ func TestTargetExpositionParses(t *testing.T) {
 	}
 	if g := got[labels.FromStrings(labels.MetricName, metricFlapping, "generation", "1").String()]; g != 5 {
 		t.Errorf("%s{generation=\"1\"} = %v at scrape 5, want 5", metricFlapping, g)
+	}
+}
+
+// fakeClock is a clock whose Sleep advances its time at once, so that a wait's
+// stall is measured in polls, not in the machine's speed.
+type fakeClock struct{ now time.Time }
+
+func (c *fakeClock) Now() time.Time        { return c.now }
+func (c *fakeClock) Sleep(d time.Duration) { c.now = c.now.Add(d) }
+
+func TestWaitForProgress(t *testing.T) {
+	boom := errors.New("boom")
+	cases := []struct {
+		name string
+		// poll answers the nth poll (from 1).
+		poll      func(n int) (progress int, done bool, err error)
+		wantErr   string // "" for none
+		wantIs    error
+		wantPolls int
+	}{
+		{
+			name:      "it returns once the poll reports done",
+			poll:      func(n int) (int, bool, error) { return 0, n == 3, nil },
+			wantPolls: 3,
+		},
+		{
+			// 100 polls 1s apart, with a stall of 10s: the wait outlasts its
+			// stall tenfold because the progress moves every 5 polls.
+			name:      "it keeps waiting past the stall while the progress moves",
+			poll:      func(n int) (int, bool, error) { return n / 5, n == 100, nil },
+			wantPolls: 100,
+		},
+		{
+			// The progress reaches 5 at poll 5 (10s of stall end at poll 15).
+			name:      "it fails once the progress has not moved for the stall",
+			poll:      func(n int) (int, bool, error) { return min(n, 5), false, nil },
+			wantErr:   "wait for the counter: no progress for 10s (progress still 5)",
+			wantIs:    errNoProgress,
+			wantPolls: 15,
+		},
+		{
+			name: "it returns the poll's error at once",
+			poll: func(n int) (int, bool, error) {
+				if n == 4 {
+					return 0, false, boom
+				}
+				return n, false, nil
+			},
+			wantErr:   "wait for the counter: boom",
+			wantIs:    boom,
+			wantPolls: 4,
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			clk := &fakeClock{now: time.Unix(1732921234, 0)}
+			polls := 0
+			err := waitForProgressOn(clk, 10*time.Second, time.Second, "the counter", func() (int, bool, error) {
+				polls++
+				return c.poll(polls)
+			})
+			switch {
+			case c.wantErr == "" && err != nil:
+				t.Fatalf("error %v, want none", err)
+			case c.wantErr != "" && (err == nil || err.Error() != c.wantErr):
+				t.Fatalf("error %v, want %q", err, c.wantErr)
+			case c.wantIs != nil && !errors.Is(err, c.wantIs):
+				t.Fatalf("error %v does not wrap %v", err, c.wantIs)
+			}
+			if polls != c.wantPolls {
+				t.Errorf("%d polls, want %d", polls, c.wantPolls)
+			}
+		})
+	}
+}
+
+// TestWaitForProgressOnTheRealClock: the real clock stalls too (1 ms of it).
+func TestWaitForProgressOnTheRealClock(t *testing.T) {
+	err := waitForProgressOn(realClock{}, time.Millisecond, time.Millisecond, "nothing", func() (string, bool, error) {
+		return "same", false, nil
+	})
+	if !errors.Is(err, errNoProgress) || !strings.HasPrefix(err.Error(), "wait for nothing: no progress for ") {
+		t.Errorf("error %v, want a stall", err)
+	}
+}
+
+// TestStallTimeoutOutlastsFlushDeadline: Prometheus may flush its queues at
+// shutdown, silently, for up to flushDeadline; stop must not kill it meanwhile.
+func TestStallTimeoutOutlastsFlushDeadline(t *testing.T) {
+	if stallTimeout <= flushDeadline {
+		t.Errorf("stallTimeout %s is not longer than Prometheus' flush deadline %s", stallTimeout, flushDeadline)
+	}
+}
+
+// TestProcessWaitFailsAtOnceWhenTheProcessExits: a wait on a process that exited
+// fails without waiting for the stall, and says so.
+func TestProcessWaitFailsAtOnceWhenTheProcessExits(t *testing.T) {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh")
+	}
+	p := startProcess(t, "sh", t.TempDir(), sh, "-c", "echo starting; exit 3")
+	err = p.waitUntil("a line that never comes", time.Millisecond, func() (bool, error) { return false, nil })
+	if want := "wait for a line that never comes: sh exited (exit status 3)"; err == nil || err.Error() != want {
+		t.Errorf("error %v, want %q", err, want)
+	}
+	if got := p.waitForLine(t, "start line", func(l string) bool { return l == "starting" }); got != "starting" {
+		t.Errorf("waitForLine = %q, want the line before the exit", got)
+	}
+}
+
+// TestProcessStopWaitsForACleanExit: stop returns nil for a process that exits
+// with status 0 on SIGTERM.
+func TestProcessStopWaitsForACleanExit(t *testing.T) {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh")
+	}
+	p := startProcess(t, "sh", t.TempDir(), sh, "-c", `trap "echo bye; exit 0" TERM; echo ready; while :; do sleep 0.01; done`)
+	p.waitForLine(t, "ready line", func(l string) bool { return l == "ready" })
+	if err := p.stop(); err != nil {
+		t.Fatalf("stop: %v", err)
+	}
+	if !p.out.contains("bye") {
+		t.Errorf("the process did not run its SIGTERM trap; log:\n%s", p.tail(10))
+	}
+}
+
+func TestSendWatch(t *testing.T) {
+	const goal = 1732921234000 // ms
+	reading := func(highest, total, retried, pending float64) map[string]float64 {
+		return map[string]float64{
+			"prometheus_remote_storage_queue_highest_sent_timestamp_seconds": highest,
+			"prometheus_remote_storage_samples_total":                        total,
+			"prometheus_remote_storage_samples_retried_total":                retried,
+			"prometheus_remote_storage_samples_pending":                      pending,
+		}
+	}
+	steps := []struct {
+		what     string
+		m        map[string]float64
+		want     sendProgress
+		wantDone bool
+	}{
+		{"a batch sent", reading(goal/1000-60, 1000, 0, 300),
+			sendProgress{highestSent: goal/1000 - 60, sent: 1000}, false},
+		{"an attempt in flight counts as sent", reading(goal/1000-60, 1500, 0, 300),
+			sendProgress{highestSent: goal/1000 - 60, sent: 1500}, false},
+		{"the attempt failed and is retried: no progress, and none lost", reading(goal/1000-60, 1500, 500, 300),
+			sendProgress{highestSent: goal/1000 - 60, sent: 1500}, false},
+		{"the retry in flight: still no progress", reading(goal/1000-60, 2000, 500, 300),
+			sendProgress{highestSent: goal/1000 - 60, sent: 1500}, false},
+		{"the goal is reached with 700 samples pending", reading(goal/1000+1, 2500, 500, 700),
+			sendProgress{highestSent: goal / 1000, sent: 2000}, false},
+		{"500 of them sent", reading(goal/1000+2, 3000, 500, 900),
+			sendProgress{highestSent: goal / 1000, sent: 2500}, false},
+		{"newer samples beyond those 700 are not progress", reading(goal/1000+9, 9000, 500, 10),
+			sendProgress{highestSent: goal / 1000, sent: 2700}, false},
+		{"nothing pending: done", reading(goal/1000+10, 9100, 500, 0),
+			sendProgress{highestSent: goal / 1000, sent: 2700}, true},
+	}
+	w := newSendWatch(goal)
+	for _, s := range steps {
+		got, done := w.observe(s.m)
+		if got != s.want || done != s.wantDone {
+			t.Fatalf("%s: observe = %v, %v; want %v, %v", s.what, got, done, s.want, s.wantDone)
+		}
 	}
 }

@@ -84,9 +84,11 @@ func (p *process) alive(t *testing.T) {
 	}
 }
 
-// stop sends SIGTERM and waits up to timeout for a clean exit; after that it kills
-// the process. It returns an error unless the process exited with status 0 in time.
-func (p *process) stop(timeout time.Duration) error {
+// stop sends SIGTERM and waits for the process to exit, as long as it runs and its
+// log grows or has grown within stallTimeout (Prometheus may flush its remote-write
+// queues silently for up to flushDeadline); after that it kills the process. It
+// returns an error unless the process exited with status 0 without being killed.
+func (p *process) stop() error {
 	if p.exited() {
 		return fmt.Errorf("%s had exited already: %v", p.name, p.waitErr)
 	}
@@ -94,12 +96,12 @@ func (p *process) stop(timeout time.Duration) error {
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		return fmt.Errorf("signal %s: %w", p.name, err)
 	}
-	select {
-	case <-p.done:
-	case <-time.After(timeout):
+	if err := p.waitUntil(p.name+" to exit after SIGTERM", 50*time.Millisecond, func() (bool, error) {
+		return p.exited(), nil
+	}); err != nil {
 		p.cmd.Process.Kill()
 		<-p.done
-		return fmt.Errorf("%s did not exit within %s of SIGTERM; killed", p.name, timeout)
+		return fmt.Errorf("%w; killed it", err)
 	}
 	if p.waitErr != nil {
 		return fmt.Errorf("%s exited after SIGTERM with %v (after %s)", p.name, p.waitErr, time.Since(start).Round(time.Millisecond))
@@ -116,50 +118,77 @@ func (p *process) tail(n int) string {
 	return "  " + strings.Join(lines, "\n  ")
 }
 
-// waitForLine waits until a line of output satisfies match and returns it.
-func (p *process) waitForLine(t *testing.T, what string, timeout time.Duration, match func(line string) bool) string {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		for _, l := range p.out.lines() {
-			if match(l) {
-				return l
-			}
+// logSize is the length of a process' output so far, in bytes: the progress of a
+// process that is starting or stopping.
+type logSize int
+
+func (n logSize) String() string { return fmt.Sprintf("its log at %d bytes", int(n)) }
+
+// waitUntil calls check every interval until it reports done. It keeps waiting as
+// long as the process runs and its log grows (waitForProgress), and fails at once
+// when check fails or when the process has exited without check reporting done.
+func (p *process) waitUntil(what string, interval time.Duration, check func() (done bool, err error)) error {
+	return waitForProgress(what, interval, func() (logSize, bool, error) {
+		size := logSize(p.out.size())
+		done, err := check()
+		if err != nil || done {
+			return size, done, err
 		}
-		p.alive(t)
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: no %s within %s; last lines of its log:\n%s", p.name, what, timeout, p.tail(40))
+		if p.exited() {
+			return size, false, fmt.Errorf("%s exited (%v)", p.name, p.waitErr)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return size, false, nil
+	})
 }
 
-// waitReady polls url until it answers 200.
-func (p *process) waitReady(t *testing.T, url string, timeout time.Duration) {
+// waitForLine waits until a line of output satisfies match and returns it; it fails
+// the test when the process exits first or its log stops growing for stallTimeout.
+func (p *process) waitForLine(t *testing.T, what string, match func(line string) bool) string {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	last := ""
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		resp, err := http.DefaultClient.Do(req)
-		if err == nil {
-			body, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				cancel()
-				return
+	var found string
+	err := p.waitUntil(p.name+"'s "+what, 50*time.Millisecond, func() (bool, error) {
+		for _, l := range p.out.lines() {
+			if match(l) {
+				found = l
+				return true, nil
 			}
-			last = fmt.Sprintf("%s: %s", resp.Status, bytes.TrimSpace(body))
-		} else {
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("%v; last lines of its log:\n%s", err, p.tail(40))
+	}
+	return found
+}
+
+// waitReady polls url until it answers 200; it fails the test when the process
+// exits first or its log stops growing for stallTimeout.
+func (p *process) waitReady(t *testing.T, url string) {
+	t.Helper()
+	last := ""
+	err := p.waitUntil(p.name+" to be ready at "+url, 200*time.Millisecond, func() (bool, error) {
+		// A poll that gets no answer in time just polls again.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return false, err
+		}
+		resp, err := httpClient.Do(req)
+		if err != nil {
 			last = err.Error()
+			return false, nil
 		}
-		cancel()
-		p.alive(t)
-		if time.Now().After(deadline) {
-			t.Fatalf("%s not ready at %s within %s (last answer: %s); last lines of its log:\n%s", p.name, url, timeout, last, p.tail(40))
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			return true, nil
 		}
-		time.Sleep(200 * time.Millisecond)
+		last = fmt.Sprintf("%s: %s", resp.Status, bytes.TrimSpace(body))
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("%v (last answer: %s); last lines of its log:\n%s", err, last, p.tail(40))
 	}
 }
 
@@ -191,6 +220,13 @@ func (b *logBuffer) lines() []string {
 	return strings.Split(s, "\n")
 }
 
+// size returns the number of bytes written so far.
+func (b *logBuffer) size() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Len()
+}
+
 // contains reports whether the output so far contains s.
 func (b *logBuffer) contains(s string) bool {
 	b.mu.Lock()
@@ -216,7 +252,7 @@ func httpGet(ctx context.Context, url string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := httpClient.Do(req)
 	if err != nil {
 		return nil, err
 	}

@@ -151,25 +151,23 @@ func startPrometheus(t *testing.T, bin, dir string, cfg promConfig) *promServer 
 		}
 		p := startProcess(t, "prometheus", dir, bin, args...)
 		ps := &promServer{process: p, url: fmt.Sprintf("http://127.0.0.1:%d", cfg.port), start: time.Now()}
-		deadline := time.Now().Add(2 * time.Minute)
-		for {
-			if p.exited() {
-				if attempt < 3 && p.out.contains("address already in use") {
-					t.Logf("prometheus: port %d was taken, retrying", cfg.port)
-					break
-				}
-				t.Fatalf("prometheus exited at start (%v); last lines of its log:\n%s\nconfig:\n%s", p.waitErr, p.tail(40), cfg.yaml())
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			_, err := httpGet(ctx, ps.url+"/-/ready")
-			cancel()
-			if err == nil {
-				return ps
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("prometheus not ready within 2m: %v; last lines of its log:\n%s", err, p.tail(40))
-			}
-			time.Sleep(200 * time.Millisecond)
+		var last error // the last readiness poll's
+		err := p.waitUntil("prometheus to be ready", 200*time.Millisecond, func() (bool, error) {
+			// A poll that gets no answer in time just polls again.
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_, last = httpGet(ctx, ps.url+"/-/ready")
+			return last == nil, nil
+		})
+		switch {
+		case err == nil:
+			return ps
+		case p.exited() && attempt < 3 && p.out.contains("address already in use"):
+			t.Logf("prometheus: port %d was taken, retrying", cfg.port)
+		case p.exited():
+			t.Fatalf("prometheus exited at start (%v); last lines of its log:\n%s\nconfig:\n%s", p.waitErr, p.tail(40), cfg.yaml())
+		default:
+			t.Fatalf("%v (last answer: %v); last lines of its log:\n%s", err, last, p.tail(40))
 		}
 	}
 }
@@ -228,27 +226,84 @@ var remoteWriteMetrics = []string{
 
 // waitSent waits until Prometheus has sent samples up to ts (ms; the gauge it reports
 // has whole seconds) and holds nothing pending for tsdb, and returns its remote-write
-// metrics.
-func (ps *promServer) waitSent(t *testing.T, ts int64, timeout time.Duration) map[string]float64 {
+// metrics. It waits as long as the sending makes progress (sendWatch), however long
+// that takes on a loaded machine, and fails the test once it has made none for
+// stallTimeout or when Prometheus exits.
+func (ps *promServer) waitSent(t *testing.T, ts int64) map[string]float64 {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		m, err := ps.metrics(ctx, remoteWriteMetrics...)
-		cancel()
-		if err == nil {
-			sent := m["prometheus_remote_storage_queue_highest_sent_timestamp_seconds"]
-			if sent*1000 >= float64(ts) && m["prometheus_remote_storage_samples_pending"] == 0 {
-				return m
-			}
+	w := newSendWatch(ts)
+	var m map[string]float64
+	var last error // the last metrics poll's
+	var progress sendProgress
+	err := waitForProgress(fmt.Sprintf("prometheus to send samples up to %s", fmtTime(ts)), 250*time.Millisecond, func() (sendProgress, bool, error) {
+		if ps.exited() {
+			return progress, false, fmt.Errorf("prometheus exited (%v)", ps.waitErr)
 		}
-		ps.alive(t)
-		if time.Now().After(deadline) {
-			t.Fatalf("prometheus did not send samples up to %s within %s (metrics %v, err %v); last lines of its log:\n%s",
-				time.UnixMilli(ts).UTC().Format(time.RFC3339Nano), timeout, m, err, ps.tail(40))
+		// A poll that gets no answer in time just polls again.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		got, err := ps.metrics(ctx, remoteWriteMetrics...)
+		if last = err; err != nil {
+			return progress, false, nil
 		}
-		time.Sleep(250 * time.Millisecond)
+		m = got
+		var done bool
+		progress, done = w.observe(m)
+		return progress, done, nil
+	})
+	if err != nil {
+		t.Fatalf("%v (metrics %v, last poll error %v); last lines of its log:\n%s", err, m, last, ps.tail(40))
 	}
+	return m
+}
+
+// sendWatch follows Prometheus' remote write towards having sent every sample up to
+// a timestamp, from successive readings of its remote-write metrics (the
+// queue_manager.go metrics of Prometheus v0.316.0).
+type sendWatch struct {
+	goal float64 // ms: the highest sent timestamp must reach it
+	// sent is the most samples seen sent successfully: samples_total counts every
+	// attempt, samples_retried_total the attempts that failed and are retried,
+	// samples_failed_total those given up. An attempt in flight counts in the first
+	// only, so the difference can fall back; its maximum cannot, so a sender that
+	// retries one batch forever makes no progress.
+	sent float64
+	// limit, once the goal is reached, is sent then plus what was pending then:
+	// the most there is left to send of samples up to the goal. Prometheus goes on
+	// scraping and sending newer samples, which must not count as progress, or a
+	// queue that never reads as empty would be waited on forever.
+	limit   float64
+	reached bool
+}
+
+func newSendWatch(goal int64) *sendWatch { return &sendWatch{goal: float64(goal)} }
+
+// sendProgress is how far Prometheus' remote write has come towards a goal.
+type sendProgress struct {
+	highestSent float64 // seconds, at most the goal
+	sent        float64 // samples sent successfully, counted as sendWatch.sent
+}
+
+func (p sendProgress) String() string {
+	return fmt.Sprintf("highest sent timestamp %s, %.0f samples sent", fmtTime(int64(p.highestSent*1000)), p.sent)
+}
+
+// observe takes one reading of the metrics (remoteWriteMetrics) and returns the
+// progress so far and whether the goal is reached with nothing pending.
+func (w *sendWatch) observe(m map[string]float64) (sendProgress, bool) {
+	highest := m["prometheus_remote_storage_queue_highest_sent_timestamp_seconds"]
+	pending := m["prometheus_remote_storage_samples_pending"]
+	sent := m["prometheus_remote_storage_samples_total"] -
+		m["prometheus_remote_storage_samples_retried_total"] -
+		m["prometheus_remote_storage_samples_failed_total"]
+	if !w.reached && highest*1000 >= w.goal {
+		w.reached, w.limit = true, max(sent, w.sent)+pending
+	}
+	if w.reached {
+		sent = min(sent, w.limit)
+	}
+	w.sent = max(w.sent, sent)
+	return sendProgress{highestSent: min(highest, w.goal/1000), sent: w.sent}, w.reached && pending == 0
 }
 
 // apiResponse is the envelope of Prometheus' HTTP API.
@@ -277,7 +332,7 @@ func (ps *promServer) queryMatrix(ctx context.Context, path string, params url.V
 		return nil, err
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := httpClient.Do(req)
 	if err != nil {
 		return nil, err
 	}
@@ -400,7 +455,7 @@ func (ps *promServer) remoteRead(ctx context.Context, mint, maxt int64) (seriesS
 	hreq.Header.Set("Content-Encoding", "snappy")
 	hreq.Header.Set("Content-Type", "application/x-protobuf")
 	hreq.Header.Set("X-Prometheus-Remote-Read-Version", "0.1.0")
-	resp, err := http.DefaultClient.Do(hreq)
+	resp, err := httpClient.Do(hreq)
 	if err != nil {
 		return nil, err
 	}

@@ -339,9 +339,9 @@ func compareSeriesAPI(ctx context.Context, t *testing.T, who, promURL, base stri
 // responses by a proxy.
 func checkQueryAPIs(ctx context.Context, t *testing.T, promBin, dir string, ps *promServer, tsdb *tsdbServer, cutoff int64) {
 	t.Helper()
+	// No budget for the whole: on a loaded machine these hundreds of requests take
+	// long, and each one is bounded by httpClient's timeout (stallTimeout).
 	began := time.Now()
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-	defer cancel()
 	first, err := firstScrape(ctx, ps.url, cutoff)
 	if err != nil {
 		t.Fatalf("Prometheus: %v", err)
@@ -379,7 +379,7 @@ func checkQueryAPIs(ctx context.Context, t *testing.T, promBin, dir string, ps *
 		}
 		t.Logf("remote read (%s): tsdb answered %v", mode.name, answered)
 	}
-	if err := reader.stop(time.Minute); err != nil {
+	if err := reader.stop(); err != nil {
 		t.Errorf("stop the remote-reading Prometheus: %v", err)
 	}
 	t.Logf("query checks: %d expressions, %d requests per server, took %s", len(diffQueries), n, time.Since(began).Round(time.Millisecond))

@@ -15,18 +15,24 @@ import (
 // with samples in [mint, maxt] (ms, inclusive), stale markers included, through
 // db.DB's reader — the package API tsdb's own reads use: the tag index for the
 // series of the window, then each series' data rows. It also reads the metadata of
-// each of families.
+// each of families. Each read of the store has stallTimeout, the whole no budget: on
+// a loaded HBase thousands of series take long but keep coming.
 func readBack(ctx context.Context, st store, mint, maxt int64, families []string) (_ seriesSet, _ map[string]metadata, err error) {
 	s, err := st.open(ctx)
 	if err != nil {
 		return nil, nil, fmt.Errorf("open the %s store: %w", st.name, err)
 	}
 	defer func() { err = errors.Join(err, s.Close()) }()
-	settings, err := provision.Read(ctx, s)
+	step := func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, stallTimeout) }
+	sctx, cancel := step()
+	settings, err := provision.Read(sctx, s)
+	cancel()
 	if err != nil {
 		return nil, nil, fmt.Errorf("read the schema settings: %w", err)
 	}
-	d, err := db.Open(ctx, db.Options{Store: s, Settings: settings})
+	sctx, cancel = step()
+	d, err := db.Open(sctx, db.Options{Store: s, Settings: settings})
+	cancel()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -34,7 +40,9 @@ func readBack(ctx context.Context, st store, mint, maxt int64, families []string
 	r := d.Reader()
 
 	all := labels.MustNewMatcher(labels.MatchRegexp, labels.MetricName, ".+")
-	lsets, err := r.SeriesInRange(ctx, mint, maxt, all)
+	sctx, cancel = step()
+	lsets, err := r.SeriesInRange(sctx, mint, maxt, all)
+	cancel()
 	if err != nil {
 		return nil, nil, fmt.Errorf("series in [%d, %d]: %w", mint, maxt, err)
 	}
@@ -44,7 +52,9 @@ func readBack(ctx context.Context, st store, mint, maxt int64, families []string
 		if _, dup := set[key]; dup {
 			return nil, nil, fmt.Errorf("series %s listed twice", key)
 		}
-		samples, err := r.Samples(ctx, ls, mint, maxt)
+		sctx, cancel := step()
+		samples, err := r.Samples(sctx, ls, mint, maxt)
+		cancel()
 		if err != nil {
 			return nil, nil, err
 		}
@@ -65,7 +75,9 @@ func readBack(ctx context.Context, st store, mint, maxt int64, families []string
 	}
 	meta := map[string]metadata{}
 	for _, f := range families {
-		m, ok, err := r.Metadata(ctx, f)
+		sctx, cancel := step()
+		m, ok, err := r.Metadata(sctx, f)
+		cancel()
 		if err != nil {
 			return nil, nil, err
 		}

@@ -65,7 +65,7 @@ func rawRemoteRead(ctx context.Context, url string, mint, maxt int64, ms []*prom
 	hreq.Header.Set("Content-Encoding", "snappy")
 	hreq.Header.Set("Content-Type", "application/x-protobuf")
 	hreq.Header.Set("X-Prometheus-Remote-Read-Version", "0.1.0")
-	resp, err := http.DefaultClient.Do(hreq)
+	resp, err := httpClient.Do(hreq)
 	if err != nil {
 		return nil, fmt.Errorf("remote read %s: %w", respType, err)
 	}
@@ -387,7 +387,7 @@ func (p *readProxy) serve(w http.ResponseWriter, r *http.Request) {
 			out.Header.Set(h, v)
 		}
 	}
-	resp, err := http.DefaultClient.Do(out)
+	resp, err := httpClient.Do(out)
 	if err != nil {
 		p.fail(w, fmt.Errorf("read proxy: %w", err))
 		return

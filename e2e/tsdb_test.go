@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/golang/snappy"
 	"github.com/prometheus/prometheus/prompb"
@@ -108,7 +107,7 @@ func startTSDB(t *testing.T, dir string, st store) *tsdbServer {
 	args := append([]string{"serve", "--listen=127.0.0.1:0", "--log.format=json", "--log.level=info"}, st.flags...)
 	p := startProcess(t, "tsdb", dir, bin, args...)
 	var addr string
-	p.waitForLine(t, `the "listening" log line`, time.Minute, func(line string) bool {
+	p.waitForLine(t, `"listening" log line`, func(line string) bool {
 		var rec struct {
 			Msg     string `json:"msg"`
 			Address string `json:"address"`
@@ -120,8 +119,9 @@ func startTSDB(t *testing.T, dir string, st store) *tsdbServer {
 		return true
 	})
 	s := &tsdbServer{process: p, addr: addr, store: st}
-	// Creating the tables (pre-split on HBase) can take a while on a loaded machine.
-	p.waitReady(t, "http://"+addr+"/-/ready", 3*time.Minute)
+	// Creating the tables (pre-split on HBase) can take a while on a loaded machine:
+	// waitReady waits as long as tsdb runs and logs (stallTimeout).
+	p.waitReady(t, "http://"+addr+"/-/ready")
 	return s
 }
 
@@ -137,7 +137,7 @@ func (s *tsdbServer) checkWriteEndpoint(t *testing.T) {
 	req.Header.Set("Content-Type", "application/x-protobuf")
 	req.Header.Set("Content-Encoding", "snappy")
 	req.Header.Set("X-Prometheus-Remote-Write-Version", "0.1.0")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := httpClient.Do(req)
 	if err != nil {
 		t.Fatalf("POST /api/v1/write: %v", err)
 	}
@@ -152,11 +152,10 @@ func (s *tsdbServer) checkWriteEndpoint(t *testing.T) {
 }
 
 // metricsAddr returns the address to scrape tsdb's own metrics at, or "" when tsdb
-// does not serve /metrics.
+// does not serve /metrics. The request has httpClient's timeout (stallTimeout), not a
+// short one: a slow answer must not pass for a tsdb without /metrics.
 func (s *tsdbServer) metricsAddr() string {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	body, err := httpGet(ctx, "http://"+s.addr+"/metrics")
+	body, err := httpGet(context.Background(), "http://"+s.addr+"/metrics")
 	if err != nil || !strings.Contains(string(body), "# TYPE") {
 		return ""
 	}
@@ -167,7 +166,7 @@ func (s *tsdbServer) metricsAddr() string {
 // cleanly or if the race detector reported a data race in it.
 func (s *tsdbServer) stopAndCheck(t *testing.T) {
 	t.Helper()
-	if err := s.stop(time.Minute); err != nil {
+	if err := s.stop(); err != nil {
 		t.Errorf("stop tsdb: %v; last lines of its log:\n%s", err, s.tail(40))
 	}
 	if s.out.contains("WARNING: DATA RACE") {
