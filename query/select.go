@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/schema"
@@ -35,8 +36,8 @@ func (r *Reader) selectSeries(ctx context.Context, mint, maxt int64, limit int, 
 	if err != nil {
 		return nil, err
 	}
-	if max := r.opts.MaxSeries; max > 0 && len(ids) > max && (limit <= 0 || limit > max) {
-		return nil, fmt.Errorf("query: %d series match %s, more than the limit of %d: %w", len(ids), matchersString(ms), max, ErrTooManySeries)
+	if maxSeries := r.opts.MaxSeries; maxSeries > 0 && len(ids) > maxSeries && (limit <= 0 || limit > maxSeries) {
+		return nil, fmt.Errorf("query: %d series match %s, more than the limit of %d: %w", len(ids), matchersString(ms), maxSeries, ErrTooManySeries)
 	}
 	out := make([]series, 0, len(ids))
 	for start := 0; start < len(ids); start += labelsBatch {
@@ -76,53 +77,42 @@ func (r *Reader) seriesIDs(ctx context.Context, mint, maxt int64, ms []*labels.M
 		return nil, nil
 	}
 	mint = max(mint, 0)
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	// The first error (of NextDay or of a day's read) cancels the reads in
+	// flight and is the one returned.
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(r.opts.Concurrency)
 	var (
-		wg       sync.WaitGroup
-		mu       sync.Mutex
-		ids      []uint64
-		firstErr error
-		sem      = make(chan struct{}, r.opts.Concurrency)
+		mu  sync.Mutex
+		ids []uint64
 	)
-	fail := func(err error) {
-		mu.Lock()
-		defer mu.Unlock()
-		if firstErr == nil {
-			firstErr = err
-			cancel()
-		}
-	}
 	for day, last := schema.Day(mint), schema.Day(maxt); ; day++ {
 		next, ok, err := r.postings.NextDay(ctx, day, last)
 		if err != nil {
-			fail(fmt.Errorf("query: %w", err))
+			// Through the group, so that a day's read that failed first wins
+			// (its cancellation may be what failed NextDay).
+			g.Go(func() error { return fmt.Errorf("query: %w", err) })
 			break
 		}
 		if !ok {
 			break
 		}
 		day = next
-		sem <- struct{}{}
-		wg.Add(1)
-		go func(day uint32) {
-			defer func() { <-sem; wg.Done() }()
+		g.Go(func() error {
 			dayIDs, err := r.dayIDs(ctx, day, ms)
 			if err != nil {
-				fail(fmt.Errorf("day %d: %w", day, err))
-				return
+				return fmt.Errorf("day %d: %w", day, err)
 			}
 			mu.Lock()
 			ids = append(ids, dayIDs...)
 			mu.Unlock()
-		}(day)
+			return nil
+		})
 		if day == last {
 			break
 		}
 	}
-	wg.Wait()
-	if firstErr != nil {
-		return nil, firstErr
+	if err := g.Wait(); err != nil {
+		return nil, err
 	}
 	slices.Sort(ids)
 	return slices.Compact(ids), nil
