@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
@@ -39,9 +40,15 @@ import (
 // intersection counts the series n in the range:
 //
 //	index plan = days * (other matchers' reads) + n        (one scan per series)
-//	scan plan  = 1 + n * buckets / rowsPerRoundTrip        (one streamed scan)
+//	scan plan  = 1 + n * buckets / rowsPerRoundTrip        (one streamed scan,
+//	                                                        integer division)
 //
-// and the scan is taken when n <= HostScanMaxSeries and it costs no more.
+// where an other matcher (any but the equalities fixing the metric and the
+// host) reads matcherCost+1 times a day: 1 for an equality, 2 for a set regex,
+// 3 for a regex with a literal prefix, 4 for any other. The scan is taken when
+// 0 < n <= HostScanMaxSeries and it costs no more than the index plan
+// (choosePlan); Options.Plan forces either plan, and a negative
+// HostScanMaxSeries disables the scan, both without the estimate's reads.
 
 // rowsPerRoundTrip is how many data rows a scan is assumed to stream for the
 // cost of one round trip.
@@ -59,15 +66,12 @@ type selection struct {
 
 // plan selects the series of a Select of [mint, maxt] (clamped, mint <= maxt).
 func (r *Reader) plan(ctx context.Context, mint, maxt int64, limit int, onlyLabels bool, ms []*labels.Matcher) (selection, error) {
-	if hm, ok := r.hostMetric(ms); ok && !onlyLabels && r.opts.Plan != PlanIndex {
-		scan := r.opts.Plan == PlanHostScan
-		if !scan && r.opts.HostScanMaxSeries >= 0 {
-			var err error
-			if scan, err = r.preferScan(ctx, mint, maxt, hm, ms); err != nil {
-				return selection{}, err
-			}
+	if hm, ok := r.hostMetric(ms); ok && !onlyLabels {
+		p, err := choosePlan(r.opts, func() (costInputs, error) { return r.costInputs(ctx, mint, maxt, hm, ms) })
+		if err != nil {
+			return selection{}, err
 		}
-		if scan {
+		if p == PlanHostScan {
 			return r.hostScan(ctx, mint, maxt, limit, hm, ms)
 		}
 	}
@@ -111,33 +115,71 @@ func (r *Reader) hostMetric(ms []*labels.Matcher) (hostMetricKey, bool) {
 	return k, false
 }
 
-// preferScan estimates both plans' costs and reports whether the scan wins.
-func (r *Reader) preferScan(ctx context.Context, mint, maxt int64, hm hostMetricKey, ms []*labels.Matcher) (bool, error) {
+// choosePlan picks the plan of a Select whose matchers fix a host and a metric
+// (opts with defaults applied): the forced one, the index when the scan is
+// disabled (HostScanMaxSeries < 0), else by cost. estimate is called only to
+// choose by cost; it reads the host's and the metric's posting lists.
+func choosePlan(opts Options, estimate func() (costInputs, error)) (Plan, error) {
+	switch {
+	case opts.Plan == PlanIndex:
+		return PlanIndex, nil
+	case opts.Plan == PlanHostScan:
+		return PlanHostScan, nil
+	case opts.HostScanMaxSeries < 0:
+		return PlanIndex, nil
+	}
+	in, err := estimate()
+	if err != nil {
+		return PlanAuto, err
+	}
+	if in.series == 0 || in.series > int64(opts.HostScanMaxSeries) {
+		return PlanIndex, nil
+	}
+	if index, scan := in.costs(); scan <= index {
+		return PlanHostScan, nil
+	}
+	return PlanIndex, nil
+}
+
+// costInputs are what the cost of both plans is estimated from.
+type costInputs struct {
+	// series is n: how many series the host and metric have on the days of
+	// [mint, maxt] (the intersection of their posting lists).
+	series     int64
+	mint, maxt int64         // the Select's range (inclusive, ms, clamped)
+	width      time.Duration // the schema's bucket width
+	hostLabel  string        // the host label the matchers fix (hostMetricKey)
+	ms         []*labels.Matcher
+}
+
+// costs returns the estimated round trips of the index plan and of the scan
+// (see the plan comment above): the matchers other than the equalities that fix
+// the metric and the host cost matcherCost+1 reads per day each.
+func (c costInputs) costs() (index, scan int64) {
+	width := c.width.Milliseconds()
+	buckets := (schema.BucketStart(c.maxt, c.width)-schema.BucketStart(c.mint, c.width))/width + 1
+	days := int64(schema.Day(c.maxt)-schema.Day(c.mint)) + 1
+	other := int64(0)
+	for _, m := range c.ms {
+		if (m.Name == model.MetricNameLabel || m.Name == c.hostLabel) && m.Type == labels.MatchEqual {
+			continue
+		}
+		other += int64(matcherCost(m)) + 1
+	}
+	return days*other + c.series, 1 + c.series*buckets/rowsPerRoundTrip
+}
+
+// costInputs reads the number of series of hm on the days of [mint, maxt].
+func (r *Reader) costInputs(ctx context.Context, mint, maxt int64, hm hostMetricKey, ms []*labels.Matcher) (costInputs, error) {
 	fixed := []*labels.Matcher{
 		labels.MustNewMatcher(labels.MatchEqual, model.MetricNameLabel, hm.metric),
 		labels.MustNewMatcher(labels.MatchEqual, hm.hostLabel, hm.host),
 	}
 	ids, err := r.seriesIDs(ctx, mint, maxt, fixed)
 	if err != nil {
-		return false, err
+		return costInputs{}, err
 	}
-	n := int64(len(ids))
-	if n == 0 || n > int64(r.opts.HostScanMaxSeries) {
-		return false, nil
-	}
-	width := r.settings.BucketWidth.Milliseconds()
-	buckets := (schema.BucketStart(maxt, r.settings.BucketWidth)-schema.BucketStart(mint, r.settings.BucketWidth))/width + 1
-	days := int64(schema.Day(maxt)-schema.Day(mint)) + 1
-	other := int64(0)
-	for _, m := range ms {
-		if (m.Name == model.MetricNameLabel || m.Name == hm.hostLabel) && m.Type == labels.MatchEqual {
-			continue
-		}
-		other += int64(matcherCost(m)) + 1
-	}
-	index := days*other + n
-	scan := 1 + n*buckets/rowsPerRoundTrip
-	return scan <= index, nil
+	return costInputs{series: int64(len(ids)), mint: mint, maxt: maxt, width: r.settings.BucketWidth, hostLabel: hm.hostLabel, ms: ms}, nil
 }
 
 // hostScan runs the host/metric scan plan.
@@ -188,8 +230,8 @@ func (r *Reader) hostScan(ctx context.Context, mint, maxt int64, limit int, hm h
 		if len(b.samples) > 0 {
 			rows = append(rows, b)
 			samples += len(b.samples)
-			if max := r.opts.MaxSamples; max > 0 && samples > max {
-				return selection{}, fmt.Errorf("query: more than %d samples in %s on host %s: %w", max, hm.metric, hm.host, ErrTooManySamples)
+			if maxSamples := r.opts.MaxSamples; maxSamples > 0 && samples > maxSamples {
+				return selection{}, fmt.Errorf("query: more than %d samples in %s on host %s: %w", maxSamples, hm.metric, hm.host, ErrTooManySamples)
 			}
 		}
 	}
@@ -216,8 +258,8 @@ func (r *Reader) hostScan(ctx context.Context, mint, maxt int64, limit int, hm h
 	if limit > 0 && len(idx) > limit {
 		idx = idx[:limit]
 	}
-	if max := r.opts.MaxSeries; max > 0 && len(idx) > max {
-		return selection{}, fmt.Errorf("query: %d series match %s, more than the limit of %d: %w", len(idx), matchersString(ms), max, ErrTooManySeries)
+	if maxSeries := r.opts.MaxSeries; maxSeries > 0 && len(idx) > maxSeries {
+		return selection{}, fmt.Errorf("query: %d series match %s, more than the limit of %d: %w", len(idx), matchersString(ms), maxSeries, ErrTooManySeries)
 	}
 	out := selection{mint: mint, maxt: maxt, series: make([]series, len(idx)), rows: make([][]bucketSamples, len(idx))}
 	for j, i := range idx {
