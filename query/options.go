@@ -25,7 +25,8 @@ var (
 	ErrTooManySamples = fmt.Errorf("too many samples: %w", ErrLimitExceeded)
 )
 
-// Options tune the read path. Zero values take the defaults in brackets.
+// Options tune the read path. Zero values take the defaults in brackets;
+// Validate reports values out of range.
 type Options struct {
 	// MaxSeries is the most series one Select may return; more fail the Select
 	// with an error wrapping ErrTooManySeries [0: no limit].
@@ -64,6 +65,37 @@ const (
 	PlanHostScan
 )
 
+// Validate reports every field of o that is out of range, one error per field
+// (errors.Join): MaxSeries, MaxSamples, Concurrency and Timeout must not be
+// negative, and Plan must be one of the Plan constants. A negative
+// HostScanMaxSeries is valid: it disables the host/metric scan. The zero
+// Options are valid. Reader.WithOptions does not call it (it cannot fail): a
+// caller taking options from a user, such as db.Open, must.
+func (o Options) Validate() error {
+	var errs []error
+	for _, f := range []struct {
+		name, zero string
+		v          int64
+	}{
+		{"MaxSeries", "0 means no limit", int64(o.MaxSeries)},
+		{"MaxSamples", "0 means no limit", int64(o.MaxSamples)},
+		{"Concurrency", fmt.Sprintf("0 means the default, %d", DefaultConcurrency), int64(o.Concurrency)},
+	} {
+		if f.v < 0 {
+			errs = append(errs, fmt.Errorf("query: Options.%s must not be negative (%s), got %d", f.name, f.zero, f.v))
+		}
+	}
+	if o.Timeout < 0 {
+		errs = append(errs, fmt.Errorf("query: Options.Timeout must not be negative (0 means no timeout but the caller's), got %s", o.Timeout))
+	}
+	if o.Plan > PlanHostScan {
+		errs = append(errs, fmt.Errorf("query: Options.Plan must be PlanAuto, PlanIndex or PlanHostScan, got %d", o.Plan))
+	}
+	return errors.Join(errs...)
+}
+
+// withDefaults fills in the defaults of zero fields. Negative values, which
+// Validate rejects, act as zero here, except HostScanMaxSeries.
 func (o Options) withDefaults() Options {
 	if o.Concurrency <= 0 {
 		o.Concurrency = DefaultConcurrency

@@ -35,7 +35,9 @@ func NewReader(st kv.Store, settings schema.Settings, registry *index.Registry, 
 }
 
 // WithOptions returns a reader like r (same store, registry and tag index)
-// whose queries follow opts.
+// whose queries follow opts. It does not validate opts (it cannot fail):
+// options that come from a user must pass Options.Validate first; out of range
+// values that reach it act as their zero value.
 func (r *Reader) WithOptions(opts Options) *Reader {
 	c := *r
 	c.opts = opts.withDefaults()
