@@ -9,7 +9,7 @@
 //     included), the IDs of the series that had it, in the index table, written
 //     once per series per day per process and expiring by TTL with the data.
 //
-// Both read and write their tables only through storage.Store and the codecs of
+// Both read and write their tables only through kv.Store and the codecs of
 // schema/, which define every byte of their rows (schema/series.go,
 // schema/index.go). index/lru holds the bounded cache both use.
 //
@@ -17,7 +17,7 @@
 // request; the read path (query/) calls Registry.Lookup, Registry.Labels and the
 // read methods of Postings.
 //
-// This package must never import a storage backend (kv/hbase,
+// This package must never import a kv backend (kv/hbase,
 // kv/embedded, gohbase, Pebble) or a package above it (write, query, db,
 // promapi, cmd).
 package index

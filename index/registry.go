@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/prometheus/prometheus/model/labels"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/hbtsdb/hbtsdb/index/lru"
 	"github.com/hbtsdb/hbtsdb/kv"
@@ -152,8 +153,9 @@ func (r *Registry) Stats() RegistryStats {
 // Cache hits cost no round trip; the misses of the whole batch are read with one
 // GetRows, and only the series that are truly new cost an ID reservation (one
 // Increment per IDBlockSize series), one Apply of their reverse rows and one
-// check-and-put each (RegisterParallelism at a time). On error some ids may be
-// set; the mappings made before the error are durable and cached.
+// check-and-put each (RegisterParallelism at a time; the first error cancels the
+// others). On error some ids may be set; the mappings made before the error are
+// durable and cached.
 func (r *Registry) Resolve(ctx context.Context, lbls []labels.Labels, ids []uint64) error {
 	return r.resolve(ctx, lbls, ids, true)
 }
@@ -285,38 +287,30 @@ func (r *Registry) register(ctx context.Context, fresh []*miss, ids []uint64) er
 		return fmt.Errorf("index: write the labels of %d new series: %w", len(fresh), err)
 	}
 
-	// Check-and-put the forward rows, RegisterParallelism at a time.
-	var (
-		wg      sync.WaitGroup
-		sem     = make(chan struct{}, r.opts.RegisterParallelism)
-		errMu   sync.Mutex
-		firstEr error
-	)
+	// Check-and-put the forward rows, RegisterParallelism at a time; the first
+	// error cancels the others.
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(r.opts.RegisterParallelism)
 	for _, m := range fresh {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			if err := r.claim(ctx, m, now); err != nil {
-				errMu.Lock()
-				if firstEr == nil {
-					firstEr = err
-				}
-				errMu.Unlock()
-			}
-		})
+		g.Go(func() error { return r.claim(gctx, m, now) })
 	}
-	wg.Wait()
+	err = g.Wait()
 	for _, m := range fresh {
 		if m.id != 0 {
 			r.remember(m, ids)
 		}
 	}
-	return firstEr
+	return err
 }
 
 // claim check-and-puts m's forward row with m.id; if another writer won, it sets
-// m.id to the winner's ID. On error m.id is 0.
+// m.id to the winner's ID. On error m.id is 0; when ctx is done already, it does
+// not try.
 func (r *Registry) claim(ctx context.Context, m *miss, now int64) error {
+	if err := ctx.Err(); err != nil {
+		m.id = 0
+		return fmt.Errorf("index: register series %s: %w", m.lbls, err)
+	}
 	put := kv.Put(m.key, schema.FamilySeriesID, []byte(schema.QualifierSeriesID), now, schema.AppendSeriesID(nil, m.id))
 	won, err := r.st.CheckAndPut(ctx, schema.TableSeries, nil, put)
 	if err != nil {
