@@ -4,7 +4,8 @@
 //
 // # Pipeline
 //
-// Writer.Write runs, for one request:
+// Writer.Write runs, for one request, these four steps (each a method of Writer
+// named after it, writer.go):
 //
 //  1. validate: request-level limits refuse the request whole (ErrInvalid, nothing
 //     written); each invalid series, sample or metadata entry becomes a Rejection
@@ -17,8 +18,8 @@
 //     tag columns (family t, once per row per process) and the day's postings
 //     (index.Postings, once per series per day per process);
 //  4. store: the data table in Applies of at most Options.MaxBatch mutations, the
-//     postings and the metadata, concurrently; and return only after the store
-//     acknowledged every one of them.
+//     postings and the metadata, concurrently (the first error cancels the rest);
+//     and return only after the store acknowledged every one of them.
 //
 // # Guarantees
 //

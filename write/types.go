@@ -57,6 +57,41 @@ func DefaultLimits() Limits {
 	}
 }
 
+// Validate reports every field of l that cannot work, joined (errors.Join): no
+// limit may be negative, since 0 already means "no limit". Each error names the
+// field and its value, e.g. "write: Limits.MaxSeriesPerRequest must not be
+// negative (0 means no limit), got -1". New refuses options whose limits do not
+// validate.
+func (l Limits) Validate() error {
+	var errs []error
+	for _, f := range []struct {
+		name  string
+		value int
+	}{
+		{"MaxSeriesPerRequest", l.MaxSeriesPerRequest},
+		{"MaxSamplesPerRequest", l.MaxSamplesPerRequest},
+		{"MaxLabelsPerSeries", l.MaxLabelsPerSeries},
+		{"MaxLabelNameLength", l.MaxLabelNameLength},
+		{"MaxLabelValueLength", l.MaxLabelValueLength},
+	} {
+		if f.value < 0 {
+			errs = append(errs, fmt.Errorf("write: Limits.%s must not be negative (0 means no limit), got %d", f.name, f.value))
+		}
+	}
+	for _, f := range []struct {
+		name  string
+		value time.Duration
+	}{
+		{"MaxFutureSkew", l.MaxFutureSkew},
+		{"MaxAge", l.MaxAge},
+	} {
+		if f.value < 0 {
+			errs = append(errs, fmt.Errorf("write: Limits.%s must not be negative (0 means no limit), got %s", f.name, f.value))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // Result says what a Write stored.
 type Result struct {
 	// SeriesWritten and SamplesWritten count what was durably stored.

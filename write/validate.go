@@ -203,27 +203,28 @@ func (l Limits) labelsError(ls labels.Labels, c labelCheck) error {
 	return &invalidError{reason: reason, kind: ErrInvalidLabels}
 }
 
-// timeBounds are the sample timestamps a request may carry, [min, max] in ms.
+// timeBounds are the sample timestamps a request may carry, [minT, maxT] in ms.
 type timeBounds struct {
-	now      time.Time
-	min, max int64
-	limits   Limits
+	now        time.Time
+	minT, maxT int64
+	limits     Limits
 }
 
+// bounds returns the timestamps a sample may have as of the clock reading now.
 func (l Limits) bounds(now time.Time) timeBounds {
-	b := timeBounds{now: now, min: 0, max: kv.MaxTimestamp, limits: l}
+	b := timeBounds{now: now, minT: 0, maxT: kv.MaxTimestamp, limits: l}
 	ms := now.UnixMilli()
 	if l.MaxAge > 0 {
-		b.min = max(0, ms-l.MaxAge.Milliseconds())
+		b.minT = max(0, ms-l.MaxAge.Milliseconds())
 	}
 	if l.MaxFutureSkew > 0 && ms <= kv.MaxTimestamp-l.MaxFutureSkew.Milliseconds() {
-		b.max = ms + l.MaxFutureSkew.Milliseconds()
+		b.maxT = ms + l.MaxFutureSkew.Milliseconds()
 	}
 	return b
 }
 
 // ok reports whether a sample at t may be stored.
-func (b timeBounds) ok(t int64) bool { return t >= b.min && t <= b.max }
+func (b timeBounds) ok(t int64) bool { return t >= b.minT && t <= b.maxT }
 
 // check returns nil or the *invalidError of a sample at t of series ls.
 func (b timeBounds) check(ls labels.Labels, t int64) error {
@@ -235,11 +236,11 @@ func (b timeBounds) check(ls labels.Labels, t int64) error {
 	switch {
 	case t < 0:
 		reason = fmt.Sprintf("timestamp %d is negative (before 1970-01-01T00:00:00Z)", t)
-	case t < b.min:
+	case t < b.minT:
 		kind = ErrTooOld
 		reason = fmt.Sprintf("timestamp %d (%s) is older than the max age of %s (before %s)",
-			t, date(t), model.Duration(b.limits.MaxAge), date(b.min))
-	case b.limits.MaxFutureSkew > 0 && t > b.max && b.max < kv.MaxTimestamp:
+			t, date(t), model.Duration(b.limits.MaxAge), date(b.minT))
+	case b.limits.MaxFutureSkew > 0 && t > b.maxT && b.maxT < kv.MaxTimestamp:
 		reason = fmt.Sprintf("timestamp %d (%s) is more than %s ahead of the server's clock (%s)",
 			t, date(t), model.Duration(b.limits.MaxFutureSkew), date(b.now.UnixMilli()))
 	default:

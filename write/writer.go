@@ -2,12 +2,14 @@ package write
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/hbtsdb/hbtsdb/index"
 	"github.com/hbtsdb/hbtsdb/index/lru"
@@ -47,11 +49,29 @@ type Options struct {
 	Logger *slog.Logger
 }
 
+// Validate reports every field of o that cannot work, joined (errors.Join):
+// those of Limits (see Limits.Validate), and a negative MaxBatch or
+// ApplyParallelism (0 means the default). Each error names the field and its
+// value. Negative SeenRowsSize and MetadataCacheSize are valid: they disable the
+// cache. New calls Validate before it fills in the defaults.
+func (o Options) Validate() error {
+	errs := []error{o.Limits.Validate()}
+	if o.MaxBatch < 0 {
+		errs = append(errs, fmt.Errorf("write: Options.MaxBatch must not be negative (0 means the default, %d), got %d", DefaultMaxBatch, o.MaxBatch))
+	}
+	if o.ApplyParallelism < 0 {
+		errs = append(errs, fmt.Errorf("write: Options.ApplyParallelism must not be negative (0 means the default, %d), got %d", DefaultApplyParallelism, o.ApplyParallelism))
+	}
+	return errors.Join(errs...)
+}
+
+// withDefaults fills in the defaults of the zero fields of o, which Validate
+// accepted.
 func (o Options) withDefaults() Options {
-	if o.MaxBatch <= 0 {
+	if o.MaxBatch == 0 {
 		o.MaxBatch = DefaultMaxBatch
 	}
-	if o.ApplyParallelism <= 0 {
+	if o.ApplyParallelism == 0 {
 		o.ApplyParallelism = DefaultApplyParallelism
 	}
 	if o.SeenRowsSize == 0 {
@@ -91,10 +111,14 @@ type rowID struct {
 
 // New returns a Writer on st, whose schema was created with settings (the caller
 // checks that, see provision.Check). registry and postings are shared with the read
-// path; nil makes ones with default options.
+// path; nil makes ones with default options. Invalid settings or options (see
+// Options.Validate) fail it with an error naming what is wrong.
 func New(st kv.Store, settings schema.Settings, registry *index.Registry, postings *index.Postings, opts Options) (*Writer, error) {
 	if err := settings.Validate(); err != nil {
 		return nil, fmt.Errorf("write: %w", err)
+	}
+	if err := opts.Validate(); err != nil {
+		return nil, err
 	}
 	opts = opts.withDefaults()
 	if registry == nil {
@@ -147,6 +171,16 @@ type plannedSeries struct {
 	samples  int           // valid samples
 }
 
+// plan is what validate makes of a request: what of it is valid and will be
+// written, and the Result so far (its Rejected list).
+type plan struct {
+	series     []plannedSeries
+	bounds     timeBounds        // the sample timestamps the request may carry
+	metaMuts   []kv.Mutation     // the metadata entries that changed
+	metaStored []schema.Metadata // every valid metadata entry, to remember once stored
+	res        Result
+}
+
 // WriteAt validates req as of the clock reading now (db's appenders check each
 // sample when it is appended and commit later) and stores what is valid of it.
 //
@@ -161,22 +195,38 @@ type plannedSeries struct {
 // safe because every cell's timestamp comes from the request, so a retry rewrites
 // the same cells.
 func (w *Writer) WriteAt(ctx context.Context, req *Request, now time.Time) (Result, error) {
+	p, err := w.validate(req, now)
+	if err != nil {
+		return Result{}, err
+	}
+	ids, err := w.resolve(ctx, p.series)
+	if err != nil {
+		return Result{}, err
+	}
+	b := w.build(req, &p, ids)
+	return w.store(ctx, &p, b)
+}
+
+// validate checks req against the limits as of now. It returns an error wrapping
+// ErrInvalid, and no plan, when the request is over MaxSeriesPerRequest or
+// MaxSamplesPerRequest; otherwise the plan of the request: its valid series (with
+// at least one valid sample), the mutations of its changed metadata, and a Result
+// whose Rejected lists every invalid series, sample and metadata entry. It does no
+// I/O.
+func (w *Writer) validate(req *Request, now time.Time) (plan, error) {
 	lim := w.opts.Limits
-	var res Result
 	if lim.MaxSeriesPerRequest > 0 && len(req.Series) > lim.MaxSeriesPerRequest {
-		return res, fmt.Errorf("%w: %d series in the request, over the limit of %d", ErrInvalid, len(req.Series), lim.MaxSeriesPerRequest)
+		return plan{}, fmt.Errorf("%w: %d series in the request, over the limit of %d", ErrInvalid, len(req.Series), lim.MaxSeriesPerRequest)
 	}
 	total := 0
 	for i := range req.Series {
 		total += len(req.Series[i].Samples)
 	}
 	if lim.MaxSamplesPerRequest > 0 && total > lim.MaxSamplesPerRequest {
-		return res, fmt.Errorf("%w: %d samples in the request, over the limit of %d", ErrInvalid, total, lim.MaxSamplesPerRequest)
+		return plan{}, fmt.Errorf("%w: %d samples in the request, over the limit of %d", ErrInvalid, total, lim.MaxSamplesPerRequest)
 	}
 
-	// Validate.
-	bounds := lim.bounds(now)
-	planned := make([]plannedSeries, 0, len(req.Series))
+	p := plan{bounds: lim.bounds(now), series: make([]plannedSeries, 0, len(req.Series))}
 	for i := range req.Series {
 		s := &req.Series[i]
 		if len(s.Samples) == 0 {
@@ -184,47 +234,54 @@ func (w *Writer) WriteAt(ctx context.Context, req *Request, now time.Time) (Resu
 		}
 		lbls, err := lim.checkLabels(s.Labels)
 		if err != nil {
-			res.Rejected = append(res.Rejected, Rejection{Series: i, Sample: -1, Samples: len(s.Samples), Reason: err.Error()})
+			p.res.Rejected = append(p.res.Rejected, Rejection{Series: i, Sample: -1, Samples: len(s.Samples), Reason: err.Error()})
 			continue
 		}
 		valid := 0
 		for j := range s.Samples {
-			if err := bounds.check(s.Labels, s.Samples[j].T); err != nil {
-				res.Rejected = append(res.Rejected, Rejection{Series: i, Sample: j, Samples: 1, Reason: err.Error()})
+			if err := p.bounds.check(s.Labels, s.Samples[j].T); err != nil {
+				p.res.Rejected = append(p.res.Rejected, Rejection{Series: i, Sample: j, Samples: 1, Reason: err.Error()})
 				continue
 			}
 			valid++
 		}
 		if valid > 0 {
-			planned = append(planned, plannedSeries{req: i, lbls: lbls, allValid: valid == len(s.Samples), samples: valid})
+			p.series = append(p.series, plannedSeries{req: i, lbls: lbls, allValid: valid == len(s.Samples), samples: valid})
 		}
 	}
-	metaMuts, metaStored := w.planMetadata(req.Metadata, now, &res)
-	if len(planned) == 0 && len(metaMuts) == 0 {
-		res.MetadataWritten = len(metaStored)
-		return res, nil
+	p.metaMuts, p.metaStored = w.planMetadata(req.Metadata, now, &p.res)
+	return p, nil
+}
+
+// resolve returns the series IDs of the planned series, in their order, through
+// the registry (registering the new ones); nil when there are none.
+func (w *Writer) resolve(ctx context.Context, series []plannedSeries) ([]uint64, error) {
+	if len(series) == 0 {
+		return nil, nil
 	}
-
-	// Resolve series IDs.
-	ids := make([]uint64, len(planned))
-	if len(planned) > 0 {
-		lbls := make([]labels.Labels, len(planned))
-		for i := range planned {
-			lbls[i] = planned[i].lbls
-		}
-		if err := w.registry.Resolve(ctx, lbls, ids); err != nil {
-			return Result{}, fmt.Errorf("write: resolve %d series: %w", len(planned), err)
-		}
+	ids := make([]uint64, len(series))
+	lbls := make([]labels.Labels, len(series))
+	for i := range series {
+		lbls[i] = series[i].lbls
 	}
+	if err := w.registry.Resolve(ctx, lbls, ids); err != nil {
+		return nil, fmt.Errorf("write: resolve %d series: %w", len(series), err)
+	}
+	return ids, nil
+}
 
-	// Build the mutations of the data table, grouped by row, and the postings.
-	b := w.build(req, planned, ids, bounds)
-
-	// Store: data chunks, postings and metadata, concurrently; all must succeed.
-	var jobs []func() error
+// store writes a request's batch and metadata — the data table in Applies of at
+// most Options.MaxBatch mutations, the postings and the metadata, at most
+// Options.ApplyParallelism at a time — and returns the request's Result once the
+// store acknowledged all of them. On the first error it cancels the writes still
+// running and returns that error with a zero Result, and remembers nothing.
+// Once acknowledged, it remembers the rows whose tags and the metadata it wrote,
+// so that later requests need not write them again.
+func (w *Writer) store(ctx context.Context, p *plan, b batch) (Result, error) {
+	var jobs []func(ctx context.Context) error
 	for start := 0; start < len(b.muts); start += w.opts.MaxBatch {
 		chunk := b.muts[start:min(start+w.opts.MaxBatch, len(b.muts))]
-		jobs = append(jobs, func() error {
+		jobs = append(jobs, func(ctx context.Context) error {
 			if err := w.st.Apply(ctx, schema.TableData, chunk); err != nil {
 				return fmt.Errorf("write: store %d samples: %w", b.samples, err)
 			}
@@ -232,22 +289,22 @@ func (w *Writer) WriteAt(ctx context.Context, req *Request, now time.Time) (Resu
 		})
 	}
 	if len(b.entries) > 0 {
-		jobs = append(jobs, func() error {
+		jobs = append(jobs, func(ctx context.Context) error {
 			if _, err := w.postings.Write(ctx, b.entries); err != nil {
 				return fmt.Errorf("write: %w", err)
 			}
 			return nil
 		})
 	}
-	if len(metaMuts) > 0 {
-		jobs = append(jobs, func() error {
-			if err := w.st.Apply(ctx, schema.TableMeta, metaMuts); err != nil {
+	if len(p.metaMuts) > 0 {
+		jobs = append(jobs, func(ctx context.Context) error {
+			if err := w.st.Apply(ctx, schema.TableMeta, p.metaMuts); err != nil {
 				return fmt.Errorf("write: store metric metadata: %w", err)
 			}
 			return nil
 		})
 	}
-	if err := run(jobs, w.opts.ApplyParallelism); err != nil {
+	if err := run(ctx, jobs, w.opts.ApplyParallelism); err != nil {
 		return Result{}, err
 	}
 
@@ -255,12 +312,13 @@ func (w *Writer) WriteAt(ctx context.Context, req *Request, now time.Time) (Resu
 	for _, r := range b.newRows {
 		w.seenRows.Add(r, struct{}{})
 	}
-	for _, m := range metaStored {
+	for _, m := range p.metaStored {
 		w.metadata.Add(m.Metric, m)
 	}
-	res.SeriesWritten = len(planned)
+	res := p.res
+	res.SeriesWritten = len(p.series)
 	res.SamplesWritten = b.samples
-	res.MetadataWritten = len(metaStored)
+	res.MetadataWritten = len(p.metaStored)
 	return res, nil
 }
 
@@ -272,13 +330,16 @@ type batch struct {
 	samples int
 }
 
-// build turns the valid series and samples of a request into data-table
-// mutations, grouped by row: the r cell of every sample and, for every row this
-// process has not written the tags of, its t cells. Row keys, qualifiers and
-// values are cut from one buffer per request; they are not reused after the
-// request, because a store may still hold them when a cancelled Apply returns.
-func (w *Writer) build(req *Request, planned []plannedSeries, ids []uint64, bounds timeBounds) batch {
+// build turns the planned series of a request and their series IDs (ids[i] is
+// the ID of pl.series[i]) into the batch to store: data-table mutations, grouped
+// by row — the r cell of every valid sample and, for every row this process has
+// not written the tags of, its t cells — and one index entry per series per day
+// it has samples on. Row keys, qualifiers and values are cut from one buffer per
+// request; they are not reused after the request, because a store may still hold
+// them when a cancelled Apply returns. It does no I/O.
+func (w *Writer) build(req *Request, pl *plan, ids []uint64) batch {
 	var b batch
+	planned, bounds := pl.series, pl.bounds
 	size, samples := 0, 0
 	type seriesKey struct {
 		host, metric string
@@ -287,7 +348,7 @@ func (w *Writer) build(req *Request, planned []plannedSeries, ids []uint64, boun
 	keys := make([]seriesKey, len(planned))
 	for i := range planned {
 		p := &planned[i]
-		k := seriesKey{host: schema.HostOf(p.lbls, w.hostLabels), metric: p.lbls.Get("__name__")}
+		k := seriesKey{host: schema.HostOf(p.lbls, w.hostLabels), metric: p.lbls.Get(model.MetricNameLabel)}
 		k.salt = schema.Salt(k.host, w.settings.SaltBuckets)
 		keys[i] = k
 		rowLen := 1 + schema.EscapedLen(k.host) + schema.EscapedLen(k.metric) + 16
@@ -366,7 +427,7 @@ func (w *Writer) appendTags(b *batch, buf, row []byte, lbls labels.Labels, bucke
 		ts = bucketStart + end
 	}
 	lbls.Range(func(l labels.Label) {
-		if l.Name == "__name__" {
+		if l.Name == model.MetricNameLabel {
 			return
 		}
 		start := len(buf)
@@ -378,31 +439,25 @@ func (w *Writer) appendTags(b *batch, buf, row []byte, lbls labels.Labels, bucke
 	return buf
 }
 
-// run runs jobs, at most parallel at a time, and returns the first error. A single
-// job runs on the calling goroutine.
-func run(jobs []func() error, parallel int) error {
+// run runs jobs, at most parallel at a time, and returns the first error. Each
+// job gets a context that is cancelled as soon as one job fails (or ctx is done),
+// so the others stop early; a job not started by then is not started at all. A
+// single job runs on the calling goroutine.
+func run(ctx context.Context, jobs []func(ctx context.Context) error, parallel int) error {
 	if len(jobs) == 1 {
-		return jobs[0]()
+		return jobs[0](ctx)
 	}
-	var (
-		wg    sync.WaitGroup
-		sem   = make(chan struct{}, parallel)
-		mu    sync.Mutex
-		first error
-	)
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(parallel)
 	for _, job := range jobs {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			if err := job(); err != nil {
-				mu.Lock()
-				if first == nil {
-					first = err
-				}
-				mu.Unlock()
+		g.Go(func() error {
+			if err := gctx.Err(); err != nil {
+				// Only the first error is returned: when another job failed, this
+				// one is dropped; when ctx is done, it says so.
+				return fmt.Errorf("write: not stored: %w", err)
 			}
+			return job(gctx)
 		})
 	}
-	wg.Wait()
-	return first
+	return g.Wait()
 }
