@@ -83,9 +83,9 @@ func (f *fetcher) next() (*series, []bucketSamples, bool, error) {
 	for _, b := range res.rows {
 		f.samples += len(b.samples)
 	}
-	if max := f.r.opts.MaxSamples; max > 0 && f.samples > max {
+	if maxSamples := f.r.opts.MaxSamples; maxSamples > 0 && f.samples > maxSamples {
 		f.cancel()
-		return nil, nil, false, fmt.Errorf("query: more than %d samples in %d series: %w", max, f.pos, ErrTooManySamples)
+		return nil, nil, false, fmt.Errorf("query: more than %d samples in %d series: %w", maxSamples, f.pos, ErrTooManySamples)
 	}
 	return s, res.rows, true, nil
 }

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/value"
@@ -189,30 +188,56 @@ func TestSelect(t *testing.T) {
 					t.Errorf("got %q, want %q", got, want)
 				}
 			})
-			t.Run("limits fail with ErrLimitExceeded", func(t *testing.T) {
-				for _, o := range []query.Options{{MaxSeries: 2}, {MaxSamples: 6}} {
-					q, _ := f.reader(o).Querier(0, all)
-					ss := q.Select(context.Background(), true, nil, m(labels.MatchEqual, "__name__", "cpu"))
-					for ss.Next() {
-					}
-					if err := ss.Err(); !errors.Is(err, query.ErrLimitExceeded) {
-						t.Errorf("%+v: Err = %v, want ErrLimitExceeded", o, err)
-					}
-					q.Close()
-				}
-				if got := sel(t, f.reader(query.Options{MaxSeries: 3, MaxSamples: 8}), 0, all, nil, m(labels.MatchEqual, "__name__", "cpu")); got != lineA+lineB+lineC {
-					t.Errorf("at the limits: %s", got)
-				}
-			})
-			t.Run("a Select past its timeout fails with DeadlineExceeded", func(t *testing.T) {
-				q, _ := f.reader(query.Options{Timeout: time.Nanosecond}).Querier(0, all)
-				defer q.Close()
-				time.Sleep(time.Millisecond)
-				ss := q.Select(context.Background(), true, nil, m(labels.MatchEqual, "__name__", "cpu"))
-				for ss.Next() {
-				}
-				if err := ss.Err(); !errors.Is(err, context.DeadlineExceeded) {
-					t.Errorf("Err = %v, want DeadlineExceeded", err)
+			t.Run("limits fail one over, with errors naming the limit", func(t *testing.T) {
+				cpu := []*labels.Matcher{m(labels.MatchEqual, "__name__", "cpu")}     // a, b, c: 8 samples
+				cpuH1 := append(slices.Clip(cpu), m(labels.MatchEqual, "host", "h1")) // a, b: 7 samples
+				limitHint := &storage.SelectHints{Start: 0, End: all, Limit: 2}
+				for _, tc := range []struct {
+					name   string
+					opts   query.Options
+					hints  *storage.SelectHints
+					ms     []*labels.Matcher
+					want   string
+					wantIs error
+				}{
+					{name: "index plan: as many series as MaxSeries pass", opts: query.Options{Plan: query.PlanIndex, MaxSeries: 3}, ms: cpu,
+						want: lineA + lineB + lineC},
+					{name: "index plan: one series over MaxSeries fails before handing out a series", opts: query.Options{Plan: query.PlanIndex, MaxSeries: 2}, ms: cpu,
+						want:   `error: query: 3 series match {__name__="cpu"}, more than the limit of 2: too many series: query limit exceeded` + "\n",
+						wantIs: query.ErrTooManySeries},
+					{name: "index plan: a hints limit at MaxSeries cuts the series first", opts: query.Options{Plan: query.PlanIndex, MaxSeries: 2}, hints: limitHint, ms: cpu,
+						want: lineA + lineB},
+					{name: "index plan: as many samples as MaxSamples pass", opts: query.Options{Plan: query.PlanIndex, MaxSamples: 8}, ms: cpu,
+						want: lineA + lineB + lineC},
+					{name: "index plan: one sample over MaxSamples fails at the series that goes over", opts: query.Options{Plan: query.PlanIndex, MaxSamples: 7}, ms: cpu,
+						want:   lineA + lineB + "error: query: more than 7 samples in 3 series: too many samples: query limit exceeded\n",
+						wantIs: query.ErrTooManySamples},
+					{name: "host scan: as many series as MaxSeries pass", opts: query.Options{Plan: query.PlanHostScan, MaxSeries: 2}, ms: cpuH1,
+						want: lineA + lineB},
+					{name: "host scan: one series over MaxSeries fails", opts: query.Options{Plan: query.PlanHostScan, MaxSeries: 1}, ms: cpuH1,
+						want:   `error: query: 2 series match {__name__="cpu", host="h1"}, more than the limit of 1: too many series: query limit exceeded` + "\n",
+						wantIs: query.ErrTooManySeries},
+					{name: "host scan: as many samples as MaxSamples pass", opts: query.Options{Plan: query.PlanHostScan, MaxSamples: 7}, ms: cpuH1,
+						want: lineA + lineB},
+					{name: "host scan: one sample over MaxSamples fails", opts: query.Options{Plan: query.PlanHostScan, MaxSamples: 6}, ms: cpuH1,
+						want:   "error: query: more than 6 samples in cpu on host h1: too many samples: query limit exceeded\n",
+						wantIs: query.ErrTooManySamples},
+				} {
+					t.Run(tc.name, func(t *testing.T) {
+						q, err := f.reader(tc.opts).Querier(0, all)
+						if err != nil {
+							t.Fatal(err)
+						}
+						defer q.Close()
+						ss := q.Select(context.Background(), true, tc.hints, tc.ms...)
+						if got := dump(t, ss); got != tc.want {
+							t.Errorf("got\n%s\nwant\n%s", got, tc.want)
+						}
+						err = ss.Err()
+						if tc.wantIs != nil && (!errors.Is(err, tc.wantIs) || !errors.Is(err, query.ErrLimitExceeded)) {
+							t.Errorf("Err = %v, want it to wrap %v and ErrLimitExceeded", err, tc.wantIs)
+						}
+					})
 				}
 			})
 			t.Run("label names and values", func(t *testing.T) {
