@@ -20,6 +20,8 @@ const MaxChunkSamples = 120
 // chunks of its rows (family c) as they are when a row holds one and nothing
 // else in the range, and otherwise XOR chunks encoded from the row's merged
 // samples, at most MaxChunkSamples each and never across a bucket boundary.
+// Nothing stores chunks yet (compaction is future work), so today every chunk
+// is encoded from raw cells.
 // Series come as Querier's do, Options.Concurrency read ahead, so memory stays
 // flat in the number of series.
 func (r *Reader) ChunkQuerier(mint, maxt int64) (storage.ChunkQuerier, error) {

@@ -6,43 +6,58 @@
 // Reader implements storage.Queryable (Querier) and storage.ChunkQueryable
 // (ChunkQuerier) of Prometheus v0.316.0, which db.DB exposes as its
 // storage.Storage; besides, for tools and tests, SeriesInRange, Samples and
-// Metadata, and the methods the HTTP API adds (last.go, metadata.go).
+// Metadata (reader.go), and the methods the HTTP API adds: Last (last.go) and
+// ListMetadata (metadata.go). Options (options.go) tune it; Options.Validate
+// checks options that come from a user, which Reader.WithOptions does not.
 //
 // A Select of [mint, maxt] (inclusive, ms; narrowed by SelectHints.Start/End):
 //
 //  1. plans (plan.go): the index plan, or — when __name__ and the host are fixed
-//     by equality matchers and it is cheaper by an estimate from posting-list
-//     sizes — one scan of the host/metric key range with server-side filters on
-//     the promoted t: columns;
+//     by equality matchers, the host and metric have 1 to
+//     Options.HostScanMaxSeries series on the days of the range, and it is no
+//     dearer by an estimate in round trips (choosePlan) — one scan of the
+//     host/metric key range with server-side filters on the promoted t:
+//     columns; Options.Plan forces either;
 //  2. index plan: for every day of the range that has index rows (empty
 //     stretches are skipped by one scan, days read Options.Concurrency at a
-//     time), matchers become posting-list operations (postings.go): equality
-//     reads, set regexes as batched reads, other regexes as scans of the
-//     label's value range from their literal prefix, intersected; matchers
-//     that match the empty string are differences, so series lacking the label
-//     are selected too. The union over days gives series IDs, the registry
-//     their labels (cached), sorted by labels;
+//     time, the first error cancelling the others), matchers become
+//     posting-list operations (postings.go): equality reads, set regexes as
+//     batched reads, other regexes as scans of the label's value range from
+//     their literal prefix, intersected; matchers that match the empty string
+//     are differences, so series lacking the label are selected too. The union
+//     over days gives series IDs (more than Options.MaxSeries fail here, unless
+//     a SelectHints.Limit no larger cuts them), the registry their labels
+//     (cached), sorted by labels;
 //  3. reads one key range per series (newest bucket first), Options.Concurrency
 //     series at a time and at most that many ahead of the consumer (fetch.go),
 //     so memory holds a few series' windows, not the result; raw cells (family
-//     r) and stored chunks (family c, schema/chunk.go) are merged, one sample per
-//     timestamp (raw wins), ascending, values bit-exact (stale markers included);
+//     r) and any chunk cells (family c, schema/chunk.go) are merged, one sample
+//     per timestamp (raw wins), ascending, values bit-exact (stale markers
+//     included). Closing the querier or cancelling the Select's context stops
+//     the reads in flight;
 //  4. hands out series lazily: samples through chunkenc.Iterator, or for the
 //     ChunkQuerier (remote read's streamed XOR chunks) a row's stored chunk as
 //     it is, else XOR chunks of at most MaxChunkSamples encoded per bucket.
 //
 // Series without a sample in the range are left out. With SelectHints.Func
-// "series" only labels are read: every series the index holds for the days of the
-// range, including one whose samples that day lie outside it. SelectHints.Limit cuts the sorted series;
-// Options.MaxSeries and MaxSamples fail a Select with errors wrapping
-// ErrLimitExceeded; Options.Timeout bounds it (context.DeadlineExceeded).
-// LabelNames and LabelValues read the index (without
-// matchers) or the labels of the matching series, with LabelHints.Limit.
+// "series" only labels are read: every series the index holds for the days of
+// the range, including one whose samples that day lie outside it.
+// SelectHints.Limit cuts the sorted series; Options.MaxSeries and MaxSamples
+// fail a Select with errors wrapping ErrLimitExceeded (one over the limit, not
+// at it); Options.Timeout bounds it (context.DeadlineExceeded). LabelNames and
+// LabelValues read the index (without matchers) or the labels of the matching
+// series, with LabelHints.Limit.
 //
-// Not yet: rollups (SelectHints.Step/Func are not used to pick a resolution),
-// sharding hints, native histograms (not stored).
+// # Not yet
+//
+// Compaction (future work, ARCHITECTURE.md) will seal buckets into chunk
+// cells; nothing writes family c yet, so every row read today holds raw cells
+// only. Select and ChunkQuerier already merge chunk cells where present;
+// Samples and Last read raw cells only. Rollups and downsampling are future
+// work too: SelectHints.Step/Func do not pick a resolution, every read is of
+// raw samples. Also not used: sharding hints; native histograms are not stored.
 //
 // It reads only through kv.Store, schema's codecs and index/. It must never
-// import a kv backend (kv/hbase, kv/embedded, gohbase, Pebble) nor
-// db, promapi or cmd.
+// import a kv backend (kv/hbase, kv/embedded, gohbase, Pebble) nor write, db,
+// promapi or cmd.
 package query

@@ -34,6 +34,11 @@ type LastSeries struct {
 // new scan as soon as it has n samples. A series that does not match costs one
 // row. Samples with timestamps in the future are returned like any other: the
 // newest stored readings are what the caller asked for.
+//
+// It reads raw cells (family r) only, which today hold every sample: nothing
+// writes chunk cells yet. Once compaction (future work) moves sealed buckets
+// into family c, Last must read them too, and "each row holds at least one raw
+// sample" no longer holds.
 func (r *Reader) Last(ctx context.Context, host, metric string, n int, matcherSets ...[]*labels.Matcher) ([]LastSeries, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("query: last %d samples of %s on %q: n must be at least 1: %w", n, metric, host, kv.ErrInvalidArgument)

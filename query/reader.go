@@ -97,8 +97,9 @@ func matches(ls labels.Labels, matchers []*labels.Matcher) bool {
 // value are ignored, as on the write path.
 //
 // It scans the series' data rows newest bucket first (schema.SeriesRowRange) and
-// decodes their r cells. Chunks (family c, written by compaction, which does not
-// exist yet) are not read.
+// decodes their r cells only: chunk cells (family c) are not read. Nothing
+// writes them yet; once compaction (future work) does, Samples must merge them
+// as Select does.
 func (r *Reader) Samples(ctx context.Context, lbls labels.Labels, mint, maxt int64) ([]schema.Sample, error) {
 	maxt = min(maxt, kv.MaxTimestamp)
 	if maxt < 0 || maxt < mint {
