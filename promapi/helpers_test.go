@@ -25,13 +25,16 @@ type response struct {
 	header http.Header
 }
 
-// post sends one request over real HTTP.
+// post sends one request over real HTTP, on a connection of its own that is
+// closed with the response (Request.Close), so that no keep-alive connection of
+// the client, with its two goroutines, outlives the test.
 func post(t testing.TB, url string, header map[string]string, body []byte) response {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
+	req.Close = true
 	for k, v := range header {
 		req.Header.Set(k, v)
 	}

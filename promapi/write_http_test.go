@@ -4,7 +4,8 @@ package promapi
 // bound and decoding. They use a scripted Writer, which stands in for the store
 // only where the store's behaviour is the input (a store that fails, or that
 // blocks). Every endpoint is also tested end to end against the real write
-// pipeline on both backends in write_test.go.
+// pipeline on both backends in write_test.go; the decoders themselves are tested
+// and fuzzed in package wire.
 
 import (
 	"context"
@@ -12,7 +13,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -21,13 +21,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/prompb"
 	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
 
 	"github.com/hbtsdb/hbtsdb/kv"
-	"github.com/hbtsdb/hbtsdb/schema"
 	"github.com/hbtsdb/hbtsdb/write"
 )
 
@@ -222,68 +220,6 @@ func TestPanicInTheWritePathIs500(t *testing.T) {
 	}
 }
 
-func TestV1DecodingKeepsValuesAndMetadata(t *testing.T) {
-	stale := math.Float64frombits(0x7ff0000000000002)
-	msg := &prompb.WriteRequest{
-		Timeseries: []prompb.TimeSeries{
-			{Labels: v1Labels("job", "a", "__name__", "up"), // unsorted on the wire
-				Samples: []prompb.Sample{{Timestamp: 1, Value: stale}, {Timestamp: 2, Value: 5e-324}}},
-			{Labels: v1Labels("__name__", "h"), Histograms: []prompb.Histogram{{Timestamp: 1}, {Timestamp: 2}}},
-			{Labels: v1Labels("__name__", "e"), Samples: []prompb.Sample{{Timestamp: 3, Value: 3}},
-				Exemplars: []prompb.Exemplar{{Timestamp: 3, Value: 1}}},
-		},
-		Metadata: []prompb.MetricMetadata{{Type: prompb.MetricMetadata_COUNTER, MetricFamilyName: "up", Help: "h", Unit: "seconds"}},
-	}
-	body, err := msg.Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	req, dropped, err := decodeV1(body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if dropped != (notStored{histograms: 2, exemplars: 1}) {
-		t.Errorf("dropped = %+v", dropped)
-	}
-	if len(req.Series) != 2 || !labels.Equal(req.Series[0].Labels, labels.FromStrings("__name__", "up", "job", "a")) {
-		t.Fatalf("series = %+v", req.Series)
-	}
-	if got := math.Float64bits(req.Series[0].Samples[0].V); got != 0x7ff0000000000002 {
-		t.Errorf("stale marker bits = %x", got)
-	}
-	if got := req.Series[0].Samples[1]; got != (schema.Sample{T: 2, V: 5e-324}) {
-		t.Errorf("second sample = %v", got)
-	}
-	want := schema.Metadata{Metric: "up", Type: model.MetricTypeCounter, Help: "h", Unit: "seconds"}
-	if len(req.Metadata) != 1 || req.Metadata[0] != want {
-		t.Errorf("metadata = %+v, want %+v", req.Metadata, want)
-	}
-}
-
-func TestV2DecodingResolvesSymbolsAndMetadata(t *testing.T) {
-	msg := v2Request(
-		v2In{labels: labels.FromStrings("__name__", "http_requests_total", "code", "200"),
-			samples: []writev2.Sample{{Timestamp: 5, Value: 7}}, typ: writev2.Metadata_METRIC_TYPE_COUNTER, help: "Requests.", unit: "requests"},
-		v2In{labels: labels.FromStrings("__name__", "http_requests_total", "code", "500"),
-			samples: []writev2.Sample{{Timestamp: 5, Value: 1}}, typ: writev2.Metadata_METRIC_TYPE_COUNTER, help: "Requests.", unit: "requests"},
-		v2In{labels: labels.FromStrings("__name__", "lat"), histograms: []writev2.Histogram{{Timestamp: 5}}},
-	)
-	req, dropped, err := fromV2(msg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if dropped != (notStored{histograms: 1}) {
-		t.Errorf("dropped = %+v", dropped)
-	}
-	if len(req.Series) != 2 || req.Series[1].Labels.Get("code") != "500" || req.Series[1].Samples[0] != (schema.Sample{T: 5, V: 1}) {
-		t.Errorf("series = %+v", req.Series)
-	}
-	want := schema.Metadata{Metric: "http_requests_total", Type: model.MetricTypeCounter, Help: "Requests.", Unit: "requests"}
-	if len(req.Metadata) != 1 || req.Metadata[0] != want {
-		t.Errorf("metadata = %+v, want one %+v", req.Metadata, want)
-	}
-}
-
 func TestV2HeadersCountWhatWasWritten(t *testing.T) {
 	srv := httptest.NewServer(NewRouter(Options{Writer: &scriptedWriter{}}))
 	defer srv.Close()
@@ -296,27 +232,5 @@ func TestV2HeadersCountWhatWasWritten(t *testing.T) {
 	if r.status != 204 || r.header.Get(headerSamplesWritten) != "3" || r.header.Get(headerHistogramsWritten) != "0" ||
 		r.header.Get(headerExemplarsWritten) != "0" {
 		t.Fatalf("v2 write: %d %q headers %v", r.status, r.body, r.header)
-	}
-}
-
-func TestMetricFamilyOfRemoteWrite2Metadata(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		typ  model.MetricType
-		want string
-	}{
-		{"http_duration_seconds_bucket", model.MetricTypeHistogram, "http_duration_seconds"},
-		{"http_duration_seconds_sum", model.MetricTypeHistogram, "http_duration_seconds"},
-		{"http_duration_seconds_count", model.MetricTypeHistogram, "http_duration_seconds"},
-		{"rpc_latency_sum", model.MetricTypeSummary, "rpc_latency"},
-		{"rpc_latency", model.MetricTypeSummary, "rpc_latency"},
-		{"queue_gsum", model.MetricTypeGaugeHistogram, "queue"},
-		{"requests_total", model.MetricTypeCounter, "requests_total"},
-		{"build_count", model.MetricTypeGauge, "build_count"},
-		{"_bucket", model.MetricTypeHistogram, "_bucket"},
-	} {
-		if got := metricFamily(tc.name, tc.typ); got != tc.want {
-			t.Errorf("metricFamily(%s, %s) = %s, want %s", tc.name, tc.typ, got, tc.want)
-		}
 	}
 }

@@ -1,6 +1,6 @@
 //go:build slicelabels || dedupelabels
 
-package promapi
+package wire
 
 // bodyString copies: these builds of Prometheus' labels package keep the strings
 // they are given, which must then not point into a reused request body.

@@ -1,4 +1,4 @@
-package promapi
+package wire
 
 import (
 	"encoding/binary"
@@ -8,12 +8,53 @@ import (
 	"math"
 	"slices"
 
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/prompb"
 
 	"github.com/hbtsdb/hbtsdb/schema"
 	"github.com/hbtsdb/hbtsdb/write"
 )
+
+// Remote-write proto message names, as the Content-Type's proto parameter names
+// them (1.0 and 2.0 specs, Content-Type).
+const (
+	messageV1 = "prometheus.WriteRequest"
+	messageV2 = "io.prometheus.write.v2.Request"
+)
+
+// NotStored counts what a remote-write request carried that hbtsdb does not store
+// yet, and which a decoder therefore leaves out of the write.Request: native
+// histogram samples and exemplars.
+type NotStored struct {
+	Histograms, Exemplars int
+}
+
+// DecodeV1 decodes a body whose sender declared it a remote-write 1.0
+// prometheus.WriteRequest (uncompressed protobuf) into a write.Request: every
+// series with float samples, its labels sorted by name (duplicates and invalid
+// names kept: the writer rejects them per series), the metadata of each
+// MetricMetadata entry, and the count of histograms and exemplars left out.
+// Series that carry only histograms or exemplars are left out. The request's
+// label strings do not alias data, which the caller may reuse.
+//
+// Errors wrap write.ErrInvalid: a body that is not a valid
+// prometheus.WriteRequest, or one that decodes to nothing while holding the
+// fields of an io.prometheus.write.v2.Request ("Receiver accidental use of wrong
+// schema ... will result in empty message", 2.0 Content-Type), which would
+// otherwise be acknowledged as an empty write.
+func DecodeV1(data []byte) (write.Request, NotStored, error) {
+	req, dropped, err := decodeV1(data)
+	if err != nil {
+		return write.Request{}, NotStored{}, fmt.Errorf("%w: body is not a protobuf %s: %v", write.ErrInvalid, messageV1, err)
+	}
+	if len(req.Series) == 0 && len(req.Metadata) == 0 && dropped == (NotStored{}) && hasTopLevelField(data, 4, 5) {
+		return write.Request{}, NotStored{}, fmt.Errorf("%w: body is an %s (it has symbols or timeseries in fields 4 and 5), "+
+			"but Content-Type says %s; send it with Content-Type application/x-protobuf;proto=%s",
+			write.ErrInvalid, messageV2, messageV1, messageV2)
+	}
+	return req, dropped, nil
+}
 
 // decodeV1 decodes a remote-write 1.0 body (prometheus.WriteRequest) straight into
 // a write.Request: what fromV1 makes of prompb's generated Unmarshal, without its
@@ -27,8 +68,8 @@ import (
 // FuzzDecodeV1 holds it to that): wire types are checked for known fields,
 // unknown fields (groups included) are skipped, and exemplars, histograms and
 // metadata, which are rare or not stored, go through the generated code.
-func decodeV1(data []byte) (write.Request, notStored, error) {
-	var dropped notStored
+func decodeV1(data []byte) (write.Request, NotStored, error) {
+	var dropped NotStored
 	nSeries, nSamples, err := countV1(data)
 	if err != nil {
 		return write.Request{}, dropped, err
@@ -81,7 +122,7 @@ func decodeV1(data []byte) (write.Request, notStored, error) {
 
 // decodeSeriesV1 decodes one TimeSeries: its labels into b (in wire order), its
 // samples appended to samples; exemplars and histograms are checked and counted.
-func decodeSeriesV1(data []byte, b *labels.ScratchBuilder, samples []schema.Sample, dropped *notStored) ([]schema.Sample, error) {
+func decodeSeriesV1(data []byte, b *labels.ScratchBuilder, samples []schema.Sample, dropped *NotStored) ([]schema.Sample, error) {
 	r := pbReader{b: data}
 	for !r.done() {
 		field, wire, start, err := r.tag("TimeSeries")
@@ -118,7 +159,7 @@ func decodeSeriesV1(data []byte, b *labels.ScratchBuilder, samples []schema.Samp
 			if err := e.Unmarshal(msg); err != nil {
 				return samples, err
 			}
-			dropped.exemplars++
+			dropped.Exemplars++
 		case 4: // histograms: not stored, but they must decode
 			msg, err := r.message(wire, "Histograms")
 			if err != nil {
@@ -128,7 +169,7 @@ func decodeSeriesV1(data []byte, b *labels.ScratchBuilder, samples []schema.Samp
 			if err := h.Unmarshal(msg); err != nil {
 				return samples, err
 			}
-			dropped.histograms++
+			dropped.Histograms++
 		default:
 			if err := r.skip(start); err != nil {
 				return samples, err
@@ -197,6 +238,29 @@ func decodeSampleV1(data []byte) (schema.Sample, error) {
 		}
 	}
 	return s, nil
+}
+
+// metricTypeV1 is the metric type of a 1.0 MetricMetadata; unknown values are
+// model.MetricTypeUnknown.
+func metricTypeV1(t prompb.MetricMetadata_MetricType) model.MetricType {
+	switch t {
+	case prompb.MetricMetadata_COUNTER:
+		return model.MetricTypeCounter
+	case prompb.MetricMetadata_GAUGE:
+		return model.MetricTypeGauge
+	case prompb.MetricMetadata_HISTOGRAM:
+		return model.MetricTypeHistogram
+	case prompb.MetricMetadata_GAUGEHISTOGRAM:
+		return model.MetricTypeGaugeHistogram
+	case prompb.MetricMetadata_SUMMARY:
+		return model.MetricTypeSummary
+	case prompb.MetricMetadata_INFO:
+		return model.MetricTypeInfo
+	case prompb.MetricMetadata_STATESET:
+		return model.MetricTypeStateset
+	default:
+		return model.MetricTypeUnknown
+	}
 }
 
 // countV1 counts the series and samples of a body, to allocate once. Errors are

@@ -1,6 +1,6 @@
 //go:build !slicelabels && !dedupelabels
 
-package promapi
+package wire
 
 import "unsafe"
 

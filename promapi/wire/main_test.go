@@ -1,0 +1,13 @@
+package wire
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// TestMain fails the package's tests if any leaves a goroutine running: the
+// decoders start none.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
