@@ -2,9 +2,47 @@
 // /-/ready), the write endpoints (Prometheus remote write on POST /api/v1/write,
 // OpenTSDB's POST /api/put), remote read, the Prometheus HTTP API and the
 // native JSON API (/api/v1/last). It decodes requests, hands them to the
-// layers below (a Writer: write.Writer or db.DB) and maps their errors to status
-// codes in one place (statusOf); it holds no storage logic and never imports a
-// storage backend.
+// layers below (a Writer: write.Writer or db.DB) and answers with their
+// results; it holds no storage logic and never imports a storage backend.
+//
+// # Where things live
+//
+//   - promapi/wire: the write bodies' wire formats, bytes in and write.Request
+//     out, with no HTTP and no store (wire.DecodeV1, wire.DecodeV2,
+//     wire.DecodePut); fuzzed there. Its errors wrap write.ErrInvalid.
+//   - Write endpoints, HTTP side: remotewrite.go (negotiation, the snappy
+//     middleware, client_golang's handler, partial-write answers), put.go
+//     (/api/put's responses), body.go (reading and decompressing bodies within
+//     the limits), limits.go (WriteLimits, the concurrency bound),
+//     writehandler.go.
+//   - Read endpoints: readhandler.go, last.go, metadata.go, respond.go (ours, in
+//     Prometheus' envelope), queryapi.go (Prometheus' web/api/v1), remoteread.go
+//     (Prometheus' storage/remote read handler).
+//
+// # Errors and status codes
+//
+// There is no single mapping for every endpoint; there is one per kind:
+//   - Write endpoints (/api/v1/write, /api/put): statusOf (errors.go) is the one
+//     place where an error becomes a status code: every failure of those
+//     requests, from the concurrency bound and the body limits to the decoders
+//     and the writer, goes through it (failRemote and Store in remotewrite.go,
+//     failPut in put.go; client_golang's handler only copies the status Store
+//     sets). Only a method other than POST (405, the router) and a panic (500,
+//     recoverPanics) are answered elsewhere. It maps sentinel errors:
+//     write.ErrInvalid and kv.ErrInvalidArgument 400, errUnsupportedMedia 415,
+//     errContentTooLarge 413, errOverloaded 429, context.Canceled 499,
+//     kv.ErrUnavailable, kv.ErrClosed, no store yet and
+//     context.DeadlineExceeded 503, anything else 500.
+//   - Our read endpoints (/api/v1/last, /api/v1/metadata): the store's errors
+//     become a Prometheus errorType in readHandler.fail (readhandler.go:
+//     canceled 499, timeout 503, unavailable 503, internal 500), and bad
+//     parameters are answered bad_data (400) where they are parsed (last.go,
+//     metadata.go); respond.go holds the errorType-to-status table.
+//   - The Prometheus API (query, series, labels, ...): Prometheus' web/api/v1
+//     maps its own errors; ours only answers unavailable (503) before the store
+//     is open (registerPrometheusAPI's ready wrapper, queryapi.go).
+//   - Remote read: Prometheus' read handler answers its own errors; ours answers
+//     503 in plain text before the store is open (remoteRead, remoteread.go).
 //
 // # Remote write (POST /api/v1/write)
 //
@@ -75,11 +113,12 @@
 //     wrong schema ... will result in empty message", 2.0 Content-Type); a body
 //     that decodes to nothing but holds the other version's fields is answered
 //     400 instead of an empty 204.
-//   - 1.0 bodies are decoded by hand (decodeV1), straight into write.Request:
-//     prompb's generated Unmarshal allocates a string per label name and value,
-//     about ten allocations per sample; decodeV1 takes one per series and
-//     accepts exactly what the generated code accepts (FuzzDecodeV1). 2.0 bodies,
-//     whose strings are interned in the symbols table, use the generated code.
+//   - 1.0 bodies are decoded by hand (wire.DecodeV1), straight into
+//     write.Request: prompb's generated Unmarshal allocates a string per label
+//     name and value, about ten allocations per sample; the hand-written decoder
+//     takes one per series and accepts exactly what the generated code accepts
+//     (wire.FuzzDecodeV1). 2.0 bodies, whose strings are interned in the symbols
+//     table, use the generated code (wire.DecodeV2).
 //   - Body limits (--write.max-body-bytes, --write.max-decompressed-bytes): a
 //     Content-Length over the first is 413 before anything is read, as is a body
 //     that turns out larger; a snappy block states its decoded length in its
@@ -101,7 +140,8 @@
 //     float64 (integers beyond 2^53 are rounded); NaN and ±Inf are rejected
 //     ("value is NaN or Infinite"), as OpenTSDB does. At least one tag is
 //     required. The error texts are OpenTSDB's.
-//   - Each datapoint stands alone: valid ones are written while invalid ones fail.
+//   - Each datapoint stands alone: valid ones are written while invalid ones fail
+//     (wire.DecodePut checks them; the writer may reject more).
 //     Unparseable JSON fails the whole request. Datapoints with invalid UTF-8 fail
 //     (encoding/json would otherwise replace the bytes silently).
 //   - Responses: 204 when all were written; ?summary gives {"failed":F,"success":S}
