@@ -66,6 +66,9 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 	if opts.Store == nil {
 		return nil, fmt.Errorf("db: Options.Store is nil: %w", kv.ErrInvalidArgument)
 	}
+	if err := opts.Query.Validate(); err != nil {
+		return nil, fmt.Errorf("db: %w", err)
+	}
 	if _, err := provision.Check(ctx, opts.Store, opts.Settings); err != nil {
 		return nil, fmt.Errorf("db: %w", err)
 	}

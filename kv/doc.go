@@ -37,7 +37,7 @@
 // a tombstone: until the next major compaction it also hides versions <= T written
 // after it, while the embedded store removes what exists and later puts are
 // visible. So callers never write at a timestamp <= T into something they deleted
-// up to T: compaction deletes each raw column up to that cell's own timestamp, so
+// up to T: compaction (planned) will delete each raw column up to that cell's own timestamp, so
 // that a late sample (at another qualifier) or a re-sent one (at the same cell,
 // already compacted) is never lost. HBase's NEW_VERSION_BEHAVIOR would make the
 // backends agree, but it made scans several times slower (see kv/hbase).

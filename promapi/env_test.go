@@ -65,7 +65,7 @@ func newEnvLogging(t testing.TB, st kv.Store, settings schema.Settings, limits w
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(NewRouter(Options{Writer: w, WriteLimits: httpLimits, Logger: logger}))
+	srv := httptest.NewServer(writeRouter(t, w, httpLimits, logger))
 	t.Cleanup(srv.Close)
 	return &env{srv: srv, st: st, settings: settings, writer: w, now: now}
 }

@@ -22,11 +22,15 @@ var (
 	// errOverloaded: more than --write.max-concurrent-requests write requests are
 	// in flight. HTTP 429 with Retry-After.
 	errOverloaded = errors.New("too many concurrent write requests")
-	// errNoWriter: the server has no store to write to (yet). HTTP 503.
-	errNoWriter = errors.New("the store is not open yet")
 )
 
-// statusOf is the one place where an error becomes an HTTP status code.
+// statusClientClosedRequest is nginx's status for a request whose client closed
+// the connection before the answer.
+const statusClientClosedRequest = 499
+
+// statusOf is where an error of a write endpoint (/api/v1/write, /api/put)
+// becomes an HTTP status code; the read endpoints map theirs in readHandler.fail
+// and Prometheus' handlers (see doc.go).
 //
 // The remote-write specs decide the classes: "Receivers MUST respond with HTTP
 // status code 5xx when the write fails and SHOULD be retried. They MUST respond
@@ -35,11 +39,8 @@ var (
 // overloaded-server answer a sender MAY retry (2.0, Retries & Backoff); 415 is for
 // an unsupported content type or encoding (2.0, Unsupported Request Content).
 // Everything that is not known to be the client's fault is a 5xx, so that a
-// sender retries instead of dropping data.
-// statusClientClosedRequest is nginx's status for a request whose client closed
-// the connection before the answer.
-const statusClientClosedRequest = 499
-
+// sender retries instead of dropping data. A store that is not open yet (no
+// Provider's Store) is kv.ErrUnavailable: 503.
 func statusOf(err error) int {
 	switch {
 	case err == nil:
@@ -60,7 +61,7 @@ func statusOf(err error) int {
 		// log without counting as a server failure.
 		return statusClientClosedRequest
 	case errors.Is(err, kv.ErrUnavailable), errors.Is(err, kv.ErrClosed),
-		errors.Is(err, errNoWriter), errors.Is(err, context.DeadlineExceeded):
+		errors.Is(err, context.DeadlineExceeded):
 		return http.StatusServiceUnavailable
 	default:
 		// A dropped table, a bug: not the client's fault.

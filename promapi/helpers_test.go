@@ -3,14 +3,20 @@ package promapi
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
+	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"testing"
 
 	"github.com/golang/snappy"
+	"github.com/hbtsdb/hbtsdb/query"
+	"github.com/hbtsdb/hbtsdb/schema"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/prompb"
 	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
+	"github.com/prometheus/prometheus/storage"
 )
 
 const (
@@ -136,4 +142,40 @@ func gzipped(t testing.TB, s string) []byte {
 		t.Fatal(err)
 	}
 	return b.Bytes()
+}
+
+// writeOnlyStore is a Store that writes with its Writer and serves no reads: the
+// write endpoints' tests need nothing else.
+type writeOnlyStore struct{ Writer }
+
+var errWriteOnly = errors.New("promapi test: a write-only store serves no reads")
+
+func (writeOnlyStore) Querier(int64, int64) (storage.Querier, error) { return nil, errWriteOnly }
+func (writeOnlyStore) ChunkQuerier(int64, int64) (storage.ChunkQuerier, error) {
+	return nil, errWriteOnly
+}
+func (writeOnlyStore) Last(context.Context, string, string, int, ...[]*labels.Matcher) ([]query.LastSeries, error) {
+	return nil, errWriteOnly
+}
+func (writeOnlyStore) Metadata(context.Context, string) (schema.Metadata, bool, error) {
+	return schema.Metadata{}, false, errWriteOnly
+}
+func (writeOnlyStore) ListMetadata(context.Context, int) ([]schema.Metadata, error) {
+	return nil, errWriteOnly
+}
+func (writeOnlyStore) Ping(context.Context) error { return nil }
+
+// writeRouter is the router with w as its store's Writer (nil: no store is
+// configured) and the given write limits.
+func writeRouter(t testing.TB, w Writer, limits WriteLimits, logger *slog.Logger) http.Handler {
+	t.Helper()
+	opts := Options{WriteLimits: limits, Logger: logger}
+	if w != nil {
+		opts.Store = StaticStore(writeOnlyStore{w})
+	}
+	h, err := NewRouter(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
 }

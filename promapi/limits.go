@@ -2,6 +2,7 @@ package promapi
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -52,6 +53,18 @@ func DefaultWriteLimits() WriteLimits {
 		MaxConcurrentRequests: 64,
 		RetryAfter:            time.Second,
 	}
+}
+
+// Validate refuses limits that cannot work: every field is a bound or a
+// duration whose zero value takes the default and whose negative values mean
+// nothing. NewRouter calls it; the error names each field and value.
+func (l WriteLimits) Validate() error {
+	return errors.Join(
+		notNegative("WriteLimits.MaxBodyBytes", l.MaxBodyBytes),
+		notNegative("WriteLimits.MaxDecompressedBytes", l.MaxDecompressedBytes),
+		notNegative("WriteLimits.MaxConcurrentRequests", l.MaxConcurrentRequests),
+		notNegative("WriteLimits.RetryAfter", l.RetryAfter),
+	)
 }
 
 func (l WriteLimits) withDefaults() WriteLimits {

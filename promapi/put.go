@@ -54,11 +54,12 @@ func (h *writeHandler) servePut(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if len(p.Request.Series) > 0 {
-		if h.writer == nil {
-			h.failPut(w, r, errNoWriter)
+		wr, err := h.writer()
+		if err != nil {
+			h.failPut(w, r, err)
 			return
 		}
-		res, err := h.writer.Write(r.Context(), &p.Request)
+		res, err := wr.Write(r.Context(), &p.Request)
 		if err != nil {
 			// Rejected whole, or the store failed: nothing is acknowledged.
 			h.failPut(w, r, err)

@@ -48,8 +48,8 @@ func newQueryEnv(t *testing.T, b schematest.Backend, opts Options) *queryEnv {
 	if err != nil || len(res.Rejected) > 0 {
 		t.Fatalf("write the fixture: %v %+v", err, res.Rejected)
 	}
-	opts.Queryable, opts.Reader, opts.Logger = d, d.Reader(), slog.New(slog.DiscardHandler)
-	srv := httptest.NewServer(NewRouter(opts))
+	opts.Store, opts.Logger = StaticStore(d), slog.New(slog.DiscardHandler)
+	srv := httptest.NewServer(mustRouter(t, opts))
 	t.Cleanup(srv.Close)
 	return &queryEnv{srv: srv, db: d}
 }

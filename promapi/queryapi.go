@@ -2,6 +2,8 @@ package promapi
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"time"
@@ -57,33 +59,51 @@ func DefaultQueryOptions() QueryOptions {
 	}
 }
 
+// withDefaults returns o with every zero field set to DefaultQueryOptions'.
 func (o QueryOptions) withDefaults() QueryOptions {
 	d := DefaultQueryOptions()
-	if o.LookbackDelta <= 0 {
-		o.LookbackDelta = d.LookbackDelta
-	}
-	if o.MaxSamples <= 0 {
-		o.MaxSamples = d.MaxSamples
-	}
-	if o.Timeout <= 0 {
-		o.Timeout = d.Timeout
-	}
-	if o.MaxConcurrent <= 0 {
-		o.MaxConcurrent = d.MaxConcurrent
-	}
-	if o.RemoteReadSampleLimit <= 0 {
-		o.RemoteReadSampleLimit = d.RemoteReadSampleLimit
-	}
-	if o.RemoteReadConcurrency <= 0 {
-		o.RemoteReadConcurrency = d.RemoteReadConcurrency
-	}
-	if o.RemoteReadMaxBytesInFrame <= 0 {
-		o.RemoteReadMaxBytesInFrame = d.RemoteReadMaxBytesInFrame
-	}
-	if o.LastMaxN <= 0 {
-		o.LastMaxN = d.LastMaxN
-	}
+	setDefault(&o.LookbackDelta, d.LookbackDelta)
+	setDefault(&o.MaxSamples, d.MaxSamples)
+	setDefault(&o.Timeout, d.Timeout)
+	setDefault(&o.MaxConcurrent, d.MaxConcurrent)
+	setDefault(&o.RemoteReadSampleLimit, d.RemoteReadSampleLimit)
+	setDefault(&o.RemoteReadConcurrency, d.RemoteReadConcurrency)
+	setDefault(&o.RemoteReadMaxBytesInFrame, d.RemoteReadMaxBytesInFrame)
+	setDefault(&o.LastMaxN, d.LastMaxN)
 	return o
+}
+
+// Validate refuses options that cannot work: every field is a bound or a
+// duration that must not be negative (zero takes the default). NewRouter calls
+// it; the error names the field and the value.
+func (o QueryOptions) Validate() error {
+	return errors.Join(
+		notNegative("QueryOptions.LookbackDelta", o.LookbackDelta),
+		notNegative("QueryOptions.MaxSamples", o.MaxSamples),
+		notNegative("QueryOptions.Timeout", o.Timeout),
+		notNegative("QueryOptions.MaxConcurrent", o.MaxConcurrent),
+		notNegative("QueryOptions.RemoteReadSampleLimit", o.RemoteReadSampleLimit),
+		notNegative("QueryOptions.RemoteReadConcurrency", o.RemoteReadConcurrency),
+		notNegative("QueryOptions.RemoteReadMaxBytesInFrame", o.RemoteReadMaxBytesInFrame),
+		notNegative("QueryOptions.LastMaxN", o.LastMaxN),
+	)
+}
+
+// setDefault sets *v to def when it is zero.
+func setDefault[T comparable](v *T, def T) {
+	var zero T
+	if *v == zero {
+		*v = def
+	}
+}
+
+// notNegative is the error of a field whose zero value takes the default and
+// whose negative values mean nothing.
+func notNegative[T int | int64 | time.Duration](field string, v T) error {
+	if v >= 0 {
+		return nil
+	}
+	return fmt.Errorf("promapi: %s must not be negative (0 takes the default), got %v", field, v)
 }
 
 // BuildInfo is what GET /api/v1/status/buildinfo answers (Prometheus' shape).

@@ -65,7 +65,11 @@ func newReadEnv(b *testing.B, be schematest.Backend) *readEnv {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { d.Close() })
-	srv := httptest.NewServer(promapi.NewRouter(promapi.Options{Queryable: d, Reader: d.Reader()}))
+	h, err := promapi.NewRouter(promapi.Options{Store: promapi.StaticStore(d)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
 	b.Cleanup(srv.Close)
 	return &readEnv{db: d, store: st, url: srv.URL}
 }

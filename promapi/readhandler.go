@@ -3,7 +3,6 @@ package promapi
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
 
@@ -14,8 +13,7 @@ import (
 	"github.com/hbtsdb/hbtsdb/schema"
 )
 
-// Reader answers the native read endpoints; *query.Reader (db.DB's Reader())
-// satisfies it.
+// Reader answers the native read endpoints; *query.Reader and *db.DB satisfy it.
 type Reader interface {
 	// Last returns the newest n samples of each series of metric on host that
 	// matches any of matcherSets (every series when there is none).
@@ -29,8 +27,7 @@ type Reader interface {
 
 // readHandler serves the read endpoints hbtsdb implements itself.
 type readHandler struct {
-	rd     Reader
-	ready  func() error
+	store  Provider
 	limits QueryOptions
 	logger *slog.Logger
 }
@@ -38,13 +35,7 @@ type readHandler struct {
 // reader is the Reader once the store can serve reads, and otherwise an error
 // wrapping kv.ErrUnavailable.
 func (h *readHandler) reader() (Reader, error) {
-	if err := h.ready(); err != nil {
-		return nil, err
-	}
-	if h.rd == nil {
-		return nil, fmt.Errorf("%w: %w", kv.ErrUnavailable, errNoWriter)
-	}
-	return h.rd, nil
+	return h.store.store()
 }
 
 // fail answers a read that failed in the store with Prometheus' error envelope:

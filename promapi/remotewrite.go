@@ -148,10 +148,11 @@ func (h *writeHandler) Store(r *http.Request, msgType remoteapi.WriteMessageType
 		return fail(err)
 	}
 
-	if h.writer == nil {
-		return fail(errNoWriter)
+	wr, err := h.writer()
+	if err != nil {
+		return fail(err)
 	}
-	res, err := h.writer.Write(r.Context(), &req)
+	res, err := wr.Write(r.Context(), &req)
 	if err != nil {
 		// Rejected whole (too many series, ...) or the store failed: nothing of
 		// the request is acknowledged, so the Written headers stay 0.

@@ -2,6 +2,7 @@ package promapi
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -9,36 +10,22 @@ import (
 	"time"
 
 	"github.com/gorilla/mux"
-	"github.com/prometheus/prometheus/storage"
-
-	"github.com/hbtsdb/hbtsdb/kv"
 )
 
-// Options configures the HTTP surface.
+// Options configures the HTTP surface. Each field's zero value takes the default
+// in brackets; NewRouter validates the rest (Validate).
 type Options struct {
-	// Ready reports whether the server can serve data requests (the store answers
-	// and its schema was checked). nil means always ready.
-	Ready func(ctx context.Context) error
+	// Store hands out the Store every data endpoint serves from, and says why
+	// there is none while the store is being opened or is unreachable: those
+	// endpoints and /-/ready answer 503 meanwhile. nil answers them all 503.
+	Store Provider
 	// ReadyTimeout bounds one readiness check [2s].
 	ReadyTimeout time.Duration
 	// Logger receives one line per failed request worth an operator's attention.
 	Logger *slog.Logger
-	// Writer stores what POST /api/v1/write and POST /api/put decode. nil answers
-	// them 503 (no store yet).
-	Writer Writer
 	// WriteLimits bound the write endpoints' requests; zero fields take the
 	// defaults of DefaultWriteLimits.
 	WriteLimits WriteLimits
-
-	// Queryable answers PromQL (/api/v1/query, query_range), the series and label
-	// endpoints and remote read (POST /api/v1/read): db.DB. nil answers them 503.
-	Queryable storage.SampleAndChunkQueryable
-	// Reader answers /api/v1/last and /api/v1/metadata: db.DB's Reader(). nil
-	// answers them 503.
-	Reader Reader
-	// ReadReady reports why reads cannot be served yet (the store is not open);
-	// the read endpoints answer 503 while it returns an error. nil means ready.
-	ReadReady func() error
 	// Query configures the PromQL engine and the read endpoints' limits; zero
 	// fields take the defaults of DefaultQueryOptions.
 	Query QueryOptions
@@ -46,8 +33,12 @@ type Options struct {
 	BuildInfo BuildInfo
 }
 
-// NewRouter returns the handler of every endpoint hbtsdb serves.
-func NewRouter(opts Options) http.Handler {
+// NewRouter returns the handler of every endpoint hbtsdb serves. It fails only on
+// options that cannot work (see QueryOptions.Validate and WriteLimits.Validate).
+func NewRouter(opts Options) (http.Handler, error) {
+	if err := errors.Join(opts.WriteLimits.Validate(), opts.Query.Validate()); err != nil {
+		return nil, err
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -62,24 +53,18 @@ func NewRouter(opts Options) http.Handler {
 	r.Handle("/api/put", wh.put()).Methods(http.MethodPost)
 
 	opts.Query = opts.Query.withDefaults()
-	readReady := func() error {
-		if opts.ReadReady != nil {
-			if err := opts.ReadReady(); err != nil {
-				return fmt.Errorf("%w: %w", kv.ErrUnavailable, err)
-			}
-		}
-		if opts.Queryable == nil {
-			return fmt.Errorf("%w: %w", kv.ErrUnavailable, errNoWriter)
-		}
-		return nil
+	storeErr := func() error {
+		_, err := opts.Store.store()
+		return err
 	}
-	rh := &readHandler{rd: opts.Reader, ready: readReady, limits: opts.Query, logger: opts.Logger}
+	rh := &readHandler{store: opts.Store, limits: opts.Query, logger: opts.Logger}
 	r.HandleFunc("/api/v1/last", rh.last).Methods(http.MethodGet, http.MethodPost)
 	r.HandleFunc("/api/v1/metadata", rh.metadata).Methods(http.MethodGet)
-	r.Handle("/api/v1/read", remoteRead(opts.Queryable, opts.Query, readReady, opts.Logger)).Methods(http.MethodPost)
+	q := queryable{opts.Store}
+	r.Handle("/api/v1/read", remoteRead(q, opts.Query, storeErr, opts.Logger)).Methods(http.MethodPost)
 	engine := newPromQLEngine(opts.Query, opts.Logger)
-	registerPrometheusAPI(r, opts.Queryable, engine, opts.Query, opts.BuildInfo, readReady, opts.Logger)
-	return recoverPanics(opts.Logger, r)
+	registerPrometheusAPI(r, q, engine, opts.Query, opts.BuildInfo, storeErr, opts.Logger)
+	return recoverPanics(opts.Logger, r), nil
 }
 
 // healthy answers 200 while the process runs, as Prometheus' /-/healthy does.
@@ -88,22 +73,33 @@ func healthy(w http.ResponseWriter, _ *http.Request) {
 	fmt.Fprintln(w, "hbtsdb is Healthy.")
 }
 
-// ready answers 200 only while the store answers, 503 otherwise, so that a load
-// balancer or Kubernetes stops sending traffic to a process whose store is down.
+// ready answers 200 only while the store is open and answers (Store.Ping), 503
+// otherwise, so that a load balancer or Kubernetes stops sending traffic to a
+// process whose store is down.
 func ready(opts Options) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		if opts.Ready != nil {
-			ctx, cancel := context.WithTimeout(r.Context(), opts.ReadyTimeout)
-			defer cancel()
-			if err := opts.Ready(ctx); err != nil {
-				w.WriteHeader(http.StatusServiceUnavailable)
-				fmt.Fprintf(w, "hbtsdb is not ready: %v\n", err)
-				return
-			}
+		if err := opts.ping(r.Context()); err != nil {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprintf(w, "hbtsdb is not ready: %v\n", err)
+			return
 		}
 		fmt.Fprintln(w, "hbtsdb is Ready.")
 	}
+}
+
+// ping is the readiness check: a Store is there and answers within ReadyTimeout.
+func (opts Options) ping(ctx context.Context) error {
+	st, err := opts.Store.store()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, opts.ReadyTimeout)
+	defer cancel()
+	if err := st.Ping(ctx); err != nil {
+		return fmt.Errorf("the store does not answer: %w", err)
+	}
+	return nil
 }
 
 // recoverPanics turns a panic in a handler into a 500 and a log line: a bug must

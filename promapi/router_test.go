@@ -3,12 +3,25 @@ package promapi
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"testing"
+
+	"github.com/hbtsdb/hbtsdb/kv"
 )
+
+// mustRouter is NewRouter for options a test knows to be valid.
+func mustRouter(t testing.TB, opts Options) http.Handler {
+	t.Helper()
+	h, err := NewRouter(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
 
 func get(t *testing.T, h http.Handler, path string) (int, string) {
 	t.Helper()
@@ -18,22 +31,72 @@ func get(t *testing.T, h http.Handler, path string) (int, string) {
 	return rec.Code, string(body)
 }
 
+// pingStore is a Store whose Ping answers what the test says; nothing else of it
+// is used by /-/ready.
+type pingStore struct {
+	writeOnlyStore
+	err error
+}
+
+func (p *pingStore) Ping(context.Context) error { return p.err }
+
 func TestHealthyAndReady(t *testing.T) {
-	var storeErr error
-	h := NewRouter(Options{Ready: func(context.Context) error { return storeErr }})
+	st := &pingStore{}
+	var openErr error // why the provider has no store
+	h := mustRouter(t, Options{Store: func() (Store, error) {
+		if openErr != nil {
+			return nil, openErr
+		}
+		return st, nil
+	}})
 	if code, body := get(t, h, "/-/healthy"); code != 200 || body != "hbtsdb is Healthy.\n" {
 		t.Fatalf("/-/healthy = %d %q", code, body)
 	}
 	if code, body := get(t, h, "/-/ready"); code != 200 || body != "hbtsdb is Ready.\n" {
 		t.Fatalf("/-/ready = %d %q", code, body)
 	}
-	storeErr = errors.New("waiting for HBase at ZooKeeper 127.0.0.1:2181")
-	if code, body := get(t, h, "/-/ready"); code != 503 || body != "hbtsdb is not ready: waiting for HBase at ZooKeeper 127.0.0.1:2181\n" {
-		t.Fatalf("/-/ready with the store down = %d %q", code, body)
+	st.err = errors.New("region server 127.0.0.1:16020 does not answer")
+	if code, body := get(t, h, "/-/ready"); code != 503 ||
+		body != "hbtsdb is not ready: the store does not answer: region server 127.0.0.1:16020 does not answer\n" {
+		t.Fatalf("/-/ready with the store not answering = %d %q", code, body)
+	}
+	openErr = fmt.Errorf("waiting for the store hbase:127.0.0.1:2181 (attempt 3): %w", kv.ErrUnavailable)
+	if code, body := get(t, h, "/-/ready"); code != 503 ||
+		body != "hbtsdb is not ready: waiting for the store hbase:127.0.0.1:2181 (attempt 3): store unavailable\n" {
+		t.Fatalf("/-/ready with the store not open = %d %q", code, body)
 	}
 	// Healthy does not depend on the store.
 	if code, _ := get(t, h, "/-/healthy"); code != 200 {
 		t.Fatalf("/-/healthy with the store down = %d", code)
+	}
+}
+
+// Without a store every data endpoint answers 503 (so that clients retry), each
+// in its protocol's own shape, and /-/ready says why.
+func TestNoStoreIs503Everywhere(t *testing.T) {
+	h := mustRouter(t, Options{})
+	for _, tc := range []struct{ method, path, body string }{
+		{http.MethodGet, "/-/ready", "hbtsdb is not ready: store unavailable: no store is configured\n"},
+		{http.MethodGet, "/api/v1/query?query=1", `{"status":"error","errorType":"unavailable","error":"store unavailable: no store is configured"}`},
+		{http.MethodGet, "/api/v1/last?host=h&metric=m", `{"status":"error","errorType":"unavailable","error":"store unavailable: no store is configured"}`},
+		{http.MethodGet, "/api/v1/metadata", `{"status":"error","errorType":"unavailable","error":"store unavailable: no store is configured"}`},
+		{http.MethodPost, "/api/v1/read", "store unavailable: no store is configured\n"},
+	} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(tc.method, tc.path, nil))
+		body, _ := io.ReadAll(rec.Result().Body)
+		if rec.Code != http.StatusServiceUnavailable || string(body) != tc.body {
+			t.Errorf("%s %s = %d %q, want 503 %q", tc.method, tc.path, rec.Code, body, tc.body)
+		}
+	}
+}
+
+func TestNewRouterRefusesInvalidOptions(t *testing.T) {
+	_, err := NewRouter(Options{WriteLimits: WriteLimits{MaxConcurrentRequests: -1}, Query: QueryOptions{Timeout: -1}})
+	want := "promapi: WriteLimits.MaxConcurrentRequests must not be negative (0 takes the default), got -1\n" +
+		"promapi: QueryOptions.Timeout must not be negative (0 takes the default), got -1ns"
+	if err == nil || err.Error() != want {
+		t.Fatalf("NewRouter = %v, want\n%s", err, want)
 	}
 }
 
@@ -45,7 +108,7 @@ func TestPanicBecomes500(t *testing.T) {
 }
 
 func TestUnknownPathIs404(t *testing.T) {
-	if code, _ := get(t, NewRouter(Options{}), "/nope"); code != 404 {
+	if code, _ := get(t, mustRouter(t, Options{}), "/nope"); code != 404 {
 		t.Fatalf("unknown path = %d, want 404", code)
 	}
 }

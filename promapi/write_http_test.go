@@ -70,7 +70,6 @@ func TestStatusOfEveryErrorClass(t *testing.T) {
 		{fmt.Errorf("%w: x", errOverloaded), 429},
 		{fmt.Errorf("hbase: %w", kv.ErrUnavailable), 503},
 		{fmt.Errorf("apply: %w", kv.ErrClosed), 503},
-		{errNoWriter, 503},
 		{fmt.Errorf("scan: %w", context.DeadlineExceeded), 503},
 		{fmt.Errorf("apply: %w", context.Canceled), 499},
 		{fmt.Errorf("apply: %w", kv.ErrTableNotFound), 500},
@@ -105,7 +104,7 @@ func TestStoreFailureIsRetriableAndAcknowledgesNothing(t *testing.T) {
 		{"request rejected whole", fmt.Errorf("%w: 3 series is over the limit of 2 series per request", write.ErrInvalid), 400},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := httptest.NewServer(NewRouter(Options{Writer: &scriptedWriter{err: tc.err}}))
+			srv := httptest.NewServer(writeRouter(t, &scriptedWriter{err: tc.err}, WriteLimits{}, nil))
 			defer srv.Close()
 			r := post(t, srv.URL+"/api/v1/write", remoteHeaders(ctV2), okV2(t))
 			if r.status != tc.status || r.body != tc.err.Error()+"\n" {
@@ -131,12 +130,38 @@ func TestStoreFailureIsRetriableAndAcknowledgesNothing(t *testing.T) {
 	}
 }
 
-func TestNoWriterYetIs503(t *testing.T) {
-	srv := httptest.NewServer(NewRouter(Options{}))
-	defer srv.Close()
-	r := post(t, srv.URL+"/api/v1/write", remoteHeaders(ctV1), okV1(t))
-	if r.status != 503 || r.body != "the store is not open yet\n" {
-		t.Fatalf("write without a store: %d %q", r.status, r.body)
+func TestNoStoreYetIs503(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		store Provider
+		msg   string
+	}{
+		{"no store configured", nil, "store unavailable: no store is configured"},
+		{"store not open yet", func() (Store, error) { return nil, errors.New("opening the store") }, "store unavailable: opening the store"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h, err := NewRouter(Options{Store: tc.store})
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv := httptest.NewServer(h)
+			defer srv.Close()
+			if r := post(t, srv.URL+"/api/v1/write", remoteHeaders(ctV1), okV1(t)); r.status != 503 || r.body != tc.msg+"\n" {
+				t.Errorf("1.0: %d %q, want 503 %q", r.status, r.body, tc.msg)
+			}
+			if r := post(t, srv.URL+"/api/v1/write", remoteHeaders(ctV2), okV2(t)); r.status != 503 || r.body != tc.msg+"\n" ||
+				r.header.Get(headerSamplesWritten) != "0" {
+				t.Errorf("2.0: %d %q, Samples-Written %q; want 503 %q and 0", r.status, r.body, r.header.Get(headerSamplesWritten), tc.msg)
+			}
+			want := fmt.Sprintf(`{"error":{"code":503,"message":%q}}`+"\n", tc.msg)
+			if r := post(t, srv.URL+"/api/put", nil, []byte(`{"metric":"m","timestamp":1700000000,"value":1,"tags":{"host":"a"}}`)); r.status != 503 || r.body != want {
+				t.Errorf("/api/put: %d %s, want 503 %s", r.status, r.body, want)
+			}
+			// A body that can never succeed is the client's fault, store or not.
+			if r := post(t, srv.URL+"/api/put", nil, []byte(`[]`)); r.status != 400 {
+				t.Errorf("/api/put of nothing without a store: %d %s, want 400", r.status, r.body)
+			}
+		})
 	}
 }
 
@@ -151,7 +176,7 @@ func (b *countingBody) Close() error               { return nil }
 
 func TestConcurrencyLimitAnswers429BeforeReadingTheBody(t *testing.T) {
 	w := &scriptedWriter{block: make(chan struct{})}
-	h := NewRouter(Options{Writer: w, WriteLimits: WriteLimits{MaxConcurrentRequests: 2, RetryAfter: 3 * time.Second}})
+	h := writeRouter(t, w, WriteLimits{MaxConcurrentRequests: 2, RetryAfter: 3 * time.Second}, nil)
 	srv := httptest.NewServer(h)
 	defer srv.Close()
 
@@ -204,7 +229,7 @@ func (panickingWriter) Write(context.Context, *write.Request) (write.Result, err
 }
 
 func TestPanicInTheWritePathIs500(t *testing.T) {
-	srv := httptest.NewServer(NewRouter(Options{Writer: panickingWriter{}, Logger: slog.New(slog.DiscardHandler)}))
+	srv := httptest.NewServer(writeRouter(t, panickingWriter{}, WriteLimits{}, slog.New(slog.DiscardHandler)))
 	defer srv.Close()
 	for _, tc := range []struct {
 		path string
@@ -221,7 +246,7 @@ func TestPanicInTheWritePathIs500(t *testing.T) {
 }
 
 func TestV2HeadersCountWhatWasWritten(t *testing.T) {
-	srv := httptest.NewServer(NewRouter(Options{Writer: &scriptedWriter{}}))
+	srv := httptest.NewServer(writeRouter(t, &scriptedWriter{}, WriteLimits{}, nil))
 	defer srv.Close()
 	now := time.Now().UnixMilli()
 	body := marshalV2(t, v2Request(
@@ -232,5 +257,20 @@ func TestV2HeadersCountWhatWasWritten(t *testing.T) {
 	if r.status != 204 || r.header.Get(headerSamplesWritten) != "3" || r.header.Get(headerHistogramsWritten) != "0" ||
 		r.header.Get(headerExemplarsWritten) != "0" {
 		t.Fatalf("v2 write: %d %q headers %v", r.status, r.body, r.header)
+	}
+}
+
+func TestWriteLimitsValidate(t *testing.T) {
+	if err := (WriteLimits{}).Validate(); err != nil {
+		t.Errorf("zero limits (the defaults): %v", err)
+	}
+	if err := DefaultWriteLimits().Validate(); err != nil {
+		t.Errorf("the default limits: %v", err)
+	}
+	err := WriteLimits{MaxBodyBytes: -1, MaxConcurrentRequests: 3, RetryAfter: -time.Second}.Validate()
+	want := "promapi: WriteLimits.MaxBodyBytes must not be negative (0 takes the default), got -1\n" +
+		"promapi: WriteLimits.RetryAfter must not be negative (0 takes the default), got -1s"
+	if err == nil || err.Error() != want {
+		t.Errorf("negative limits: %v, want %q", err, want)
 	}
 }

@@ -3,9 +3,9 @@ package promapi
 import "log/slog"
 
 // writeHandler serves the write endpoints, /api/v1/write and /api/put, which share
-// one Writer, one set of limits and one concurrency bound.
+// one store, one set of limits and one concurrency bound.
 type writeHandler struct {
-	writer   Writer
+	store    Provider
 	limits   WriteLimits
 	logger   *slog.Logger
 	inflight *limiter
@@ -14,9 +14,21 @@ type writeHandler struct {
 func newWriteHandler(opts Options) *writeHandler {
 	limits := opts.WriteLimits.withDefaults()
 	return &writeHandler{
-		writer:   opts.Writer,
+		store:    opts.Store,
 		limits:   limits,
 		logger:   opts.Logger,
 		inflight: newLimiter(limits.MaxConcurrentRequests),
 	}
+}
+
+// writer is the Writer of the store for one request, or an error wrapping
+// kv.ErrUnavailable (503, so that senders retry) while there is none: the store
+// is not open yet, or none is configured. It is asked once the body is decoded,
+// so that a request that can never succeed is answered 4xx whatever the store.
+func (h *writeHandler) writer() (Writer, error) {
+	st, err := h.store.store()
+	if err != nil {
+		return nil, err
+	}
+	return st, nil
 }

@@ -5,8 +5,10 @@ import (
 	"time"
 )
 
-// Chunks: family FamilyChunk of the data table, written by compaction (which
-// seals a bucket into chunks and deletes the raw cells they cover).
+// Chunks: family FamilyChunk of the data table. The format is defined here so
+// that readers merge chunk cells wherever they exist (query's Select and
+// ChunkQuerier do); nothing writes them yet: compaction, which will seal a bucket
+// into chunks and delete the raw cells they cover, is planned (downsample/).
 //
 //	qualifier = offset(4)          big-endian uint32, ms from the row's bucketStart
 //	                               to the chunk's first sample (as a raw qualifier)

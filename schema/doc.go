@@ -1,8 +1,8 @@
 // Package schema owns hbtsdb's physical layout: the names of tables and column
 // families, the codecs of row keys, qualifiers and values, and the schema meta row
 // that records the settings a store was created with. Everything that knows how a
-// byte of a key or cell is arranged lives here, so that write/, query/, index/ and
-// downsample/ agree by construction.
+// byte of a key or cell is arranged lives here, so that write/, query/, index/ (and
+// the planned downsample/) agree by construction.
 //
 // The package is pure functions and the two value types they encode (Sample,
 // Metadata), fuzzed (fuzz_test.go); it does no I/O. Creating, checking and opening
@@ -17,7 +17,7 @@
 //
 //	data    row = salt | esc(host) 0x00 | esc(metric) 0x00 | seriesID(8) | ^bucketStart(8)
 //	        r: raw samples   qualifier = offset(4) in the bucket, value = float64 bits(8)
-//	        c: chunks        a sealed bucket, compressed (written by compaction)
+//	        c: chunks        a sealed bucket, compressed (chunk.go; compaction planned)
 //	        t: tags          qualifier = label name, value = label value
 //	series  0x00 "next-id"            i:next = highest series ID handed out
 //	        0x01 | canonical labels   i:id   = seriesID(8)

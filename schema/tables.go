@@ -17,10 +17,11 @@ const (
 	TableSeries = "series"
 	// TableIndex is the tag index: per day, label pair -> series IDs.
 	TableIndex = "index"
-	// TableRollup holds downsampled series, one family per resolution.
+	// TableRollup will hold downsampled series, one family per resolution; it is
+	// created and pre-split, and nothing writes it yet (downsampling is planned).
 	TableRollup = "rollup"
-	// TableMeta holds the schema meta row, worker checkpoints and leases, and metric
-	// metadata.
+	// TableMeta holds the schema meta row and metric metadata (and, once the
+	// downsampling worker exists, its checkpoints and leases).
 	TableMeta = "meta"
 )
 
@@ -28,8 +29,8 @@ const (
 const (
 	// FamilyRaw (data table): raw samples, see raw.go.
 	FamilyRaw = "r"
-	// FamilyChunk (data table): a sealed bucket as one compressed chunk, written by
-	// compaction.
+	// FamilyChunk (data table): a sealed bucket as compressed chunks, see chunk.go
+	// (read where present; compaction, which will write it, is planned).
 	FamilyChunk = "c"
 	// FamilyTags (data table): the series' labels promoted to columns; qualifier =
 	// label name, value = label value, so a ColumnValueFilter can select rows by tag.

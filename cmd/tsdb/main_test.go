@@ -209,21 +209,78 @@ func (s *server) get(path string) (int, string) {
 	return resp.StatusCode, string(body)
 }
 
-// waitFor polls path until it answers with code.
-func (s *server) waitFor(t *testing.T, path string, code int, within time.Duration) string {
+// waitStall is how long waitFor waits without progress: neither the answer nor
+// the server's log changed. A slow machine only makes each step slower, so the
+// wait never fails while the server is still doing something.
+const waitStall = 2 * time.Minute
+
+// waitFor polls path until it answers with code. It fails at once when the server
+// exits, and otherwise only when it made no progress for waitStall.
+func (s *server) waitFor(t *testing.T, path string, code int) string {
 	t.Helper()
-	deadline := time.Now().Add(within)
+	type state struct {
+		code   int
+		body   string
+		logLen int
+	}
+	var last state
+	lastChange := time.Now()
 	for {
 		got, body := s.get(path)
 		if got == code {
 			return body
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s answered %d %q, want %d; server log:\n%s", path, got, body, code, s.log())
+		if now := (state{got, body, len(s.log())}); now != last {
+			last, lastChange = now, time.Now()
+		} else if time.Since(lastChange) > waitStall {
+			t.Fatalf("%s answered %d %q, want %d, and the server made no progress for %s; server log:\n%s",
+				path, got, body, code, waitStall, s.log())
 		}
 		select {
 		case err := <-s.done:
 			t.Fatalf("server exited (%v) before %s answered %d; log:\n%s", err, path, code, s.log())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// waitExit waits for the server to exit on its own and returns its exit error. It
+// fails when the server keeps running with a log that has not grown for waitStall.
+func (s *server) waitExit(t *testing.T) error {
+	t.Helper()
+	logLen, lastChange := -1, time.Now()
+	for {
+		select {
+		case err := <-s.done:
+			return err
+		case <-time.After(100 * time.Millisecond):
+		}
+		if n := len(s.log()); n != logLen {
+			logLen, lastChange = n, time.Now()
+		} else if time.Since(lastChange) > waitStall {
+			t.Fatalf("serve kept running, its log unchanged for %s; log:\n%s", waitStall, s.log())
+		}
+	}
+}
+
+// waitLog waits until the server's log contains text. It fails at once when the
+// server exits, and when its log has not grown for waitStall.
+func (s *server) waitLog(t *testing.T, text string) {
+	t.Helper()
+	logLen, lastChange := -1, time.Now()
+	for {
+		log := s.log()
+		if strings.Contains(log, text) {
+			return
+		}
+		if len(log) != logLen {
+			logLen, lastChange = len(log), time.Now()
+		} else if time.Since(lastChange) > waitStall {
+			t.Fatalf("the server has not logged %q, and its log is unchanged for %s; log:\n%s", text, waitStall, log)
+		}
+		select {
+		case err := <-s.done:
+			t.Fatalf("server exited (%v) before logging %q; log:\n%s", err, text, s.log())
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
@@ -238,8 +295,9 @@ func (s *server) stop(t *testing.T) error {
 	select {
 	case err := <-s.done:
 		return err
-	case <-time.After(60 * time.Second):
-		t.Fatalf("server did not stop within 60s of SIGTERM; log:\n%s", s.log())
+	case <-time.After(waitStall):
+		// The server's own --shutdown-timeout (30s) bounds the wait for requests.
+		t.Fatalf("server did not stop within %s of SIGTERM; log:\n%s", waitStall, s.log())
 		return nil
 	}
 }
@@ -247,7 +305,7 @@ func (s *server) stop(t *testing.T) error {
 func TestServeEmbeddedLifecycle(t *testing.T) {
 	dir := t.TempDir()
 	s := startServe(t, "--storage=embedded:"+dir)
-	if body := s.waitFor(t, "/-/ready", 200, 30*time.Second); body != "hbtsdb is Ready.\n" {
+	if body := s.waitFor(t, "/-/ready", 200); body != "hbtsdb is Ready.\n" {
 		t.Fatalf("/-/ready = %q", body)
 	}
 	if code, body := s.get("/-/healthy"); code != 200 || body != "hbtsdb is Healthy.\n" {
@@ -267,13 +325,8 @@ func TestServeEmbeddedLifecycle(t *testing.T) {
 
 func TestServeRefusesMissingSchemaWithoutAutoCreate(t *testing.T) {
 	s := startServe(t, "--storage=embedded:"+t.TempDir(), "--schema.auto-create=false")
-	select {
-	case err := <-s.done:
-		if err == nil || !strings.Contains(s.log(), "tsdb schema create") {
-			t.Fatalf("serve exited with %v; want a failure advising tsdb schema create; log:\n%s", err, s.log())
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatalf("serve kept running on a store without schema; log:\n%s", s.log())
+	if err := s.waitExit(t); err == nil || !strings.Contains(s.log(), "tsdb schema create") {
+		t.Fatalf("serve exited with %v; want a failure advising tsdb schema create; log:\n%s", err, s.log())
 	}
 }
 
@@ -281,18 +334,12 @@ func TestServeWaitsForUnreachableHBase(t *testing.T) {
 	// Nothing listens on this port: serve must stay up, not ready, and say why.
 	zk := freeAddr(t)
 	s := startServe(t, "--storage=hbase:"+zk, "--storage.retry-max-backoff=1s")
-	s.waitFor(t, "/-/healthy", 200, 30*time.Second)
-	body := s.waitFor(t, "/-/ready", 503, 30*time.Second)
+	s.waitFor(t, "/-/healthy", 200)
+	body := s.waitFor(t, "/-/ready", 503)
 	if !strings.Contains(body, "hbtsdb is not ready") {
 		t.Fatalf("/-/ready = %q", body)
 	}
-	deadline := time.Now().Add(60 * time.Second)
-	for !strings.Contains(s.log(), "store unavailable, retrying") {
-		if time.Now().After(deadline) {
-			t.Fatalf("no retry logged; log:\n%s", s.log())
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	s.waitLog(t, "store unavailable, retrying")
 	if _, body := s.get("/-/ready"); !strings.Contains(body, "waiting for the store hbase:"+zk) {
 		t.Fatalf("/-/ready does not name the store it waits for: %q", body)
 	}
@@ -314,7 +361,7 @@ func TestServeOnRealHBase(t *testing.T) {
 	prefix := fmt.Sprintf("cmd%d-", time.Now().UnixNano())
 	t.Cleanup(func() { hbasestore.DropPrefix(t, zk, prefix) })
 	s := startServe(t, "--storage=hbase:"+zk, "--hbase.table-prefix="+prefix, "--schema.salt-buckets=4")
-	s.waitFor(t, "/-/ready", 200, 120*time.Second)
+	s.waitFor(t, "/-/ready", 200)
 	if err := s.stop(t); err != nil {
 		t.Fatalf("serve exited with %v after SIGTERM; log:\n%s", err, s.log())
 	}

@@ -15,7 +15,7 @@ import (
 func TestServeReadsWithTheQueryFlags(t *testing.T) {
 	t.Setenv("TSDB_QUERY_MAX_FETCHED_SAMPLES", "3")
 	s := startServe(t, "--storage=embedded:"+t.TempDir(), "--query.max-series=1")
-	s.waitFor(t, "/-/ready", 200, 30*time.Second)
+	s.waitFor(t, "/-/ready", 200)
 	now := time.Now().Unix()
 	var points []string
 	for _, host := range []string{"a", "b"} {
@@ -63,9 +63,12 @@ func TestServeReadsWithTheQueryFlags(t *testing.T) {
 }
 
 func TestServeRefusesUnworkableQueryLimits(t *testing.T) {
-	code, _, stderr := tsdb(t, "serve", "--storage=embedded:"+t.TempDir(), "--query.max-series=-1", "--listen=127.0.0.1:0")
-	if code != 1 || !strings.Contains(stderr, "--query.max-series must be 0 (no limit) or positive, got -1") {
-		t.Fatalf("exit %d, stderr %q", code, stderr)
+	code, _, stderr := tsdb(t, "serve", "--storage=embedded:"+t.TempDir(), "--query.max-series=-1",
+		"--query.max-concurrency=-2", "--listen=127.0.0.1:0")
+	want := "tsdb serve: --query.max-concurrency must not be negative (0 takes the default), got -2\n" +
+		"--query.max-series must not be negative (0 means no limit), got -1\n"
+	if code != 1 || stderr != want {
+		t.Fatalf("exit %d, stderr:\n%s\nwant:\n%s", code, stderr, want)
 	}
 }
 

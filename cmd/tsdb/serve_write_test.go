@@ -35,7 +35,7 @@ func TestServeWritesWithTheWriteFlags(t *testing.T) {
 	t.Setenv("TSDB_WRITE_MAX_LABEL_VALUE_LENGTH", "8")
 	s := startServe(t, "--storage=embedded:"+t.TempDir(), "--write.max-body-bytes=1KiB",
 		"--write.max-series-per-request=2", "--retention.raw=2d")
-	s.waitFor(t, "/-/ready", 200, 30*time.Second)
+	s.waitFor(t, "/-/ready", 200)
 	now := time.Now().Unix()
 	point := func(host string, ts int64) string {
 		return fmt.Sprintf(`{"metric":"sys.cpu","timestamp":%d,"value":1,"tags":{"host":%q}}`, ts, host)
@@ -73,8 +73,13 @@ func TestServeWritesWithTheWriteFlags(t *testing.T) {
 }
 
 func TestServeRefusesUnworkableWriteLimits(t *testing.T) {
-	code, _, stderr := tsdb(t, "serve", "--storage=embedded:"+t.TempDir(), "--write.max-concurrent-requests=0", "--listen=127.0.0.1:0")
-	if code != 1 || !strings.Contains(stderr, "--write.max-concurrent-requests must be positive, got 0") {
-		t.Fatalf("exit %d, stderr %q", code, stderr)
+	// Each options struct validates itself; serve names the flags, every bad one.
+	code, _, stderr := tsdb(t, "serve", "--storage=embedded:"+t.TempDir(), "--write.max-concurrent-requests=-1",
+		"--write.max-series-per-request=-2", "--write.max-label-value-length=-3", "--listen=127.0.0.1:0")
+	want := "tsdb serve: --write.max-concurrent-requests must not be negative (0 takes the default), got -1\n" +
+		"--write.max-series-per-request must not be negative (0 means no limit), got -2\n" +
+		"--write.max-label-value-length must not be negative (0 means no limit), got -3\n"
+	if code != 1 || stderr != want {
+		t.Fatalf("exit %d, stderr:\n%s\nwant:\n%s", code, stderr, want)
 	}
 }

@@ -1,0 +1,75 @@
+package promapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/prometheus/prometheus/storage"
+
+	"github.com/hbtsdb/hbtsdb/kv"
+)
+
+// Store is what every data endpoint serves from: writes, PromQL, the series and
+// label endpoints, remote read, /api/v1/last and /api/v1/metadata. *db.DB
+// satisfies it.
+type Store interface {
+	Writer
+	storage.SampleAndChunkQueryable
+	Reader
+	// Ping reports whether the store answers now; /-/ready calls it.
+	Ping(ctx context.Context) error
+}
+
+// Provider hands the endpoints their Store for one request: the Store once it can
+// serve, or an error saying why not (yet) — the store is still being opened, or
+// unreachable — which the endpoints answer with 503 so that clients retry.
+// It is called once per request and must be cheap and safe for concurrent use.
+type Provider func() (Store, error)
+
+// StaticStore is the Provider of a Store that is always there (tests, tools).
+func StaticStore(s Store) Provider {
+	return func() (Store, error) { return s, nil }
+}
+
+// errNoStore: Options.Store is nil, so there is nothing to serve data from. HTTP
+// 503, as for a store that is not open yet.
+var errNoStore = fmt.Errorf("%w: no store is configured", kv.ErrUnavailable)
+
+// store returns the Store of p for one request, or an error wrapping
+// kv.ErrUnavailable (503) when there is none yet.
+func (p Provider) store() (Store, error) {
+	if p == nil {
+		return nil, errNoStore
+	}
+	s, err := p()
+	switch {
+	case err == nil:
+		return s, nil
+	case errors.Is(err, kv.ErrUnavailable):
+		return nil, err
+	default:
+		return nil, fmt.Errorf("%w: %w", kv.ErrUnavailable, err)
+	}
+}
+
+// queryable is the SampleAndChunkQueryable that Prometheus' API and remote-read
+// handlers are built with once, at start: each Querier comes from the Store the
+// Provider hands out at that moment.
+type queryable struct{ p Provider }
+
+func (q queryable) Querier(mint, maxt int64) (storage.Querier, error) {
+	s, err := q.p.store()
+	if err != nil {
+		return nil, err
+	}
+	return s.Querier(mint, maxt)
+}
+
+func (q queryable) ChunkQuerier(mint, maxt int64) (storage.ChunkQuerier, error) {
+	s, err := q.p.store()
+	if err != nil {
+		return nil, err
+	}
+	return s.ChunkQuerier(mint, maxt)
+}
