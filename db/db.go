@@ -66,7 +66,9 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 	if opts.Store == nil {
 		return nil, fmt.Errorf("db: Options.Store is nil: %w", kv.ErrInvalidArgument)
 	}
-	if err := opts.Query.Validate(); err != nil {
+	// write.New validates opts.Write; the reader, registry and postings have
+	// constructors that cannot fail, so their options are validated here.
+	if err := errors.Join(opts.Query.Validate(), opts.Registry.Validate(), opts.Postings.Validate()); err != nil {
 		return nil, fmt.Errorf("db: %w", err)
 	}
 	if _, err := provision.Check(ctx, opts.Store, opts.Settings); err != nil {

@@ -345,3 +345,28 @@ func toSchema(ls labels.Labels) []schema.Label {
 	ls.Range(func(l labels.Label) { out = append(out, schema.Label{Name: l.Name, Value: l.Value}) })
 	return out
 }
+
+func TestOptionsValidate(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"zero registry options take the defaults", index.RegistryOptions{}.Validate(), ""},
+		{"negative cache sizes disable the caches", index.RegistryOptions{SeriesCacheSize: -1, LabelsCacheSize: -1}.Validate(), ""},
+		{"a negative ID block size and parallelism are refused", index.RegistryOptions{IDBlockSize: -1, RegisterParallelism: -2}.Validate(),
+			"index: RegistryOptions.IDBlockSize must not be negative (0 means the default, 1000), got -1\n" +
+				"index: RegistryOptions.RegisterParallelism must not be negative (0 means the default, 16), got -2"},
+		{"zero postings options take the defaults", index.PostingsOptions{SeenSize: -1}.Validate(), ""},
+		{"a negative postings batch is refused", index.PostingsOptions{MaxBatch: -3}.Validate(),
+			"index: PostingsOptions.MaxBatch must not be negative (0 means the default, 10000), got -3"},
+	} {
+		got := ""
+		if tc.err != nil {
+			got = tc.err.Error()
+		}
+		if got != tc.want {
+			t.Errorf("%s: got %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}

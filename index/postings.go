@@ -28,6 +28,17 @@ type PostingsOptions struct {
 	MaxBatch int
 }
 
+// Validate refuses a negative MaxBatch (zero takes the default; a negative
+// SeenSize is valid and disables the set). NewPostings cannot return an error, so
+// db.Open calls it; NewPostings treats what Validate refuses as zero.
+func (o PostingsOptions) Validate() error {
+	if o.MaxBatch < 0 {
+		return fmt.Errorf("index: PostingsOptions.MaxBatch must not be negative (0 means the default, %d), got %d",
+			DefaultMaxBatch, o.MaxBatch)
+	}
+	return nil
+}
+
 func (o PostingsOptions) withDefaults() PostingsOptions {
 	if o.SeenSize == 0 {
 		o.SeenSize = DefaultSeenPostingsSize

@@ -2,6 +2,7 @@ package index
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -43,6 +44,23 @@ type RegistryOptions struct {
 	Now func() time.Time
 	// Logger [slog.Default()].
 	Logger *slog.Logger
+}
+
+// Validate refuses options that mean nothing: a negative IDBlockSize or
+// RegisterParallelism (zero takes the default; negative cache sizes are valid and
+// disable the cache). NewRegistry cannot return an error, so db.Open calls it;
+// NewRegistry treats what Validate refuses as zero.
+func (o RegistryOptions) Validate() error {
+	var errs []error
+	if o.IDBlockSize < 0 {
+		errs = append(errs, fmt.Errorf("index: RegistryOptions.IDBlockSize must not be negative (0 means the default, %d), got %d",
+			DefaultIDBlockSize, o.IDBlockSize))
+	}
+	if o.RegisterParallelism < 0 {
+		errs = append(errs, fmt.Errorf("index: RegistryOptions.RegisterParallelism must not be negative (0 means the default, %d), got %d",
+			DefaultRegisterParallelism, o.RegisterParallelism))
+	}
+	return errors.Join(errs...)
 }
 
 func (o RegistryOptions) withDefaults() RegistryOptions {

@@ -41,20 +41,20 @@ func putBuffer(b *bytes.Buffer) {
 // limits.MaxBodyBytes (by its Content-Length before reading anything, or once
 // that many bytes were read) and an empty one.
 func (h *writeHandler) readBody(r *http.Request, buf *bytes.Buffer) error {
-	max := h.limits.MaxBodyBytes
-	if r.ContentLength > max {
+	limit := h.limits.MaxBodyBytes
+	if r.ContentLength > limit {
 		return fmt.Errorf("%w: Content-Length %d bytes is over the limit of %d bytes (--write.max-body-bytes)",
-			errContentTooLarge, r.ContentLength, max)
+			errContentTooLarge, r.ContentLength, limit)
 	}
 	if r.ContentLength > 0 {
 		buf.Grow(int(r.ContentLength))
 	}
-	n, err := buf.ReadFrom(io.LimitReader(r.Body, max+1))
+	n, err := buf.ReadFrom(io.LimitReader(r.Body, limit+1))
 	if err != nil {
 		return fmt.Errorf("%w: read request body: %v", write.ErrInvalid, err)
 	}
-	if n > max {
-		return fmt.Errorf("%w: request body is over the limit of %d bytes (--write.max-body-bytes)", errContentTooLarge, max)
+	if n > limit {
+		return fmt.Errorf("%w: request body is over the limit of %d bytes (--write.max-body-bytes)", errContentTooLarge, limit)
 	}
 	if n == 0 {
 		return errEmptyBody
@@ -79,9 +79,9 @@ func (h *writeHandler) decodeSnappy(dst *bytes.Buffer, body []byte) ([]byte, err
 	if err != nil {
 		return nil, fmt.Errorf("%w: body is not snappy block-compressed: %v", write.ErrInvalid, err)
 	}
-	if max := h.limits.MaxDecompressedBytes; int64(n) > max {
+	if limit := h.limits.MaxDecompressedBytes; int64(n) > limit {
 		return nil, fmt.Errorf("%w: snappy-decoded body of %d bytes is over the limit of %d bytes (--write.max-decompressed-bytes)",
-			write.ErrInvalid, n, max)
+			write.ErrInvalid, n, limit)
 	}
 	dst.Grow(n)
 	out, err := snappy.Decode(dst.Bytes()[:n], body)
@@ -99,13 +99,13 @@ func (h *writeHandler) decodeGzip(dst *bytes.Buffer, body []byte) ([]byte, error
 	if err != nil {
 		return nil, fmt.Errorf("%w: body is not gzip-compressed: %v", write.ErrInvalid, err)
 	}
-	max := h.limits.MaxDecompressedBytes
-	n, err := dst.ReadFrom(io.LimitReader(zr, max+1))
+	limit := h.limits.MaxDecompressedBytes
+	n, err := dst.ReadFrom(io.LimitReader(zr, limit+1))
 	if err != nil {
 		return nil, fmt.Errorf("%w: body is not valid gzip: %v", write.ErrInvalid, err)
 	}
-	if n > max {
-		return nil, fmt.Errorf("%w: gzip-decoded body is over the limit of %d bytes (--write.max-decompressed-bytes)", write.ErrInvalid, max)
+	if n > limit {
+		return nil, fmt.Errorf("%w: gzip-decoded body is over the limit of %d bytes (--write.max-decompressed-bytes)", write.ErrInvalid, limit)
 	}
 	return dst.Bytes(), nil
 }

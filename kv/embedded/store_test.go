@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"go.uber.org/goleak"
 
 	"github.com/hbtsdb/hbtsdb/kv"
 )
@@ -34,7 +35,9 @@ func TestMain(m *testing.M) {
 		fmt.Println(err, errors.Is(err, ErrLocked))
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	// A closed store leaves no goroutine behind: neither Pebble's nor the
+	// sweeper's.
+	goleak.VerifyTestMain(m)
 }
 
 // fakeClock is an injectable Options.Clock.

@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -17,6 +16,7 @@ import (
 	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/kv/kvtest"
 	"github.com/hbtsdb/hbtsdb/testing/hbasetest"
+	"go.uber.org/goleak"
 )
 
 // The tests talk to a real HBase; testing/hbase/hbase.sh starts one:
@@ -219,7 +219,7 @@ func TestPlanGroupsPutsByRowAndDeletesByTimestamp(t *testing.T) {
 }
 
 func TestOpenUnreachable(t *testing.T) {
-	before := runtime.NumGoroutine()
+	before := goleak.IgnoreCurrent()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	start := time.Now()
@@ -255,24 +255,22 @@ func TestOpenWrongZnodeRoot(t *testing.T) {
 	t.Log(err)
 }
 
-// waitGoroutines waits until no more goroutines run than before (gohbase's and the
-// ZooKeeper client's may take a moment to notice they are done).
-func waitGoroutines(t *testing.T, before int) {
+// TestMain checks that the package's tests, which open and close many clients,
+// leave no goroutine behind: gohbase's region clients and the ZooKeeper client
+// must all be gone once a Store is closed.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// waitGoroutines checks that no goroutine started since ignore was taken is still
+// running; goleak retries for a while, as gohbase's and the ZooKeeper client's
+// goroutines take a moment to notice they are done.
+func waitGoroutines(t *testing.T, ignore goleak.Option) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for runtime.NumGoroutine() > before {
-		if time.Now().After(deadline) {
-			buf := make([]byte, 1<<20)
-			buf = buf[:runtime.Stack(buf, true)]
-			t.Fatalf("%d goroutines left, %d before:\n%s", runtime.NumGoroutine(), before, buf)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	goleak.VerifyNone(t, ignore)
 }
 
 func TestOpenCloseLeavesNoGoroutines(t *testing.T) {
 	zk := testZK(t)
-	before := runtime.NumGoroutine()
+	before := goleak.IgnoreCurrent()
 	ctx := ctxT(t)
 	s, err := Open(ctx, Options{Quorum: zk, TablePrefix: hbasetest.UniquePrefix("t"), Logger: testLogger(t)})
 	if err != nil {
