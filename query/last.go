@@ -35,10 +35,10 @@ type LastSeries struct {
 // row. Samples with timestamps in the future are returned like any other: the
 // newest stored readings are what the caller asked for.
 //
-// It reads raw cells (family r) only, which today hold every sample: nothing
-// writes chunk cells yet. Once compaction (future work) moves sealed buckets
-// into family c, Last must read them too, and "each row holds at least one raw
-// sample" no longer holds.
+// Each row is decoded by decodeRow, the one data-row decoder of every read path:
+// chunk cells (family c) and raw cells (family r) merged, raw winning on equal
+// timestamps. Every stored row holds at least one sample, in one family or the
+// other: compaction deletes a bucket's raw cells only after its chunk is written.
 func (r *Reader) Last(ctx context.Context, host, metric string, n int, matcherSets ...[]*labels.Matcher) ([]LastSeries, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("query: last %d samples of %s on %q: n must be at least 1: %w", n, metric, host, kv.ErrInvalidArgument)
@@ -88,9 +88,9 @@ func (r *Reader) Last(ctx context.Context, host, metric string, n int, matcherSe
 	return out, nil
 }
 
-// firstRow reads the first data row in [start, stop) with its raw cells.
+// firstRow reads the first data row in [start, stop) with its sample cells.
 func (r *Reader) firstRow(ctx context.Context, start, stop []byte) (kv.Row, bool, error) {
-	sc := r.st.Scan(ctx, schema.TableData, start, stop, kv.Families(schema.FamilyRaw), kv.RowLimit(1))
+	sc := r.st.Scan(ctx, schema.TableData, start, stop, kv.Families(schema.FamilyChunk, schema.FamilyRaw), kv.RowLimit(1))
 	defer sc.Close()
 	if !sc.Next() {
 		return kv.Row{}, false, sc.Err()
@@ -100,10 +100,11 @@ func (r *Reader) firstRow(ctx context.Context, start, stop []byte) (kv.Row, bool
 
 // newestAfter appends to samples the newest samples of the rows after the row
 // key after (exclusive) and before stop, until samples holds n. It asks for at
-// most n-len(samples) rows: every stored row holds at least one raw sample.
+// most n-len(samples) rows: every stored row holds at least one sample.
 func (r *Reader) newestAfter(ctx context.Context, after, stop []byte, n int, samples []schema.Sample) ([]schema.Sample, error) {
 	start := append(slices.Clip(after), 0x00) // the smallest key after the row
-	sc := r.st.Scan(ctx, schema.TableData, start, stop, kv.Families(schema.FamilyRaw), kv.RowLimit(n-len(samples)))
+	sc := r.st.Scan(ctx, schema.TableData, start, stop, kv.Families(schema.FamilyChunk, schema.FamilyRaw),
+		kv.RowLimit(n-len(samples)))
 	defer sc.Close()
 	for len(samples) < n && sc.Next() {
 		var err error
@@ -118,31 +119,14 @@ func (r *Reader) newestAfter(ctx context.Context, after, stop []byte, n int, sam
 }
 
 // newestOfRow appends the samples of one data row to samples, newest first,
-// until samples holds n. A row's raw cells come oldest first (qualifier order).
+// until samples holds n.
 func (r *Reader) newestOfRow(row kv.Row, n int, samples []schema.Sample) ([]schema.Sample, error) {
-	_, bucketStart, err := schema.ParseDataRowTail(row.Key)
+	b, err := r.decodeRow(row, 0, kv.MaxTimestamp)
 	if err != nil {
 		return nil, err
 	}
-	width := r.settings.BucketWidth
-	for i := len(row.Cells) - 1; i >= 0 && len(samples) < n; i-- {
-		c := row.Cells[i]
-		if c.Family != schema.FamilyRaw {
-			continue
-		}
-		off, err := schema.DecodeRawQualifier(c.Qualifier, width)
-		if err != nil {
-			return nil, err
-		}
-		v, err := schema.DecodeRawValue(c.Value)
-		if err != nil {
-			return nil, err
-		}
-		if t := bucketStart + off; t != c.Timestamp {
-			return nil, fmt.Errorf("raw cell at offset %d of bucket %d has timestamp %d: %w",
-				off, bucketStart, c.Timestamp, schema.ErrMalformed)
-		}
-		samples = append(samples, schema.Sample{T: c.Timestamp, V: v})
+	for i := len(b.samples) - 1; i >= 0 && len(samples) < n; i-- {
+		samples = append(samples, schema.Sample{T: b.samples[i].t, V: b.samples[i].v})
 	}
 	return samples, nil
 }

@@ -91,15 +91,15 @@ func matches(ls labels.Labels, matchers []*labels.Matcher) bool {
 	return true
 }
 
-// Samples returns the raw samples of the series with labels lbls whose timestamps
+// Samples returns the samples of the series with labels lbls whose timestamps
 // lie in [mint, maxt] (inclusive, milliseconds), sorted by time, values
 // bit-exact. A series the registry does not know has none. Labels with an empty
 // value are ignored, as on the write path.
 //
 // It scans the series' data rows newest bucket first (schema.SeriesRowRange) and
-// decodes their r cells only: chunk cells (family c) are not read. Nothing
-// writes them yet; once compaction (future work) does, Samples must merge them
-// as Select does.
+// decodes each with decodeRow, the one data-row decoder of every read path: chunk
+// cells (family c) and raw cells (family r) merged, raw winning on equal
+// timestamps.
 func (r *Reader) Samples(ctx context.Context, lbls labels.Labels, mint, maxt int64) ([]schema.Sample, error) {
 	maxt = min(maxt, kv.MaxTimestamp)
 	if maxt < 0 || maxt < mint {
@@ -115,50 +115,21 @@ func (r *Reader) Samples(ctx context.Context, lbls labels.Labels, mint, maxt int
 		return nil, nil
 	}
 	host := schema.HostOf(lbls, r.settings.HostLabels)
-	metric := lbls.Get(model.MetricNameLabel)
-	width := r.settings.BucketWidth
-	start, stop := schema.SeriesRowRange(schema.Salt(host, r.settings.SaltBuckets), host, metric, ids[0],
-		schema.BucketStart(mint, width), schema.BucketStart(maxt, width))
-	sc := r.st.Scan(ctx, schema.TableData, start, stop, kv.Families(schema.FamilyRaw), kv.TimeRange(mint, maxt+1))
-	defer sc.Close()
-	// Rows come newest bucket first, the cells of a row oldest first: collect each
-	// row's samples, then concatenate the rows in reverse.
-	var rows [][]schema.Sample
-	n := 0
-	for sc.Next() {
-		row := sc.Row()
-		_, bucketStart, err := schema.ParseDataRowTail(row.Key)
-		if err != nil {
-			return nil, fmt.Errorf("query: samples of %s: %w", lbls, err)
-		}
-		samples := make([]schema.Sample, 0, len(row.Cells))
-		for _, c := range row.Cells {
-			if c.Family != schema.FamilyRaw {
-				continue
-			}
-			off, err := schema.DecodeRawQualifier(c.Qualifier, width)
-			if err != nil {
-				return nil, fmt.Errorf("query: samples of %s: %w", lbls, err)
-			}
-			v, err := schema.DecodeRawValue(c.Value)
-			if err != nil {
-				return nil, fmt.Errorf("query: samples of %s: %w", lbls, err)
-			}
-			if t := bucketStart + off; t != c.Timestamp {
-				return nil, fmt.Errorf("query: samples of %s: raw cell at offset %d of bucket %d has timestamp %d: %w",
-					lbls, off, bucketStart, c.Timestamp, schema.ErrMalformed)
-			}
-			samples = append(samples, schema.Sample{T: c.Timestamp, V: v})
-		}
-		rows = append(rows, samples)
-		n += len(samples)
+	s := &series{id: ids[0], labels: lbls, salt: schema.Salt(host, r.settings.SaltBuckets), host: host,
+		metric: lbls.Get(model.MetricNameLabel)}
+	rows, err := r.readSeries(ctx, s, mint, maxt)
+	if err != nil {
+		return nil, err
 	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("query: samples of %s: %w", lbls, err)
+	n := 0
+	for _, b := range rows {
+		n += len(b.samples)
 	}
 	out := make([]schema.Sample, 0, n)
-	for i := len(rows) - 1; i >= 0; i-- {
-		out = append(out, rows[i]...)
+	for _, b := range rows {
+		for _, x := range b.samples {
+			out = append(out, schema.Sample{T: x.t, V: x.v})
+		}
 	}
 	return out, nil
 }

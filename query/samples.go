@@ -69,9 +69,8 @@ func (r *Reader) readSeries(ctx context.Context, s *series, mint, maxt int64) ([
 // decodeRow merges the chunk and raw cells of one data row into samples in
 // [mint, maxt], ascending, one per timestamp: a raw cell wins over a chunk's
 // sample of the same timestamp (it would be a late sample written after the
-// bucket was compacted). Nothing writes chunk cells yet — compaction is future
-// work (schema/chunk.go gives their layout) — so today rows hold raw cells
-// only, and chunks come only from tests that put them.
+// bucket was compacted). It is the one decoder of data rows: Select,
+// ChunkQuerier, Samples and Last all read through it.
 func (r *Reader) decodeRow(row kv.Row, mint, maxt int64) (bucketSamples, error) {
 	_, bucketStart, err := schema.ParseDataRowTail(row.Key)
 	if err != nil {
