@@ -1,7 +1,6 @@
 package query
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -66,137 +65,20 @@ func (r *Reader) readSeries(ctx context.Context, s *series, mint, maxt int64) ([
 	return rows, nil
 }
 
-// decodeRow merges the chunk and raw cells of one data row into samples in
-// [mint, maxt], ascending, one per timestamp: a raw cell wins over a chunk's
-// sample of the same timestamp (it would be a late sample written after the
-// bucket was compacted). It is the one decoder of data rows: Select,
-// ChunkQuerier, Samples and Last all read through it.
+// decodeRow decodes one data row into its samples in [mint, maxt], ascending,
+// one per timestamp, through schema.DecodeDataRow — the one decoder of data rows,
+// shared by every read path and by compaction: chunk and raw cells merged, a raw
+// cell winning over a chunk's sample of the same timestamp.
 func (r *Reader) decodeRow(row kv.Row, mint, maxt int64) (bucketSamples, error) {
-	_, bucketStart, err := schema.ParseDataRowTail(row.Key)
+	rs, err := schema.DecodeDataRow(row, r.settings.BucketWidth, mint, maxt)
 	if err != nil {
 		return bucketSamples{}, err
 	}
-	b := bucketSamples{bucketStart: bucketStart}
-	var (
-		fromChunks, raw []sample
-		chunks          []chunkenc.Chunk
-		cut             bool // a chunk had samples outside [mint, maxt]
-	)
-	for _, c := range row.Cells {
-		switch c.Family {
-		case schema.FamilyRaw:
-			s, err := r.decodeRaw(c, bucketStart)
-			if err != nil {
-				return b, err
-			}
-			if s.t >= mint && s.t <= maxt {
-				raw = append(raw, s)
-			}
-		case schema.FamilyChunk:
-			chk, err := decodeChunk(c)
-			if err != nil {
-				return b, fmt.Errorf("chunk of bucket %d: %w", bucketStart, err)
-			}
-			chunks = append(chunks, chk)
-			n := len(fromChunks)
-			if fromChunks, err = appendChunkSamples(fromChunks, chk, mint, maxt); err != nil {
-				return b, fmt.Errorf("chunk of bucket %d: %w", bucketStart, err)
-			}
-			cut = cut || len(fromChunks)-n != chk.NumSamples()
-		}
-	}
-	switch {
-	case len(fromChunks) == 0:
-		b.samples = raw
-	case len(raw) == 0:
-		slices.SortStableFunc(fromChunks, func(a, b sample) int { return cmp.Compare(a.t, b.t) })
-		b.samples = dedupe(fromChunks)
-		if len(chunks) == 1 && !cut && len(b.samples) == chunks[0].NumSamples() {
-			b.chunk = chunks[0]
-		}
-	default:
-		b.samples = mergeSamples(fromChunks, raw)
+	b := bucketSamples{bucketStart: rs.BucketStart, chunk: rs.Chunk, samples: make([]sample, len(rs.Samples))}
+	for i, x := range rs.Samples {
+		b.samples[i] = sample{t: x.T, v: x.V}
 	}
 	return b, nil
-}
-
-func (r *Reader) decodeRaw(c kv.Cell, bucketStart int64) (sample, error) {
-	off, err := schema.DecodeRawQualifier(c.Qualifier, r.settings.BucketWidth)
-	if err != nil {
-		return sample{}, err
-	}
-	v, err := schema.DecodeRawValue(c.Value)
-	if err != nil {
-		return sample{}, err
-	}
-	if t := bucketStart + off; t != c.Timestamp {
-		return sample{}, fmt.Errorf("raw cell at offset %d of bucket %d has timestamp %d: %w", off, bucketStart, c.Timestamp, schema.ErrMalformed)
-	}
-	return sample{t: c.Timestamp, v: v}, nil
-}
-
-// decodeChunk decodes a chunk cell (schema/chunk.go). Only float encodings are
-// accepted: hbtsdb stores no histograms.
-func decodeChunk(c kv.Cell) (chunkenc.Chunk, error) {
-	enc, data, err := schema.DecodeChunkValue(c.Value)
-	if err != nil {
-		return nil, err
-	}
-	e := chunkenc.Encoding(enc)
-	if e != chunkenc.EncXOR {
-		return nil, fmt.Errorf("chunk encoding %s is not a float encoding hbtsdb reads: %w", e, schema.ErrMalformed)
-	}
-	chk, err := chunkenc.FromData(e, data)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", err, schema.ErrMalformed)
-	}
-	return chk, nil
-}
-
-// appendChunkSamples appends the samples of chk in [mint, maxt].
-func appendChunkSamples(dst []sample, chk chunkenc.Chunk, mint, maxt int64) ([]sample, error) {
-	it := chk.Iterator(nil)
-	for it.Next() == chunkenc.ValFloat {
-		t, v := it.At()
-		if t >= mint && t <= maxt {
-			dst = append(dst, sample{t, v})
-		}
-	}
-	return dst, it.Err()
-}
-
-// mergeSamples merges ascending chunk samples with ascending raw samples, one
-// per timestamp, raw winning.
-func mergeSamples(chunks, raw []sample) []sample {
-	slices.SortStableFunc(chunks, func(a, b sample) int { return cmp.Compare(a.t, b.t) })
-	out := make([]sample, 0, len(chunks)+len(raw))
-	i, j := 0, 0
-	for i < len(chunks) || j < len(raw) {
-		switch {
-		case j == len(raw) || (i < len(chunks) && chunks[i].t < raw[j].t):
-			out = append(out, chunks[i])
-			i++
-		case i < len(chunks) && chunks[i].t == raw[j].t:
-			i++ // the raw sample replaces it
-		default:
-			out = append(out, raw[j])
-			j++
-		}
-	}
-	return dedupe(out)
-}
-
-// dedupe keeps the last sample of each run of equal timestamps.
-func dedupe(s []sample) []sample {
-	out := s[:0]
-	for _, x := range s {
-		if n := len(out); n > 0 && out[n-1].t == x.t {
-			out[n-1] = x
-			continue
-		}
-		out = append(out, x)
-	}
-	return out
 }
 
 // clampRange clamps a Select's [mint, maxt] to the timestamps hbtsdb stores

@@ -7,7 +7,8 @@
 // The package is pure functions and the two value types they encode (Sample,
 // Metadata), fuzzed (fuzz_test.go); it does no I/O. Creating, checking and opening
 // a store's schema (the meta row protocol) is schema/provision's. It imports only
-// the standard library, Prometheus' model types and kv/ (for Cell and TableSpec);
+// the standard library, Prometheus' model types and chunk encoding (tsdb/chunkenc,
+// for the chunk cells) and kv/ (for Cell and TableSpec);
 // it must never import a backend (kv/hbase, kv/embedded, gohbase, Pebble) or a
 // package above it.
 //
@@ -32,7 +33,8 @@
 // the tuples they encode and a prefix never matches a longer host, metric or label.
 // Each file states the invariants of its layout next to the code that keeps them:
 // escape.go (escaping and why it preserves order), datakey.go (data rows), raw.go
-// (raw samples), index.go (tag index), series.go (series registry), tables.go (table
+// (raw samples), chunk.go and datarow.go (chunks, and the one decoder of a data
+// row's chunk and raw cells), index.go (tag index), series.go (series registry), tables.go (table
 // and family specs), settings.go (the meta row's settings) and metadata.go (metric
 // metadata).
 //

@@ -1,0 +1,216 @@
+package schema
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/prometheus/prometheus/tsdb/chunkenc"
+
+	"github.com/hbtsdb/hbtsdb/kv"
+)
+
+// A data row's samples: its chunk cells (family FamilyChunk, chunk.go) and raw
+// cells (family FamilyRaw, raw.go), merged. DecodeDataRow is the one decoder of
+// data rows: every read path (query's Select, ChunkQuerier, Samples, Last) and the
+// compaction that rewrites rows read through it, so that they agree on what a row
+// holds. AppendChunkCells is its inverse for chunks.
+//
+// Invariants:
+//
+//   - The samples of a row are ascending, one per timestamp.
+//   - A raw sample wins over a chunk's sample of the same timestamp: it is a late
+//     (or re-sent) sample written after the bucket was compacted.
+//   - Chunks of one row may overlap in time (a bucket compacted again merges them
+//     into new chunks, but a reader may meet both during the rewrite); for equal
+//     timestamps in two chunks, the chunk whose cell comes later in the row wins.
+
+// RowSamples are the samples DecodeDataRow found in one data row.
+type RowSamples struct {
+	// BucketStart is the row's bucket start (ms).
+	BucketStart int64
+	// Samples are the row's samples in [mint, maxt], ascending, one per timestamp.
+	Samples []Sample
+	// Chunk is set when the row's samples in [mint, maxt] are exactly those of its
+	// only chunk cell (no raw cell, the chunk wholly within the range): a reader
+	// that serves chunks (remote read) may hand it out unchanged.
+	Chunk chunkenc.Chunk
+	// RawCells and ChunkCells count the row's cells of each family that were
+	// decoded (raw cells outside [mint, maxt] included).
+	RawCells, ChunkCells int
+}
+
+// DecodeDataRow decodes the chunk and raw cells of one data row into its samples
+// in [mint, maxt] (inclusive, ms). Cells of other families are ignored. It fails,
+// wrapping ErrMalformed, on a cell that does not decode or a raw cell whose
+// timestamp is not its qualifier's.
+func DecodeDataRow(row kv.Row, width time.Duration, mint, maxt int64) (RowSamples, error) {
+	_, bucketStart, err := ParseDataRowTail(row.Key)
+	if err != nil {
+		return RowSamples{}, err
+	}
+	out := RowSamples{BucketStart: bucketStart}
+	var (
+		fromChunks, raw []Sample
+		chunks          []chunkenc.Chunk
+		cut             bool // a chunk had samples outside [mint, maxt]
+	)
+	for _, c := range row.Cells {
+		switch c.Family {
+		case FamilyRaw:
+			out.RawCells++
+			s, err := DecodeRawCell(c, bucketStart, width)
+			if err != nil {
+				return out, err
+			}
+			if s.T >= mint && s.T <= maxt {
+				raw = append(raw, s)
+			}
+		case FamilyChunk:
+			out.ChunkCells++
+			chk, err := DecodeChunkCell(c)
+			if err != nil {
+				return out, fmt.Errorf("schema: chunk of bucket %d: %w", bucketStart, err)
+			}
+			chunks = append(chunks, chk)
+			n := len(fromChunks)
+			if fromChunks, err = appendChunkSamples(fromChunks, chk, mint, maxt); err != nil {
+				return out, fmt.Errorf("schema: chunk of bucket %d: %w: %w", bucketStart, err, ErrMalformed)
+			}
+			cut = cut || len(fromChunks)-n != chk.NumSamples()
+		}
+	}
+	switch {
+	case len(fromChunks) == 0:
+		out.Samples = raw
+	case len(raw) == 0:
+		slices.SortStableFunc(fromChunks, func(a, b Sample) int { return cmp.Compare(a.T, b.T) })
+		out.Samples = keepLast(fromChunks)
+		if len(chunks) == 1 && !cut && len(out.Samples) == chunks[0].NumSamples() {
+			out.Chunk = chunks[0]
+		}
+	default:
+		out.Samples = mergeRaw(fromChunks, raw)
+	}
+	return out, nil
+}
+
+// DecodeRawCell decodes one raw cell of the row whose bucket starts at
+// bucketStart. The cell's timestamp must be the sample's (raw.go).
+func DecodeRawCell(c kv.Cell, bucketStart int64, width time.Duration) (Sample, error) {
+	off, err := DecodeRawQualifier(c.Qualifier, width)
+	if err != nil {
+		return Sample{}, err
+	}
+	v, err := DecodeRawValue(c.Value)
+	if err != nil {
+		return Sample{}, err
+	}
+	if t := bucketStart + off; t != c.Timestamp {
+		return Sample{}, fmt.Errorf("schema: raw cell at offset %d of bucket %d has timestamp %d: %w",
+			off, bucketStart, c.Timestamp, ErrMalformed)
+	}
+	return Sample{T: c.Timestamp, V: v}, nil
+}
+
+// DecodeChunkCell decodes a chunk cell. Only the float XOR encoding is accepted:
+// hbtsdb stores no histograms yet.
+func DecodeChunkCell(c kv.Cell) (chunkenc.Chunk, error) {
+	enc, data, err := DecodeChunkValue(c.Value)
+	if err != nil {
+		return nil, err
+	}
+	e := chunkenc.Encoding(enc)
+	if e != chunkenc.EncXOR {
+		return nil, fmt.Errorf("schema: chunk encoding %s is not a float encoding hbtsdb reads: %w", e, ErrMalformed)
+	}
+	chk, err := chunkenc.FromData(e, data)
+	if err != nil {
+		return nil, fmt.Errorf("schema: %w: %w", err, ErrMalformed)
+	}
+	return chk, nil
+}
+
+// AppendChunkCells appends to dst the chunk cells (family FamilyChunk) that hold
+// samples — ascending, one per timestamp, all in the bucket starting at
+// bucketStart — in XOR chunks of at most maxPerChunk samples each. Each cell's
+// qualifier is its first sample's offset and its timestamp its last sample's
+// (chunk.go).
+func AppendChunkCells(dst []kv.Cell, samples []Sample, bucketStart int64, width time.Duration, maxPerChunk int) ([]kv.Cell, error) {
+	if maxPerChunk < 1 {
+		return dst, fmt.Errorf("schema: %d samples per chunk: %w", maxPerChunk, kv.ErrInvalidArgument)
+	}
+	for len(samples) > 0 {
+		part := samples[:min(maxPerChunk, len(samples))]
+		samples = samples[len(part):]
+		chk := chunkenc.NewXORChunk()
+		app, err := chk.Appender()
+		if err != nil {
+			return dst, fmt.Errorf("schema: chunk appender: %w", err)
+		}
+		for i, s := range part {
+			if i > 0 && s.T <= part[i-1].T {
+				return dst, fmt.Errorf("schema: chunk samples not ascending at %d: %w", s.T, kv.ErrInvalidArgument)
+			}
+			app.Append(0, s.T, s.V)
+		}
+		q, err := AppendChunkQualifier(nil, part[0].T-bucketStart, width)
+		if err != nil {
+			return dst, err
+		}
+		if last := part[len(part)-1].T; last-bucketStart >= width.Milliseconds() {
+			return dst, fmt.Errorf("schema: sample %d lies after bucket %d: %w", last, bucketStart, kv.ErrInvalidArgument)
+		}
+		dst = append(dst, kv.Cell{Family: FamilyChunk, Qualifier: q, Timestamp: part[len(part)-1].T,
+			Value: AppendChunkValue(nil, byte(chunkenc.EncXOR), chk.Bytes())})
+	}
+	return dst, nil
+}
+
+// appendChunkSamples appends the samples of chk in [mint, maxt].
+func appendChunkSamples(dst []Sample, chk chunkenc.Chunk, mint, maxt int64) ([]Sample, error) {
+	it := chk.Iterator(nil)
+	for it.Next() == chunkenc.ValFloat {
+		t, v := it.At()
+		if t >= mint && t <= maxt {
+			dst = append(dst, Sample{T: t, V: v})
+		}
+	}
+	return dst, it.Err()
+}
+
+// mergeRaw merges chunk samples (any order) with ascending raw samples, one per
+// timestamp, raw winning.
+func mergeRaw(chunks, raw []Sample) []Sample {
+	slices.SortStableFunc(chunks, func(a, b Sample) int { return cmp.Compare(a.T, b.T) })
+	chunks = keepLast(chunks)
+	out := make([]Sample, 0, len(chunks)+len(raw))
+	i, j := 0, 0
+	for i < len(chunks) || j < len(raw) {
+		switch {
+		case j == len(raw) || (i < len(chunks) && chunks[i].T < raw[j].T):
+			out = append(out, chunks[i])
+			i++
+		case i < len(chunks) && chunks[i].T == raw[j].T:
+			i++ // the raw sample replaces it
+		default:
+			out = append(out, raw[j])
+			j++
+		}
+	}
+	return keepLast(out)
+}
+
+// keepLast keeps the last sample of each run of equal timestamps.
+func keepLast(s []Sample) []Sample {
+	out := s[:0]
+	for _, x := range s {
+		if n := len(out); n > 0 && out[n-1].T == x.T {
+			out[n-1] = x
+			continue
+		}
+		out = append(out, x)
+	}
+	return out
+}

@@ -1,0 +1,123 @@
+package schema_test
+
+import (
+	"errors"
+	"math"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/prometheus/prometheus/model/value"
+
+	"github.com/hbtsdb/hbtsdb/kv"
+	"github.com/hbtsdb/hbtsdb/schema"
+)
+
+// dataRow builds a data row of bucket bucketStart from chunk cells holding
+// chunked (maxPerChunk per chunk) and raw cells holding raw.
+func dataRow(t *testing.T, bucketStart int64, chunked []schema.Sample, maxPerChunk int, raw []schema.Sample) kv.Row {
+	t.Helper()
+	const width = time.Hour
+	cells, err := schema.AppendChunkCells(nil, chunked, bucketStart, width, maxPerChunk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range raw {
+		q, err := schema.AppendRawQualifier(nil, s.T-bucketStart, width)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cells = append(cells, kv.Cell{Family: schema.FamilyRaw, Qualifier: q, Timestamp: s.T, Value: schema.AppendRawValue(nil, s.V)})
+	}
+	key := schema.DataRowKey(nil, schema.DataKey{Host: "h", Metric: "m", SeriesID: 7, BucketStart: bucketStart})
+	return kv.Row{Key: key, Cells: cells}
+}
+
+func sameBits(a, b []schema.Sample) bool {
+	return slices.EqualFunc(a, b, func(x, y schema.Sample) bool {
+		return x.T == y.T && math.Float64bits(x.V) == math.Float64bits(y.V)
+	})
+}
+
+func TestDecodeDataRow(t *testing.T) {
+	const b0 = 7_200_000 // a bucket start (2h)
+	stale := math.Float64frombits(value.StaleNaN)
+	var many []schema.Sample
+	for i := range 200 { // 50 minutes at 15s: one bucket
+		many = append(many, schema.Sample{T: b0 + int64(i)*15_000, V: float64(i%7) * 1.5})
+	}
+	many[100].V = stale
+	for _, tc := range []struct {
+		name        string
+		chunked     []schema.Sample
+		perChunk    int
+		raw         []schema.Sample
+		mint, maxt  int64
+		want        []schema.Sample
+		wantChunk   bool
+		chunkCells  int
+		rawCellsAll int
+	}{
+		{name: "raw cells only", raw: many[:3], mint: 0, maxt: math.MaxInt64, want: many[:3], rawCellsAll: 3},
+		{name: "one chunk, wholly in range, is handed out", chunked: many[:120], perChunk: 120, mint: 0, maxt: math.MaxInt64,
+			want: many[:120], wantChunk: true, chunkCells: 1},
+		{name: "chunks of at most 120 samples, stale marker bits kept", chunked: many, perChunk: 120, mint: 0, maxt: math.MaxInt64,
+			want: many, chunkCells: 2},
+		{name: "a chunk cut by the range is not handed out", chunked: many[:120], perChunk: 120, mint: many[10].T, maxt: many[20].T,
+			want: many[10:21], chunkCells: 1},
+		{name: "a late raw sample between chunk samples is merged in order", chunked: many[:4], perChunk: 120,
+			raw: []schema.Sample{{T: many[1].T + 1, V: 42}}, mint: 0, maxt: math.MaxInt64,
+			want: []schema.Sample{many[0], many[1], {T: many[1].T + 1, V: 42}, many[2], many[3]}, chunkCells: 1, rawCellsAll: 1},
+		{name: "a raw sample wins over the chunk's of the same timestamp", chunked: many[:4], perChunk: 2,
+			raw: []schema.Sample{{T: many[2].T, V: -1}}, mint: 0, maxt: math.MaxInt64,
+			want: []schema.Sample{many[0], many[1], {T: many[2].T, V: -1}, many[3]}, chunkCells: 2, rawCellsAll: 1},
+		{name: "raw cells outside the range are counted, not returned", raw: many[:5], mint: many[1].T, maxt: many[2].T,
+			want: many[1:3], rawCellsAll: 5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			row := dataRow(t, b0, tc.chunked, max(tc.perChunk, 1), tc.raw)
+			got, err := schema.DecodeDataRow(row, time.Hour, tc.mint, tc.maxt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.BucketStart != b0 || !sameBits(got.Samples, tc.want) {
+				t.Errorf("DecodeDataRow = bucket %d, %v; want bucket %d, %v", got.BucketStart, got.Samples, b0, tc.want)
+			}
+			if (got.Chunk != nil) != tc.wantChunk {
+				t.Errorf("Chunk handed out = %v, want %v", got.Chunk != nil, tc.wantChunk)
+			}
+			if got.ChunkCells != tc.chunkCells || got.RawCells != tc.rawCellsAll {
+				t.Errorf("cells counted: %d chunk, %d raw; want %d, %d", got.ChunkCells, got.RawCells, tc.chunkCells, tc.rawCellsAll)
+			}
+		})
+	}
+}
+
+func TestDecodeDataRowRefusesMalformedCells(t *testing.T) {
+	row := dataRow(t, 0, nil, 1, []schema.Sample{{T: 5, V: 1}})
+	row.Cells[0].Timestamp = 6 // not the qualifier's timestamp
+	if _, err := schema.DecodeDataRow(row, time.Hour, 0, math.MaxInt64); !errors.Is(err, schema.ErrMalformed) {
+		t.Errorf("raw cell with a foreign timestamp: %v, want ErrMalformed", err)
+	}
+	row = dataRow(t, 0, nil, 1, nil)
+	row.Cells = []kv.Cell{{Family: schema.FamilyChunk, Qualifier: []byte{0, 0, 0, 0}, Timestamp: 1, Value: []byte{9, 1, 2}}}
+	if _, err := schema.DecodeDataRow(row, time.Hour, 0, math.MaxInt64); !errors.Is(err, schema.ErrMalformed) {
+		t.Errorf("chunk of an unknown encoding: %v, want ErrMalformed", err)
+	}
+}
+
+func TestAppendChunkCellsRefusesWhatAChunkCannotHold(t *testing.T) {
+	if _, err := schema.AppendChunkCells(nil, []schema.Sample{{T: 2}, {T: 1}}, 0, time.Hour, 10); !errors.Is(err, kv.ErrInvalidArgument) {
+		t.Errorf("descending samples: %v", err)
+	}
+	if _, err := schema.AppendChunkCells(nil, []schema.Sample{{T: 1}, {T: 3_600_000}}, 0, time.Hour, 10); !errors.Is(err, kv.ErrInvalidArgument) {
+		t.Errorf("a sample after the bucket: %v", err)
+	}
+	cells, err := schema.AppendChunkCells(nil, []schema.Sample{{T: 10, V: 1}, {T: 20, V: 2}, {T: 30, V: 3}}, 0, time.Hour, 2)
+	if err != nil || len(cells) != 2 || cells[0].Timestamp != 20 || cells[1].Timestamp != 30 {
+		t.Fatalf("cells = %+v, %v; want 2 cells stamped with their last samples 20 and 30", cells, err)
+	}
+	if off, _ := schema.DecodeRawQualifier(cells[1].Qualifier, time.Hour); off != 30 {
+		t.Errorf("second chunk's qualifier offset = %d, want 30 (its first sample)", off)
+	}
+}
