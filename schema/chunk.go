@@ -11,27 +11,36 @@ import (
 // into chunks and delete the raw cells they cover, is planned (downsample/).
 //
 //	qualifier = offset(4)          big-endian uint32, ms from the row's bucketStart
-//	                               to the chunk's first sample (as a raw qualifier)
+//	                               to the start of the chunk's window: 0, as a
+//	                               chunk holds the whole bucket (BucketChunkCell)
 //	value     = encoding(1) | data Prometheus chunk encoding (chunkenc.Encoding,
 //	                               EncXOR = 1) followed by the chunk's bytes as
 //	                               chunkenc.Chunk.Bytes returns them
-//	timestamp = the timestamp of the chunk's last sample (ms)
+//	timestamp = the bucket's last millisecond, bucketStart + width - 1
 //
 // Invariants:
 //
-//   - every sample of a chunk lies in its row's bucket, so chunk qualifiers sort
-//     by first sample and a bucket may hold several chunks;
-//   - the cell timestamp is the newest sample's, so the family's TTL expires a
-//     chunk only when all of its samples expired; a reader that restricts a scan
+//   - every sample of a chunk lies in its row's bucket and in its window, so
+//     chunk qualifiers sort by time; readers accept several chunks per row;
+//   - a chunk is rewritten in place: compacting a bucket again (late samples)
+//     writes the same qualifier at the same timestamp, which replaces the cell on
+//     both backends (HBase keeps the later write of equal coordinates). Nothing
+//     ever deletes a chunk column, so no HBase delete marker can hide a rewrite,
+//     and no rewrite is hidden by an older version with a newer timestamp (which
+//     would happen if the timestamp were the last sample's and a rewrite's last
+//     sample were older);
+//   - the cell timestamp is the bucket's end, so the family's TTL expires a
+//     chunk once every sample it may hold expired; a reader that restricts a scan
 //     to a time range must let through cells up to the end of the last bucket it
-//     reads (a chunk's samples may be older than its cell timestamp);
+//     reads (a chunk's samples are older than its cell timestamp);
 //   - a chunk and raw cells of the same row may hold the same timestamp (a late
-//     sample written again after compaction): readers keep the raw sample.
+//     sample written again after compaction, or a compaction interrupted before
+//     it deleted the raw cells): readers keep the raw sample.
 
 // ChunkEncodingLen is the length of the encoding byte in front of a chunk value.
 const ChunkEncodingLen = 1
 
-// AppendChunkQualifier appends the qualifier of a chunk whose first sample is
+// AppendChunkQualifier appends the qualifier of a chunk whose window starts
 // offset milliseconds after its bucket start; see AppendRawQualifier.
 func AppendChunkQualifier(dst []byte, offset int64, width time.Duration) ([]byte, error) {
 	return AppendRawQualifier(dst, offset, width)

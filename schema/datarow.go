@@ -15,7 +15,7 @@ import (
 // cells (family FamilyRaw, raw.go), merged. DecodeDataRow is the one decoder of
 // data rows: every read path (query's Select, ChunkQuerier, Samples, Last) and the
 // compaction that rewrites rows read through it, so that they agree on what a row
-// holds. AppendChunkCells is its inverse for chunks.
+// holds. BucketChunkCell is its inverse for chunks.
 //
 // Invariants:
 //
@@ -132,40 +132,43 @@ func DecodeChunkCell(c kv.Cell) (chunkenc.Chunk, error) {
 	return chk, nil
 }
 
-// AppendChunkCells appends to dst the chunk cells (family FamilyChunk) that hold
-// samples — ascending, one per timestamp, all in the bucket starting at
-// bucketStart — in XOR chunks of at most maxPerChunk samples each. Each cell's
-// qualifier is its first sample's offset and its timestamp its last sample's
-// (chunk.go).
-func AppendChunkCells(dst []kv.Cell, samples []Sample, bucketStart int64, width time.Duration, maxPerChunk int) ([]kv.Cell, error) {
-	if maxPerChunk < 1 {
-		return dst, fmt.Errorf("schema: %d samples per chunk: %w", maxPerChunk, kv.ErrInvalidArgument)
+// MaxChunkSamples is the most samples one chunk holds: Prometheus' XOR chunk
+// counts its samples in 16 bits. A bucket with more stays raw.
+const MaxChunkSamples = 1<<16 - 1
+
+// BucketChunkCell returns the chunk cell (family FamilyChunk, chunk.go) that
+// holds samples — ascending, one per timestamp, all in the bucket starting at
+// bucketStart — as one XOR chunk: qualifier offset 0, timestamp the bucket's last
+// millisecond. It fails, wrapping kv.ErrInvalidArgument, on no samples, samples
+// out of order or outside the bucket, or more than MaxChunkSamples.
+func BucketChunkCell(samples []Sample, bucketStart int64, width time.Duration) (kv.Cell, error) {
+	switch {
+	case len(samples) == 0:
+		return kv.Cell{}, fmt.Errorf("schema: a chunk of no samples: %w", kv.ErrInvalidArgument)
+	case len(samples) > MaxChunkSamples:
+		return kv.Cell{}, fmt.Errorf("schema: %d samples in bucket %d, more than a chunk holds (%d): %w",
+			len(samples), bucketStart, MaxChunkSamples, kv.ErrInvalidArgument)
+	case samples[0].T < bucketStart || samples[len(samples)-1].T-bucketStart >= width.Milliseconds():
+		return kv.Cell{}, fmt.Errorf("schema: samples [%d, %d] are not all in bucket %d: %w",
+			samples[0].T, samples[len(samples)-1].T, bucketStart, kv.ErrInvalidArgument)
 	}
-	for len(samples) > 0 {
-		part := samples[:min(maxPerChunk, len(samples))]
-		samples = samples[len(part):]
-		chk := chunkenc.NewXORChunk()
-		app, err := chk.Appender()
-		if err != nil {
-			return dst, fmt.Errorf("schema: chunk appender: %w", err)
-		}
-		for i, s := range part {
-			if i > 0 && s.T <= part[i-1].T {
-				return dst, fmt.Errorf("schema: chunk samples not ascending at %d: %w", s.T, kv.ErrInvalidArgument)
-			}
-			app.Append(0, s.T, s.V)
-		}
-		q, err := AppendChunkQualifier(nil, part[0].T-bucketStart, width)
-		if err != nil {
-			return dst, err
-		}
-		if last := part[len(part)-1].T; last-bucketStart >= width.Milliseconds() {
-			return dst, fmt.Errorf("schema: sample %d lies after bucket %d: %w", last, bucketStart, kv.ErrInvalidArgument)
-		}
-		dst = append(dst, kv.Cell{Family: FamilyChunk, Qualifier: q, Timestamp: part[len(part)-1].T,
-			Value: AppendChunkValue(nil, byte(chunkenc.EncXOR), chk.Bytes())})
+	chk := chunkenc.NewXORChunk()
+	app, err := chk.Appender()
+	if err != nil {
+		return kv.Cell{}, fmt.Errorf("schema: chunk appender: %w", err)
 	}
-	return dst, nil
+	for i, s := range samples {
+		if i > 0 && s.T <= samples[i-1].T {
+			return kv.Cell{}, fmt.Errorf("schema: chunk samples not ascending at %d: %w", s.T, kv.ErrInvalidArgument)
+		}
+		app.Append(0, s.T, s.V)
+	}
+	q, err := AppendChunkQualifier(nil, 0, width)
+	if err != nil {
+		return kv.Cell{}, err
+	}
+	return kv.Cell{Family: FamilyChunk, Qualifier: q, Timestamp: bucketStart + width.Milliseconds() - 1,
+		Value: AppendChunkValue(nil, byte(chunkenc.EncXOR), chk.Bytes())}, nil
 }
 
 // appendChunkSamples appends the samples of chk in [mint, maxt].

@@ -13,14 +13,19 @@ import (
 	"github.com/hbtsdb/hbtsdb/schema"
 )
 
-// dataRow builds a data row of bucket bucketStart from chunk cells holding
-// chunked (maxPerChunk per chunk) and raw cells holding raw.
-func dataRow(t *testing.T, bucketStart int64, chunked []schema.Sample, maxPerChunk int, raw []schema.Sample) kv.Row {
+// dataRow builds a data row of bucket bucketStart from chunk cells, one per
+// element of chunks (a chunk as compaction writes it, or as an older layout or a
+// rewrite in progress may leave several), and raw cells holding raw.
+func dataRow(t *testing.T, bucketStart int64, chunks [][]schema.Sample, raw []schema.Sample) kv.Row {
 	t.Helper()
 	const width = time.Hour
-	cells, err := schema.AppendChunkCells(nil, chunked, bucketStart, width, maxPerChunk)
-	if err != nil {
-		t.Fatal(err)
+	var cells []kv.Cell
+	for _, samples := range chunks {
+		c, err := schema.BucketChunkCell(samples, bucketStart, width)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cells = append(cells, c)
 	}
 	for _, s := range raw {
 		q, err := schema.AppendRawQualifier(nil, s.T-bucketStart, width)
@@ -49,8 +54,7 @@ func TestDecodeDataRow(t *testing.T) {
 	many[100].V = stale
 	for _, tc := range []struct {
 		name        string
-		chunked     []schema.Sample
-		perChunk    int
+		chunks      [][]schema.Sample
 		raw         []schema.Sample
 		mint, maxt  int64
 		want        []schema.Sample
@@ -59,23 +63,25 @@ func TestDecodeDataRow(t *testing.T) {
 		rawCellsAll int
 	}{
 		{name: "raw cells only", raw: many[:3], mint: 0, maxt: math.MaxInt64, want: many[:3], rawCellsAll: 3},
-		{name: "one chunk, wholly in range, is handed out", chunked: many[:120], perChunk: 120, mint: 0, maxt: math.MaxInt64,
+		{name: "one chunk, wholly in range, is handed out", chunks: [][]schema.Sample{many[:120]}, mint: 0, maxt: math.MaxInt64,
 			want: many[:120], wantChunk: true, chunkCells: 1},
-		{name: "chunks of at most 120 samples, stale marker bits kept", chunked: many, perChunk: 120, mint: 0, maxt: math.MaxInt64,
-			want: many, chunkCells: 2},
-		{name: "a chunk cut by the range is not handed out", chunked: many[:120], perChunk: 120, mint: many[10].T, maxt: many[20].T,
+		{name: "a whole bucket in one chunk, stale marker bits kept", chunks: [][]schema.Sample{many}, mint: 0, maxt: math.MaxInt64,
+			want: many, wantChunk: true, chunkCells: 1},
+		{name: "overlapping chunks: one sample per timestamp, the later cell's", chunks: [][]schema.Sample{many[:10], {{T: many[5].T, V: -5}}},
+			mint: 0, maxt: math.MaxInt64, want: append(append(slices.Clone(many[:5]), schema.Sample{T: many[5].T, V: -5}), many[6:10]...), chunkCells: 2},
+		{name: "a chunk cut by the range is not handed out", chunks: [][]schema.Sample{many[:120]}, mint: many[10].T, maxt: many[20].T,
 			want: many[10:21], chunkCells: 1},
-		{name: "a late raw sample between chunk samples is merged in order", chunked: many[:4], perChunk: 120,
+		{name: "a late raw sample between chunk samples is merged in order", chunks: [][]schema.Sample{many[:4]},
 			raw: []schema.Sample{{T: many[1].T + 1, V: 42}}, mint: 0, maxt: math.MaxInt64,
 			want: []schema.Sample{many[0], many[1], {T: many[1].T + 1, V: 42}, many[2], many[3]}, chunkCells: 1, rawCellsAll: 1},
-		{name: "a raw sample wins over the chunk's of the same timestamp", chunked: many[:4], perChunk: 2,
+		{name: "a raw sample wins over the chunk's of the same timestamp", chunks: [][]schema.Sample{many[:4]},
 			raw: []schema.Sample{{T: many[2].T, V: -1}}, mint: 0, maxt: math.MaxInt64,
-			want: []schema.Sample{many[0], many[1], {T: many[2].T, V: -1}, many[3]}, chunkCells: 2, rawCellsAll: 1},
+			want: []schema.Sample{many[0], many[1], {T: many[2].T, V: -1}, many[3]}, chunkCells: 1, rawCellsAll: 1},
 		{name: "raw cells outside the range are counted, not returned", raw: many[:5], mint: many[1].T, maxt: many[2].T,
 			want: many[1:3], rawCellsAll: 5},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			row := dataRow(t, b0, tc.chunked, max(tc.perChunk, 1), tc.raw)
+			row := dataRow(t, b0, tc.chunks, tc.raw)
 			got, err := schema.DecodeDataRow(row, time.Hour, tc.mint, tc.maxt)
 			if err != nil {
 				t.Fatal(err)
@@ -94,30 +100,40 @@ func TestDecodeDataRow(t *testing.T) {
 }
 
 func TestDecodeDataRowRefusesMalformedCells(t *testing.T) {
-	row := dataRow(t, 0, nil, 1, []schema.Sample{{T: 5, V: 1}})
+	row := dataRow(t, 0, nil, []schema.Sample{{T: 5, V: 1}})
 	row.Cells[0].Timestamp = 6 // not the qualifier's timestamp
 	if _, err := schema.DecodeDataRow(row, time.Hour, 0, math.MaxInt64); !errors.Is(err, schema.ErrMalformed) {
 		t.Errorf("raw cell with a foreign timestamp: %v, want ErrMalformed", err)
 	}
-	row = dataRow(t, 0, nil, 1, nil)
+	row = dataRow(t, 0, nil, nil)
 	row.Cells = []kv.Cell{{Family: schema.FamilyChunk, Qualifier: []byte{0, 0, 0, 0}, Timestamp: 1, Value: []byte{9, 1, 2}}}
 	if _, err := schema.DecodeDataRow(row, time.Hour, 0, math.MaxInt64); !errors.Is(err, schema.ErrMalformed) {
 		t.Errorf("chunk of an unknown encoding: %v, want ErrMalformed", err)
 	}
 }
 
-func TestAppendChunkCellsRefusesWhatAChunkCannotHold(t *testing.T) {
-	if _, err := schema.AppendChunkCells(nil, []schema.Sample{{T: 2}, {T: 1}}, 0, time.Hour, 10); !errors.Is(err, kv.ErrInvalidArgument) {
-		t.Errorf("descending samples: %v", err)
+func TestBucketChunkCell(t *testing.T) {
+	const hour = 3_600_000
+	for _, tc := range []struct {
+		name    string
+		samples []schema.Sample
+	}{
+		{"no samples", nil},
+		{"descending samples", []schema.Sample{{T: hour + 2}, {T: hour + 1}}},
+		{"a sample before the bucket", []schema.Sample{{T: hour - 1}}},
+		{"a sample after the bucket", []schema.Sample{{T: hour + 1}, {T: 2 * hour}}},
+		{"more samples than a chunk counts", make([]schema.Sample, schema.MaxChunkSamples+1)},
+	} {
+		if _, err := schema.BucketChunkCell(tc.samples, hour, time.Hour); !errors.Is(err, kv.ErrInvalidArgument) {
+			t.Errorf("%s: %v, want ErrInvalidArgument", tc.name, err)
+		}
 	}
-	if _, err := schema.AppendChunkCells(nil, []schema.Sample{{T: 1}, {T: 3_600_000}}, 0, time.Hour, 10); !errors.Is(err, kv.ErrInvalidArgument) {
-		t.Errorf("a sample after the bucket: %v", err)
+	c, err := schema.BucketChunkCell([]schema.Sample{{T: hour + 10, V: 1}, {T: hour + 20, V: 2}}, hour, time.Hour)
+	if err != nil {
+		t.Fatal(err)
 	}
-	cells, err := schema.AppendChunkCells(nil, []schema.Sample{{T: 10, V: 1}, {T: 20, V: 2}, {T: 30, V: 3}}, 0, time.Hour, 2)
-	if err != nil || len(cells) != 2 || cells[0].Timestamp != 20 || cells[1].Timestamp != 30 {
-		t.Fatalf("cells = %+v, %v; want 2 cells stamped with their last samples 20 and 30", cells, err)
-	}
-	if off, _ := schema.DecodeRawQualifier(cells[1].Qualifier, time.Hour); off != 30 {
-		t.Errorf("second chunk's qualifier offset = %d, want 30 (its first sample)", off)
+	// Rewritten in place: always qualifier 0 and the bucket's last millisecond.
+	if off, _ := schema.DecodeRawQualifier(c.Qualifier, time.Hour); off != 0 || c.Timestamp != 2*hour-1 || c.Family != schema.FamilyChunk {
+		t.Errorf("cell = family %q offset %d timestamp %d; want c, 0, %d", c.Family, off, c.Timestamp, 2*hour-1)
 	}
 }

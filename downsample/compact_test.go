@@ -1,0 +1,288 @@
+package downsample
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/model/value"
+	"go.uber.org/goleak"
+
+	"github.com/hbtsdb/hbtsdb/index"
+	"github.com/hbtsdb/hbtsdb/kv"
+	"github.com/hbtsdb/hbtsdb/query"
+	"github.com/hbtsdb/hbtsdb/schema"
+	"github.com/hbtsdb/hbtsdb/schema/schematest"
+	"github.com/hbtsdb/hbtsdb/write"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+const hour = int64(time.Hour / time.Millisecond)
+
+// day0 is the fixture's first bucket: 2026-11-30 00:00 UTC.
+var day0 = time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC).UnixMilli()
+
+// fixture is a store with a writer and a reader sharing one registry and index,
+// holding three series over buckets day0 .. day0+3h (the last one the open bucket
+// at the fixture's clock, day0+3h30m, with a grace of 10 minutes).
+type fixture struct {
+	st       kv.Store
+	settings schema.Settings
+	w        *write.Writer
+	r        *query.Reader
+	now      time.Time
+	series   []labels.Labels
+}
+
+func newFixture(t *testing.T, b schematest.Backend) *fixture {
+	t.Helper()
+	b.TableOptions.RawRetention = 0 // the fixture's samples are older than any retention would keep
+	st := b.Store(t)
+	reg, post := index.NewRegistry(st, index.RegistryOptions{}), index.NewPostings(st, index.PostingsOptions{})
+	f := &fixture{st: st, settings: b.Settings, now: time.UnixMilli(day0 + 3*hour + 30*60_000),
+		r: query.NewReader(st, b.Settings, reg, post)}
+	w, err := write.New(st, b.Settings, reg, post, write.Options{Now: func() time.Time { return f.now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.w = w
+	f.series = []labels.Labels{
+		labels.FromStrings("__name__", "node_cpu_seconds_total", "host", "h1", "cpu", "0", "mode", "idle"),
+		labels.FromStrings("__name__", "node_load1", "host", "h2"),
+		labels.FromStrings("__name__", "up", "host", "h3", "job", "node"),
+	}
+	stale := math.Float64frombits(value.StaleNaN)
+	req := write.Request{}
+	for i, ls := range f.series {
+		var samples []schema.Sample
+		for ts := day0; ts < day0+3*hour+20*60_000; ts += 15_000 {
+			v := float64(ts-day0) / 1000 * float64(i+1)
+			if i == 2 {
+				v = 1
+			}
+			samples = append(samples, schema.Sample{T: ts, V: v})
+		}
+		samples[100].V = stale // a stale marker keeps its NaN bits through a chunk
+		samples[101].V = math.Inf(-1)
+		req.Series = append(req.Series, write.Series{Labels: ls, Samples: samples})
+	}
+	f.write(t, req)
+	return f
+}
+
+func (f *fixture) write(t *testing.T, req write.Request) {
+	t.Helper()
+	res, err := f.w.Write(context.Background(), &req)
+	if err != nil || len(res.Rejected) > 0 {
+		t.Fatalf("write: %v %+v", err, res.Rejected)
+	}
+}
+
+func (f *fixture) compactor(t *testing.T, opts Options) *Compactor {
+	t.Helper()
+	opts.Now = func() time.Time { return f.now }
+	if opts.Grace == 0 {
+		opts.Grace = 10 * time.Minute
+	}
+	c, err := NewCompactor(f.st, f.settings, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// dump renders every series' samples as "t=bits" so that NaN payloads compare
+// exactly, one line per series.
+func (f *fixture) dump(t *testing.T) string {
+	t.Helper()
+	var b strings.Builder
+	for _, ls := range f.series {
+		got, err := f.r.Samples(context.Background(), ls, 0, kv.MaxTimestamp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&b, "%s:", ls)
+		for _, s := range got {
+			fmt.Fprintf(&b, " %d=%x", s.T, math.Float64bits(s.V))
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// cells counts the data table's cells by family; only sealed buckets' raw cells
+// are named, by bucket.
+func (f *fixture) cells(t *testing.T) (raw, chunk int, rawBuckets map[int64]int) {
+	t.Helper()
+	rawBuckets = map[int64]int{}
+	sc := f.st.Scan(context.Background(), schema.TableData, nil, nil, kv.Families(schema.FamilyRaw, schema.FamilyChunk))
+	defer sc.Close()
+	for sc.Next() {
+		row := sc.Row()
+		_, bucket, err := schema.ParseDataRowTail(row.Key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range row.Cells {
+			switch c.Family {
+			case schema.FamilyRaw:
+				raw++
+				rawBuckets[bucket]++
+			case schema.FamilyChunk:
+				chunk++
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return raw, chunk, rawBuckets
+}
+
+func TestCompactSealedBuckets(t *testing.T) {
+	for _, b := range schematest.Backends() {
+		t.Run(b.Name, func(t *testing.T) {
+			f := newFixture(t, b)
+			before := f.dump(t)
+			c := f.compactor(t, Options{})
+			st, err := c.Compact(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			// 3 series x 3 sealed buckets of 240 samples; the open bucket
+			// (day0+3h, 80 samples each) stays raw.
+			if want := (Stats{Rows: 9, Samples: 9 * 240, RawCells: 9 * 240}); st != want {
+				t.Errorf("Stats = %+v, want %+v", st, want)
+			}
+			raw, chunk, buckets := f.cells(t)
+			if raw != 3*80 || chunk != 9 || buckets[day0+3*hour] != 3*80 {
+				t.Errorf("after compaction: %d raw cells (by bucket %v), %d chunks; want 240 raw, all in the open bucket, and 9 chunks", raw, buckets, chunk)
+			}
+			if after := f.dump(t); after != before {
+				t.Errorf("samples changed by compaction:\nbefore %s\nafter  %s", before, after)
+			}
+			if st, err := c.Compact(context.Background()); err != nil || st != (Stats{}) {
+				t.Errorf("a second pass = %+v, %v; want nothing to do", st, err)
+			}
+		})
+	}
+}
+
+// A crash between the two steps leaves every sample readable exactly once, and
+// the next pass finishes the job; a crash after the deletes leaves nothing to do.
+func TestCompactionSurvivesACrashAtEveryStep(t *testing.T) {
+	for _, b := range schematest.Backends() {
+		for _, step := range []string{"chunks written", "raw deleted"} {
+			t.Run(b.Name+"/"+step, func(t *testing.T) {
+				f := newFixture(t, b)
+				before := f.dump(t)
+				crash := errors.New("crash")
+				c := f.compactor(t, Options{afterStep: func(s string) error {
+					if s == step {
+						return crash
+					}
+					return nil
+				}})
+				if _, err := c.Compact(context.Background()); !errors.Is(err, crash) {
+					t.Fatalf("Compact = %v, want the crash", err)
+				}
+				if after := f.dump(t); after != before {
+					t.Fatalf("samples after a crash at %q:\nbefore %s\nafter  %s", step, before, after)
+				}
+				st, err := f.compactor(t, Options{}).Compact(context.Background())
+				if err != nil {
+					t.Fatal(err)
+				}
+				wantRows := 9
+				if step == "raw deleted" {
+					wantRows = 0 // the crashed pass had finished its only batch
+				}
+				if st.Rows != wantRows {
+					t.Errorf("the pass after the crash rewrote %d rows, want %d", st.Rows, wantRows)
+				}
+				if raw, chunk, _ := f.cells(t); raw != 3*80 || chunk != 9 {
+					t.Errorf("after the next pass: %d raw cells, %d chunks; want 240 and 9", raw, chunk)
+				}
+				if after := f.dump(t); after != before {
+					t.Errorf("samples after the next pass:\nbefore %s\nafter  %s", before, after)
+				}
+			})
+		}
+	}
+}
+
+// A late sample into a compacted bucket is visible at once (raw, merged with the
+// chunk) and is folded into the chunk by the next pass; one written while the
+// bucket is being compacted (between the chunk and the deletes) survives too.
+func TestLateSamplesAreMergedAndCompactedAgain(t *testing.T) {
+	for _, b := range schematest.Backends() {
+		t.Run(b.Name, func(t *testing.T) {
+			f := newFixture(t, b)
+			ls := f.series[1]
+			late := func(ts int64, v float64) write.Request {
+				return write.Request{Series: []write.Series{{Labels: ls, Samples: []schema.Sample{{T: ts, V: v}}}}}
+			}
+			// Written while the first batch is between its two steps.
+			during := day0 + 7_500 // between two 15s samples of bucket day0
+			c := f.compactor(t, Options{afterStep: func(s string) error {
+				if s == "chunks written" {
+					f.write(t, late(during, -1))
+				}
+				return nil
+			}})
+			if _, err := c.Compact(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			// Written after the pass.
+			after := day0 + hour + 1
+			f.write(t, late(after, -2))
+
+			check := func(when string) {
+				t.Helper()
+				got, err := f.r.Samples(context.Background(), ls, day0, day0+hour+15_000)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var found int
+				for _, s := range got {
+					if (s.T == during && s.V == -1) || (s.T == after && s.V == -2) {
+						found++
+					}
+				}
+				if found != 2 || len(got) != 240+2+2 {
+					t.Errorf("%s: %d samples with %d of the 2 late ones; want %d", when, len(got), found, 240+2+2)
+				}
+			}
+			check("before the next pass")
+			st, err := f.compactor(t, Options{}).Compact(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Rows != 2 || st.RawCells != 2 {
+				t.Errorf("the next pass = %+v, want the 2 buckets with a late sample rewritten", st)
+			}
+			check("after the next pass")
+			if raw, chunk, _ := f.cells(t); raw != 3*80 || chunk != 9 {
+				t.Errorf("%d raw cells, %d chunks; want 240 and 9", raw, chunk)
+			}
+		})
+	}
+}
+
+func TestOptionsValidate(t *testing.T) {
+	err := Options{Grace: -time.Second, BatchRows: -1}.Validate()
+	want := "downsample: Options.Grace must not be negative (0 means the default, 1h0m0s), got -1s\n" +
+		"downsample: Options.BatchRows must not be negative (0 means the default, 500), got -1"
+	if err == nil || err.Error() != want {
+		t.Errorf("Validate = %v, want %s", err, want)
+	}
+	if err := (Options{}).Validate(); err != nil {
+		t.Errorf("zero options: %v", err)
+	}
+}

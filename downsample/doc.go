@@ -1,0 +1,44 @@
+// Package downsample holds the background work on stored data: today the
+// compaction of sealed buckets into chunks (compact.go); the 5-minute and 1-hour
+// rollups and the retention sweeps of the design are not built yet.
+//
+// # Compaction
+//
+// Every sample arrives as one raw cell (family r of the data table, ~20 bytes of
+// HBase KeyValue framing plus the row key for an 8-byte value). Once a bucket is
+// sealed — its end lies Options.Grace in the past — the Compactor rewrites the
+// row: it reads the row's chunk and raw cells, merges them with the one row
+// decoder every reader uses (schema.DecodeDataRow: raw wins on equal
+// timestamps), writes the bucket's samples as one Prometheus XOR chunk cell
+// (schema.BucketChunkCell), and then deletes exactly the raw columns it read,
+// each up to its own cell timestamp.
+//
+// Invariants, and why a crash or a concurrent writer loses nothing:
+//
+//   - Step order is chunk first, raw deletes second. Between the two, and after
+//     a crash there, each sample is both in the chunk and raw; readers keep one
+//     sample per timestamp, so every sample is readable exactly once. The next
+//     pass finds the raw cells again, merges them into the same chunk and
+//     deletes them: every step is idempotent.
+//   - A late sample written while a row is being compacted has its own column
+//     (its offset in the bucket), which the compaction did not read and so does
+//     not delete: it stays raw, readers merge it, and the next pass folds it in.
+//     A sample re-sent with the timestamp of a compacted one addresses a column
+//     deleted up to that timestamp; on HBase the delete marker hides it until a
+//     major compaction, and the chunk already holds that timestamp.
+//   - The chunk cell of a bucket is always the same column at the same timestamp
+//     (schema/chunk.go), so a second compaction replaces it in place and nothing
+//     ever deletes a chunk column.
+//   - Work is found by scanning family r for cells older than the sealed cutoff:
+//     only rows that still hold raw cells of sealed buckets are read, so a store
+//     whose old buckets are compacted costs a pass little (HBase reads only the
+//     r family's files, which compaction empties).
+//   - Two compactors must not rewrite the same row at once: one could replace
+//     the other's chunk with one that lacks a late sample the other then
+//     deletes. A process runs one Compactor per salt at a time; several
+//     processes must share the salts through leases (planned, with the worker).
+//
+// downsample imports kv, schema and Prometheus' chunk encoding (through schema);
+// it must never import a backend (kv/hbase, kv/embedded) nor a package above it
+// (query, db, promapi, cmd).
+package downsample
