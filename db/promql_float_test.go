@@ -127,24 +127,24 @@ func TestPromQLFloatParts(t *testing.T) {
 	}
 	sort.Strings(files)
 	for _, b := range backendsForPromQL() {
-		t.Run(b.Name, func(t *testing.T) {
-			t.Parallel()
-			newStorage := embeddedStorages(b)
-			if b.Name == "hbase" {
-				newStorage = hbaseStorages(t, b)
-			}
-			engine := newEngine(t)
-			for _, name := range files {
-				content, err := os.ReadFile(filepath.Join(dir, filepath.Base(name)))
-				if err != nil {
-					t.Fatal(err)
+		for _, compacted := range []bool{false, true} {
+			t.Run(storageName(b, compacted), func(t *testing.T) {
+				t.Parallel()
+				newStorage, compactedRows := storages(t, b, compacted)
+				defer checkCompacted(t, compacted, compactedRows)
+				engine := newEngine(t)
+				for _, name := range files {
+					content, err := os.ReadFile(filepath.Join(dir, filepath.Base(name)))
+					if err != nil {
+						t.Fatal(err)
+					}
+					input, dropped := floatParts(string(content), indirectHistogramEvals[filepath.Base(name)])
+					t.Run(name, func(t *testing.T) {
+						t.Logf("%d evals dropped for native histograms", dropped)
+						promqltest.RunTestWithStorage(t, input, engine, newStorage)
+					})
 				}
-				input, dropped := floatParts(string(content), indirectHistogramEvals[filepath.Base(name)])
-				t.Run(name, func(t *testing.T) {
-					t.Logf("%d evals dropped for native histograms", dropped)
-					promqltest.RunTestWithStorage(t, input, engine, newStorage)
-				})
-			}
-		})
+			})
+		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/prometheus/storage"
 
 	"github.com/hbtsdb/hbtsdb/db"
+	"github.com/hbtsdb/hbtsdb/downsample"
 	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/kv/embedded"
 	"github.com/hbtsdb/hbtsdb/schema"
@@ -40,20 +41,106 @@ var skippedPromQLFiles = map[string]string{
 }
 
 // TestPromQL runs Prometheus' own PromQL acceptance suite (promqltest) against
-// a db.DB on each backend: every file but the skipped ones must pass.
+// a db.DB on each backend: every file but the skipped ones must pass. It runs
+// twice: on raw cells as written, and with every bucket compacted into chunks
+// (downsample.Compactor, grace 0) before each read, which must not change a
+// single answer.
 func TestPromQL(t *testing.T) {
 	for _, b := range schematest.Backends() {
-		t.Run(b.Name, func(t *testing.T) {
-			t.Parallel()
-			newStorage := embeddedStorages(b)
-			if b.Name == "hbase" {
-				newStorage = hbaseStorages(t, b)
-			}
-			start := time.Now()
-			promqltest.RunBuiltinTestsWithStorage(skipFiles{t}, newEngine(t), newStorage)
-			t.Logf("PromQL suite on %s: %s", b.Name, time.Since(start).Round(time.Millisecond))
-		})
+		for _, compacted := range []bool{false, true} {
+			t.Run(storageName(b, compacted), func(t *testing.T) {
+				t.Parallel()
+				newStorage, compactedRows := storages(t, b, compacted)
+				start := time.Now()
+				promqltest.RunBuiltinTestsWithStorage(skipFiles{t}, newEngine(t), newStorage)
+				t.Logf("PromQL suite on %s: %s", storageName(b, compacted), time.Since(start).Round(time.Millisecond))
+				checkCompacted(t, compacted, compactedRows)
+			})
+		}
 	}
+}
+
+// storageName names a backend and whether reads see compacted data.
+func storageName(b schematest.Backend, compacted bool) string {
+	if compacted {
+		return b.Name + "/compacted"
+	}
+	return b.Name
+}
+
+// storages returns promqltest's storage maker for backend b: on raw cells, or,
+// with compacted, with every sealed bucket compacted before each querier is
+// handed out; the counter counts the rows compacted.
+func storages(t *testing.T, b schematest.Backend, compacted bool) (func(testing.TB) storage.Storage, *atomic.Int64) {
+	newStorage := embeddedStorages(b)
+	if b.Name == "hbase" {
+		newStorage = hbaseStorages(t, b)
+	}
+	rows := new(atomic.Int64)
+	if !compacted {
+		return newStorage, rows
+	}
+	return func(t testing.TB) storage.Storage {
+		s := newStorage(t).(*storageOn)
+		c, err := downsample.NewCompactor(s.st, s.settings, downsample.Options{
+			Grace: time.Nanosecond,
+			// Every bucket ends before the clock: all are sealed.
+			Now: func() time.Time { return time.UnixMilli(kv.MaxTimestamp) },
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &compactBeforeRead{storageOn: s, c: c, rows: rows}
+	}, rows
+}
+
+// checkCompacted fails a compacted run whose reads never found anything to
+// compact: it would have tested raw cells only.
+func checkCompacted(t *testing.T, compacted bool, rows *atomic.Int64) {
+	t.Helper()
+	if compacted && rows.Load() == 0 {
+		t.Error("no bucket was compacted: the suite read raw cells only")
+	}
+	if compacted {
+		t.Logf("%d buckets compacted into chunks before reads", rows.Load())
+	}
+}
+
+// storageOn is the DB promqltest writes and reads, with the store and settings
+// it was opened on.
+type storageOn struct {
+	*db.DB
+	st       kv.Store
+	settings schema.Settings
+}
+
+// compactBeforeRead compacts every bucket that holds raw cells before each
+// querier it hands out, so that the suite's evals read chunks (and the raw cells
+// of later loads merged with them).
+type compactBeforeRead struct {
+	*storageOn
+	c    *downsample.Compactor
+	rows *atomic.Int64
+}
+
+func (s *compactBeforeRead) compact() error {
+	st, err := s.c.Compact(context.Background())
+	s.rows.Add(int64(st.Rows))
+	return err
+}
+
+func (s *compactBeforeRead) Querier(mint, maxt int64) (storage.Querier, error) {
+	if err := s.compact(); err != nil {
+		return nil, err
+	}
+	return s.storageOn.Querier(mint, maxt)
+}
+
+func (s *compactBeforeRead) ChunkQuerier(mint, maxt int64) (storage.ChunkQuerier, error) {
+	if err := s.compact(); err != nil {
+		return nil, err
+	}
+	return s.storageOn.ChunkQuerier(mint, maxt)
 }
 
 // newEngine is promqltest's engine with every experimental parser feature the
@@ -83,7 +170,7 @@ func (s skipFiles) Run(name string, f func(t *testing.T)) bool {
 
 // openPromQLDB opens a DB as promqltest needs it: it owns its store, and takes
 // samples at any age (the files load samples from time 0).
-func openPromQLDB(t testing.TB, st kv.Store, settings schema.Settings) *db.DB {
+func openPromQLDB(t testing.TB, st kv.Store, settings schema.Settings) *storageOn {
 	t.Helper()
 	d, err := db.Open(context.Background(), db.Options{
 		Store: st, CloseStore: true, Settings: settings,
@@ -92,7 +179,7 @@ func openPromQLDB(t testing.TB, st kv.Store, settings schema.Settings) *db.DB {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return d
+	return &storageOn{DB: d, st: st, settings: settings}
 }
 
 // embeddedStorages makes a fresh embedded store per kv.
