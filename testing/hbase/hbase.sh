@@ -9,6 +9,21 @@
 #   testing/hbase/hbase.sh status   print the ZooKeeper address if it runs; exit 1 if not
 #   testing/hbase/hbase.sh zk       print the ZooKeeper address (same as status)
 #   testing/hbase/hbase.sh classpath  resolve the classpath only (warms the cache)
+#   testing/hbase/hbase.sh rootdir  print the local directory of the running instance's
+#                                   hbase.rootdir (tables under data/default/<table>/);
+#                                   exit 1 if it does not run
+#   testing/hbase/hbase.sh compact <zk> <table>...
+#                                   flush and major-compact the tables (full names, e.g.
+#                                   tsdb-data) of the HBase at ZooKeeper <zk>, wait until
+#                                   the compactions are done and reopen the tables so that
+#                                   the replaced HFiles are archived; see FlushCompact.java
+#                                   (compiled with javac once per HBase version and source,
+#                                   cached next to the classpath)
+#
+# Several instances can run at once, one per run directory: give each its own
+# HBTSDB_HBASE_RUN for start, stop and every other command (ports are picked free, and
+# everything an instance writes, its pid file included, is in its run directory, so
+# stop never touches another instance).
 #
 # Standalone mode runs master, region server and ZooKeeper in one JVM
 # (org.apache.hadoop.hbase.master.HMaster start with hbase.cluster.distributed=false)
@@ -240,10 +255,53 @@ status() {
   fi
 }
 
+rootdir() {
+  if running; then
+    echo "$run/root"
+  else
+    log "not running"
+    return 1
+  fi
+}
+
+# tools_dir prints the directory of the compiled FlushCompact tool, compiling it first
+# if needed: the directory is named for the HBase version and the source's hash, so an
+# edited source or another version gets a build of its own.
+tools_dir() {
+  resolve_classpath
+  command -v javac >/dev/null || die "javac not found: install a JDK 17 (Debian: apt-get install openjdk-17-jdk-headless)"
+  local src="$here/FlushCompact.java" sum dir tmp
+  sum=$(sha256sum "$src" | cut -c1-12)
+  dir="$cache/tools-$version-$sum"
+  if [ ! -f "$dir/FlushCompact.class" ]; then
+    tmp="$dir.tmp.$$"
+    rm -rf "$tmp"
+    mkdir -p "$tmp"
+    if ! javac -nowarn -d "$tmp" -cp "$(cat "$cpfile")" "$src" >"$tmp/javac.log" 2>&1; then
+      cat "$tmp/javac.log" >&2
+      rm -rf "$tmp"
+      die "cannot compile $src"
+    fi
+    # Another compact may have built it meanwhile: keep the first one.
+    mv -T "$tmp" "$dir" 2>/dev/null || rm -rf "$tmp"
+  fi
+  echo "$dir"
+}
+
+compact() {
+  [ $# -ge 2 ] || die "usage: $0 compact <zookeeper host:port> <table>..."
+  local dir
+  dir=$(tools_dir)
+  java -Xmx512m "${jdk_flags[@]}" -Dlog4j.configuration="file:$here/log4j-client.properties" \
+    -cp "$dir:$(cat "$cpfile")" FlushCompact "$@"
+}
+
 case "${1:-}" in
   start) start ;;
   stop) stop ;;
   status | zk) status ;;
   classpath) resolve_classpath; cat "$cpfile" ;;
-  *) die "usage: $0 start|stop|status|zk|classpath" ;;
+  rootdir) rootdir ;;
+  compact) shift; compact "$@" ;;
+  *) die "usage: $0 start|stop|status|zk|classpath|rootdir|compact <zk> <table>..." ;;
 esac
