@@ -21,6 +21,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/hbtsdb/hbtsdb/db"
+	"github.com/hbtsdb/hbtsdb/downsample"
 	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/kv/embedded"
 	"github.com/hbtsdb/hbtsdb/schema"
@@ -74,19 +75,29 @@ import (
 // each table (data-, index-, series-, meta-B/sample), samples/s of the ingestion and
 // compact-s, the time the compaction took. The index holds one entry per label pair
 // per series per day, so with fewer hours than 24 its share per sample grows.
+//
+// Each backend runs twice: raw, the data as written (one cell per sample), and
+// chunks, with every bucket compacted into XOR chunks by downsample.Compactor
+// before the store compaction (compacted-samples/s is that pass's throughput).
 func BenchmarkBytesPerSample(b *testing.B) {
 	shape := sizeShapeFromEnv(b)
 	for _, be := range schematest.Backends() {
-		b.Run(be.Name, func(b *testing.B) {
-			if !be.Available() {
-				b.Skip("no HBase: set TSDB_TEST_HBASE_ZK")
+		for _, chunks := range []bool{false, true} {
+			name := be.Name + "/raw"
+			if chunks {
+				name = be.Name + "/chunks"
 			}
-			var res sizeResult
-			for range b.N {
-				res = measureBytesPerSample(b, be.Name, shape)
-			}
-			res.report(b, be.Name, shape)
-		})
+			b.Run(name, func(b *testing.B) {
+				if !be.Available() {
+					b.Skip("no HBase: set TSDB_TEST_HBASE_ZK")
+				}
+				var res sizeResult
+				for range b.N {
+					res = measureBytesPerSample(b, be.Name, shape, chunks)
+				}
+				res.report(b, name, shape)
+			})
+		}
 	}
 }
 
@@ -139,6 +150,7 @@ type sizeResult struct {
 	samples    int64
 	ingest     time.Duration
 	compact    time.Duration
+	chunked    time.Duration    // downsample.Compactor's pass, 0 for raw
 	total      int64            // bytes of every table (embedded: every live sstable)
 	tableBytes map[string]int64 // by logical table name
 	files      string           // what else the backend says of its files
@@ -154,6 +166,9 @@ func (r sizeResult) report(b *testing.B, backend string, shape sizeShape) {
 	}
 	b.ReportMetric(rate, "samples/s")
 	b.ReportMetric(r.compact.Seconds(), "compact-s")
+	if r.chunked > 0 {
+		b.ReportMetric(float64(r.samples)/r.chunked.Seconds(), "compacted-samples/s")
+	}
 	var tables []string
 	for _, t := range slices.Sorted(maps.Keys(r.tableBytes)) {
 		tables = append(tables, fmt.Sprintf("%s %d B (%.3f B/sample)", t, r.tableBytes[t], per(r.tableBytes[t])))
@@ -165,7 +180,7 @@ func (r sizeResult) report(b *testing.B, backend string, shape sizeShape) {
 
 // measureBytesPerSample writes the day into a fresh store of the backend, compacts it
 // and measures it.
-func measureBytesPerSample(b *testing.B, backend string, shape sizeShape) sizeResult {
+func measureBytesPerSample(b *testing.B, backend string, shape sizeShape, chunks bool) sizeResult {
 	b.Helper()
 	b.StopTimer() // the store's creation is not measured
 	ctx := context.Background()
@@ -186,6 +201,23 @@ func measureBytesPerSample(b *testing.B, backend string, shape sizeShape) sizeRe
 	res := sizeResult{samples: written, ingest: time.Since(start)}
 	if written != shape.samples() {
 		b.Fatalf("wrote %d samples, want %d", written, shape.samples())
+	}
+	if chunks {
+		start = time.Now()
+		c, err := downsample.NewCompactor(st.Store, st.settings, downsample.Options{
+			Now: func() time.Time { return sizeDay.Add(48 * time.Hour) }, // the day is sealed
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		cs, err := c.Compact(ctx)
+		if err != nil {
+			b.Fatalf("compact into chunks: %v", err)
+		}
+		res.chunked = time.Since(start)
+		if int64(cs.Samples) != written || cs.Skipped != 0 {
+			b.Fatalf("compacted %+v, want every one of the %d samples in a chunk", cs, written)
+		}
 	}
 	start = time.Now()
 	res.tableBytes, res.total, res.files, err = st.measure(ctx)
