@@ -36,7 +36,42 @@
 //   - Two compactors must not rewrite the same row at once: one could replace
 //     the other's chunk with one that lacks a late sample the other then
 //     deletes. A process runs one Compactor per salt at a time; several
-//     processes must share the salts through leases (planned, with the worker).
+//     processes share the salts through leases (the Worker, below).
+//
+// # Worker and leases
+//
+// A Worker (worker.go) runs the Compactor in rounds [every 5m], salt after salt,
+// and logs a line per round (and progress lines when a round runs long). Any
+// number of workers — in one process or in many: each tsdb serve, each tsdb
+// downsample — share the salts of a store through leases (lease.go), one cell
+// per job and salt in the meta table (schema/lease.go: "owner expiryMs"). A
+// worker compacts a salt only while it holds the salt's lease:
+//
+//   - Taking: the worker reads the cell. Absent: it check-and-puts expecting it
+//     absent. Held by another owner and not expired by this worker's clock: it
+//     leaves the salt for this round. Expired, released or its own: it
+//     check-and-puts expecting the exact value read. Of workers racing for a
+//     salt exactly one wins; a worker whose lease was taken over can never write
+//     it again, because it no longer knows the cell's value.
+//   - Each write of the cell carries the timestamp max(now, previous cell's + 1):
+//     the meta family keeps one version, and a put older than the cell it
+//     replaces (the previous writer's clock ran ahead) would be stored unseen.
+//   - Keeping: the salt's Compactor works through a store wrapper that checks the
+//     lease before every call (so before every step of every batch). The check
+//     renews the lease (check-and-put on the value this worker last wrote) once
+//     half its TTL is gone, and fails with ErrLeaseLost — for good — when the
+//     renewal is refused or fails, or when the lease is within TTL/4 of its
+//     expiry by this worker's clock. Each call runs with a deadline at that
+//     point. So no call of a holder runs once another worker may take the salt
+//     over, as long as the workers' clocks agree within TTL/4 (an HBase write
+//     already sent when its deadline passes may still land; the TTL/4 margin is
+//     the allowance for it).
+//   - Releasing: when the salt is done (or its work failed, or the worker is
+//     stopping), a check-and-put of expiry 0 on the value last written, so that
+//     another worker may take it at once. A worker that dies holds its salts
+//     until their leases expire.
+//   - A salt left part way (lease lost, store error, stop) is safe by the
+//     invariants above, and the next round, by whichever worker, finishes it.
 //
 // downsample imports kv, schema and Prometheus' chunk encoding (through schema);
 // it must never import a backend (kv/hbase, kv/embedded) nor a package above it
