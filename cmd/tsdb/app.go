@@ -42,6 +42,7 @@ func newApp(stdout, stderr io.Writer) *app {
 	a.common = registerCommonFlags(a.kp)
 	registerServe(a)
 	registerSchema(a)
+	registerDownsample(a)
 	registerVersion(a)
 	return a
 }

@@ -7,9 +7,11 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/hbtsdb/hbtsdb/db"
+	"github.com/hbtsdb/hbtsdb/downsample"
 	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/kv/backend"
 	"github.com/hbtsdb/hbtsdb/promapi"
@@ -37,6 +39,10 @@ type serveOptions struct {
 	// selectLimits bound each selector of a query (--query.max-series,
 	// --query.max-fetched-samples).
 	selectLimits query.Options
+	// compact is the compaction worker's options (--compact.*), run in-process
+	// when compactEnabled; Owner and Logger are set at start.
+	compactEnabled bool
+	compact        downsample.WorkerOptions
 
 	flags *binder
 }
@@ -84,6 +90,7 @@ func (o *serveOptions) validate() error {
 		o.http.Query.Validate(),
 		o.writeLimits.Validate(),
 		o.selectLimits.Validate(),
+		o.compact.Validate(),
 	))
 }
 
@@ -117,6 +124,7 @@ func registerServe(a *app) {
 		"at start.", &o.retryMax)
 	o.registerWriteFlags()
 	o.registerQueryFlags()
+	o.registerCompactionFlags()
 	a.actions[cmd.FullCommand()] = func(ctx context.Context, logger *slog.Logger) error {
 		return serve(ctx, a.common, o, logger)
 	}
@@ -133,6 +141,7 @@ func serve(ctx context.Context, c *commonFlags, o *serveOptions, logger *slog.Lo
 		return err
 	}
 	o.writeLimits.MaxAge = *c.rawRetention
+	o.compact.Owner, o.compact.Logger = workerOwner(), logger
 	if err := o.validate(); err != nil {
 		return err
 	}
@@ -159,7 +168,8 @@ func serve(ctx context.Context, c *commonFlags, o *serveOptions, logger *slog.Lo
 	openCtx, cancelOpen := context.WithCancel(ctx)
 	defer cancelOpen()
 	opened := make(chan error, 1)
-	go func() { opened <- openWithRetry(openCtx, c, o, addr, settings, rdb, logger) }()
+	var compaction sync.WaitGroup // the compaction worker, started once the store is open
+	go func() { opened <- openWithRetry(openCtx, c, o, addr, settings, rdb, &compaction, logger) }()
 
 	var runErr error
 	openDone := false
@@ -193,6 +203,7 @@ func serve(ctx context.Context, c *commonFlags, o *serveOptions, logger *slog.Lo
 			runErr = errors.Join(runErr, err)
 		}
 	}
+	compaction.Wait() // cancelOpen stopped it; the store must outlive it
 	if err := rdb.close(); err != nil {
 		runErr = errors.Join(runErr, err)
 	}
@@ -205,18 +216,23 @@ func serve(ctx context.Context, c *commonFlags, o *serveOptions, logger *slog.Lo
 // openWithRetry opens the store and checks (or creates) its schema. While the store
 // is unavailable it retries with exponential backoff, keeping the server not ready;
 // any other error (a locked directory, a schema mismatch) ends the server. It
-// returns nil when ctx ends first.
+// returns nil when ctx ends first. Once the store is open it starts the
+// compaction worker (unless --compact.enabled=false), which runs until ctx is
+// done; compaction.Wait waits for it.
 func openWithRetry(ctx context.Context, c *commonFlags, o *serveOptions, addr backend.Address, want schema.Settings,
-	rdb *readyDB, logger *slog.Logger) error {
+	rdb *readyDB, compaction *sync.WaitGroup, logger *slog.Logger) error {
 	backoff := 500 * time.Millisecond
 	for attempt := 1; ; attempt++ {
-		d, settings, err := openDB(ctx, c, o, addr, want, logger)
+		d, st, settings, err := openDB(ctx, c, o, addr, want, logger)
 		if err == nil {
 			if !rdb.set(d) {
 				return d.Close() // shutting down: nobody will serve from it
 			}
 			logger.Info("store ready", "storage", addr.String(), "bucket_width", settings.BucketWidth,
 				"salt_buckets", settings.SaltBuckets, "format_version", settings.FormatVersion)
+			if o.compactEnabled {
+				return startCompaction(ctx, st, settings, o.compact, compaction, logger)
+			}
 			return nil
 		}
 		if ctx.Err() != nil {
@@ -238,23 +254,24 @@ func openWithRetry(ctx context.Context, c *commonFlags, o *serveOptions, addr ba
 
 // openDB opens the store, checks (or creates) its schema and joins it into the DB
 // the endpoints write and read through, with the --write.* and the per-selector
-// --query.* limits. The DB owns the store: closing it closes the store.
+// --query.* limits. The DB owns the store (returned too, for the compaction
+// worker): closing it closes the store.
 func openDB(ctx context.Context, c *commonFlags, o *serveOptions, addr backend.Address, want schema.Settings,
-	logger *slog.Logger) (*db.DB, schema.Settings, error) {
+	logger *slog.Logger) (*db.DB, kv.Store, schema.Settings, error) {
 	st, err := c.openStore(ctx, addr, logger)
 	if err != nil {
-		return nil, schema.Settings{}, err
+		return nil, nil, schema.Settings{}, err
 	}
 	settings, err := provision.Open(ctx, st, want, c.tableOptions(want), o.autoCreate)
 	if err != nil {
 		st.Close()
-		return nil, schema.Settings{}, err
+		return nil, nil, schema.Settings{}, err
 	}
 	d, err := db.Open(ctx, db.Options{Store: st, CloseStore: true, Settings: settings, Logger: logger,
 		Write: write.Options{Limits: o.writeLimits, Logger: logger}, Query: o.selectLimits})
 	if err != nil {
 		st.Close()
-		return nil, schema.Settings{}, err
+		return nil, nil, schema.Settings{}, err
 	}
-	return d, settings, nil
+	return d, st, settings, nil
 }
