@@ -27,6 +27,7 @@
 //	rollup  families m5 and h1 (5-minute and 1-hour aggregates)
 //	meta    row "schema": m:format_version, m:bucket_width_ms, m:salt_buckets, m:host_labels, m:claim
 //	        row "metadata" 0x00 metric: m:type, m:help, m:unit (metric metadata)
+//	        row "lease" 0x00 job 0x00 salt(1): m:lease = "owner expiryMs" (worker leases)
 //
 // All integers are big-endian, so that byte order is numeric order. Variable-length
 // strings inside keys are escaped and terminated (escape.go) so that keys sort as
@@ -35,8 +36,8 @@
 // escape.go (escaping and why it preserves order), datakey.go (data rows), raw.go
 // (raw samples), chunk.go and datarow.go (chunks, and the one decoder of a data
 // row's chunk and raw cells), index.go (tag index), series.go (series registry), tables.go (table
-// and family specs), settings.go (the meta row's settings) and metadata.go (metric
-// metadata).
+// and family specs), settings.go (the meta row's settings), metadata.go (metric metadata) and
+// lease.go (worker leases).
 //
 // # Conventions
 //

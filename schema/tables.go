@@ -20,8 +20,8 @@ const (
 	// TableRollup will hold downsampled series, one family per resolution; it is
 	// created and pre-split, and nothing writes it yet (downsampling is planned).
 	TableRollup = "rollup"
-	// TableMeta holds the schema meta row and metric metadata (and, once the
-	// downsampling worker exists, its checkpoints and leases).
+	// TableMeta holds the schema meta row, metric metadata and the compaction
+	// worker's leases (lease.go).
 	TableMeta = "meta"
 )
 

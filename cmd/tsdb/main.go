@@ -2,6 +2,7 @@
 // (or, on a laptop, on an embedded store in a local directory).
 //
 //	tsdb serve                    run the server (remote write/read, PromQL API)
+//	tsdb downsample [--once]      compact sealed buckets into chunks
 //	tsdb schema create [--print]  create the tables and the schema meta row
 //	tsdb schema check             check the tables and schema settings of a store
 //	tsdb version                  print the version
