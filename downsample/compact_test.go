@@ -44,14 +44,7 @@ func newFixture(t *testing.T, b schematest.Backend) *fixture {
 	t.Helper()
 	b.TableOptions.RawRetention = 0 // the fixture's samples are older than any retention would keep
 	st := b.Store(t)
-	reg, post := index.NewRegistry(st, index.RegistryOptions{}), index.NewPostings(st, index.PostingsOptions{})
-	f := &fixture{st: st, settings: b.Settings, now: time.UnixMilli(day0 + 3*hour + 30*60_000),
-		r: query.NewReader(st, b.Settings, reg, post)}
-	w, err := write.New(st, b.Settings, reg, post, write.Options{Now: func() time.Time { return f.now }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.w = w
+	f := openFixture(t, st, b.Settings)
 	f.series = []labels.Labels{
 		labels.FromStrings("__name__", "node_cpu_seconds_total", "host", "h1", "cpu", "0", "mode", "idle"),
 		labels.FromStrings("__name__", "node_load1", "host", "h2"),
@@ -73,6 +66,21 @@ func newFixture(t *testing.T, b schematest.Backend) *fixture {
 		req.Series = append(req.Series, write.Series{Labels: ls, Samples: samples})
 	}
 	f.write(t, req)
+	return f
+}
+
+// openFixture is a fixture on st, without data yet: a writer and a reader that
+// share one series registry and tag index, and the clock at day0+3h30m.
+func openFixture(t *testing.T, st kv.Store, settings schema.Settings) *fixture {
+	t.Helper()
+	reg, post := index.NewRegistry(st, index.RegistryOptions{}), index.NewPostings(st, index.PostingsOptions{})
+	f := &fixture{st: st, settings: settings, now: time.UnixMilli(day0 + 3*hour + 30*60_000),
+		r: query.NewReader(st, settings, reg, post)}
+	w, err := write.New(st, settings, reg, post, write.Options{Now: func() time.Time { return f.now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.w = w
 	return f
 }
 

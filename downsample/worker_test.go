@@ -13,9 +13,7 @@ import (
 
 	"github.com/prometheus/prometheus/model/labels"
 
-	"github.com/hbtsdb/hbtsdb/index"
 	"github.com/hbtsdb/hbtsdb/kv"
-	"github.com/hbtsdb/hbtsdb/query"
 	"github.com/hbtsdb/hbtsdb/schema"
 	"github.com/hbtsdb/hbtsdb/schema/schematest"
 	"github.com/hbtsdb/hbtsdb/write"
@@ -32,14 +30,7 @@ func newSaltedFixture(t *testing.T, b schematest.Backend, n, salts int) (*fixtur
 	b.TableOptions.RawRetention = 0 // the samples are older than any retention would keep
 	sts := b.Stores(t, n)
 	st := sts[0]
-	reg, post := index.NewRegistry(st, index.RegistryOptions{}), index.NewPostings(st, index.PostingsOptions{})
-	f := &fixture{st: st, settings: b.Settings, now: time.UnixMilli(day0 + 3*hour + 30*60_000),
-		r: query.NewReader(st, b.Settings, reg, post)}
-	w, err := write.New(st, b.Settings, reg, post, write.Options{Now: func() time.Time { return f.now }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.w = w
+	f := openFixture(t, st, b.Settings)
 	perSalt := make([]int, salts)
 	for i, full := 0, 0; full < salts; i++ {
 		host := fmt.Sprintf("h%d", i)
