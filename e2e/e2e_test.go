@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hbtsdb/hbtsdb/kv"
+	"github.com/hbtsdb/hbtsdb/schema"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/value"
 )
@@ -36,20 +38,66 @@ func TestPrometheusRemoteWrite(t *testing.T) {
 		// queries: at the end of the run, check tsdb's query APIs against
 		// Prometheus (checkQueryAPIs); once per store is enough.
 		queries bool
+		// compacted: tsdb compacts while it runs (compactedRun).
+		compacted bool
 	}{
-		{"rw1", protoV1, false, true},
-		{"rw2", protoV2, false, false},
-		{"rw1-aborted-requests", protoV1, true, false},
-		{"rw2-aborted-requests", protoV2, true, false},
+		{"rw1", protoV1, false, true, false},
+		{"rw2", protoV2, false, false, false},
+		{"rw1-aborted-requests", protoV1, true, false, false},
+		{"rw2-aborted-requests", protoV2, true, false, false},
+		{"rw1-compacted", protoV1, false, true, true},
 	}
 	for _, st := range stores {
 		for _, run := range runs {
 			t.Run(st.name+"/"+run.name, func(t *testing.T) {
 				t.Parallel()
-				runRemoteWrite(t, promBin, st.new(t), run.proto, run.aborts, run.queries, dur)
+				s, d := st.new(t), dur
+				if run.compacted {
+					s, d = compactedRun(s, dur)
+				}
+				runRemoteWrite(t, promBin, s, run.proto, run.aborts, run.queries, d)
+				if run.compacted && !t.Failed() {
+					checkCompacted(t, s)
+				}
 			})
 		}
 	}
+}
+
+// compactedRun makes a run in which tsdb compacts all along: one-minute buckets,
+// sealed a second after they end, a compaction round every second. Everything
+// the run compares (raw samples to the bit, the query APIs, remote read) then reads
+// chunks, late samples merged with them and buckets being rewritten while queries
+// run. It scrapes at least long enough for two bucket ends to pass.
+func compactedRun(st store, dur time.Duration) (store, time.Duration) {
+	st.flags = append(slices.Clone(st.flags), "--schema.bucket-width=1m", "--compact.grace=1s", "--compact.interval=1s")
+	return st, max(dur, 80*time.Second)
+}
+
+// checkCompacted fails unless the store holds chunk cells: a compacted run that
+// compacted nothing would have compared raw cells only.
+func checkCompacted(t *testing.T, st store) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), stallTimeout)
+	defer cancel()
+	s, err := st.open(ctx)
+	if err != nil {
+		t.Fatalf("open the %s store: %v", st.name, err)
+	}
+	defer s.Close()
+	sc := s.Scan(ctx, schema.TableData, nil, nil, kv.Families(schema.FamilyChunk), kv.WithFilter(kv.KeyOnlyFilter{}))
+	defer sc.Close()
+	chunks := 0
+	for sc.Next() {
+		chunks += len(sc.Row().Cells)
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatalf("scan the chunks: %v", err)
+	}
+	if chunks == 0 {
+		t.Fatal("tsdb compacted nothing during the run: the comparison read raw cells only")
+	}
+	t.Logf("%d buckets were compacted into chunks while the run compared", chunks)
 }
 
 // The cut-off time T lies cutoffMargin before the end of scraping, and Prometheus is
