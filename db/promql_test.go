@@ -117,16 +117,52 @@ type storageOn struct {
 // compactBeforeRead compacts every bucket that holds raw cells before each
 // querier it hands out, so that the suite's evals read chunks (and the raw cells
 // of later loads merged with them).
+// Only a querier after a commit compacts: the evals between two loads would
+// find nothing new, and each pass costs a scan per salt.
 type compactBeforeRead struct {
 	*storageOn
-	c    *downsample.Compactor
-	rows *atomic.Int64
+	c     *downsample.Compactor
+	rows  *atomic.Int64
+	dirty atomic.Bool // a commit since the last compaction
 }
 
 func (s *compactBeforeRead) compact() error {
+	if !s.dirty.Swap(false) {
+		return nil
+	}
 	st, err := s.c.Compact(context.Background())
 	s.rows.Add(int64(st.Rows))
 	return err
+}
+
+func (s *compactBeforeRead) Appender(ctx context.Context) storage.Appender {
+	return dirtyingAppender{Appender: s.storageOn.Appender(ctx), dirty: &s.dirty}
+}
+
+func (s *compactBeforeRead) AppenderV2(ctx context.Context) storage.AppenderV2 {
+	return dirtyingAppenderV2{AppenderV2: s.storageOn.AppenderV2(ctx), dirty: &s.dirty}
+}
+
+// dirtyingAppender and dirtyingAppenderV2 mark the storage dirty on Commit,
+// whether or not it succeeds (a partial commit may have stored samples).
+type dirtyingAppender struct {
+	storage.Appender
+	dirty *atomic.Bool
+}
+
+func (a dirtyingAppender) Commit() error {
+	defer a.dirty.Store(true)
+	return a.Appender.Commit()
+}
+
+type dirtyingAppenderV2 struct {
+	storage.AppenderV2
+	dirty *atomic.Bool
+}
+
+func (a dirtyingAppenderV2) Commit() error {
+	defer a.dirty.Store(true)
+	return a.AppenderV2.Commit()
 }
 
 func (s *compactBeforeRead) Querier(mint, maxt int64) (storage.Querier, error) {
