@@ -53,7 +53,6 @@ type DB struct {
 	closeStore bool
 	writer     *write.Writer
 	reader     *query.Reader
-	logger     *slog.Logger
 	now        func() time.Time
 	closed     atomic.Bool
 }
@@ -105,7 +104,6 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 		closeStore: opts.CloseStore,
 		writer:     w,
 		reader:     query.NewReader(opts.Store, opts.Settings, registry, postings).WithOptions(opts.Query),
-		logger:     opts.Logger,
 		now:        opts.Now,
 	}, nil
 }

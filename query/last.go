@@ -35,9 +35,9 @@ type LastSeries struct {
 // row. Samples with timestamps in the future are returned like any other: the
 // newest stored readings are what the caller asked for.
 //
-// Each row is decoded by decodeRow, the one data-row decoder of every read path:
-// chunk cells (family c) and raw cells (family r) merged, raw winning on equal
-// timestamps. Every stored row holds at least one sample, in one family or the
+// Each row is decoded by schema.DecodeDataRow, the one data-row decoder of every
+// read path: chunk cells (family c) and raw cells (family r) merged, raw winning
+// on equal timestamps. Every stored row holds at least one sample, in one family or the
 // other: compaction deletes a bucket's raw cells only after its chunk is written.
 func (r *Reader) Last(ctx context.Context, host, metric string, n int, matcherSets ...[]*labels.Matcher) ([]LastSeries, error) {
 	if n < 1 {
@@ -121,12 +121,12 @@ func (r *Reader) newestAfter(ctx context.Context, after, stop []byte, n int, sam
 // newestOfRow appends the samples of one data row to samples, newest first,
 // until samples holds n.
 func (r *Reader) newestOfRow(row kv.Row, n int, samples []schema.Sample) ([]schema.Sample, error) {
-	b, err := r.decodeRow(row, 0, kv.MaxTimestamp)
+	rs, err := schema.DecodeDataRow(row, r.settings.BucketWidth, 0, kv.MaxTimestamp)
 	if err != nil {
 		return nil, err
 	}
-	for i := len(b.samples) - 1; i >= 0 && len(samples) < n; i-- {
-		samples = append(samples, schema.Sample{T: b.samples[i].t, V: b.samples[i].v})
+	for i := len(rs.Samples) - 1; i >= 0 && len(samples) < n; i-- {
+		samples = append(samples, rs.Samples[i])
 	}
 	return samples, nil
 }
