@@ -17,9 +17,6 @@ const (
 	TableSeries = "series"
 	// TableIndex is the tag index: per day, label pair -> series IDs.
 	TableIndex = "index"
-	// TableRollup will hold downsampled series, one family per resolution; it is
-	// created and pre-split, and nothing writes it yet (downsampling is planned).
-	TableRollup = "rollup"
 	// TableMeta holds the schema meta row, metric metadata and the compaction
 	// worker's leases (lease.go).
 	TableMeta = "meta"
@@ -37,20 +34,14 @@ const (
 	FamilyTags = "t"
 	// FamilyPostings (index table): qualifier = series ID, see index.go.
 	FamilyPostings = "p"
-	// FamilyRollup5m and FamilyRollup1h (rollup table): 5-minute and 1-hour
-	// aggregates, each family with its own retention.
-	FamilyRollup5m = "m5"
-	FamilyRollup1h = "h1"
 	// FamilyMeta (meta table): everything of the meta table, see meta.go.
 	FamilyMeta = "m"
 )
 
 // Defaults of TableOptions.
 const (
-	DefaultRawRetention      = 400 * 24 * time.Hour
-	DefaultRollup5mRetention = 730 * 24 * time.Hour
-	DefaultRollup1hRetention = 0 // forever
-	DefaultCompression       = "NONE"
+	DefaultRawRetention = 400 * 24 * time.Hour
+	DefaultCompression  = "NONE"
 	// DefaultBlockEncoding is used for the data, index and rollup tables, whose
 	// keys share long prefixes.
 	DefaultBlockEncoding = "FAST_DIFF"
@@ -65,10 +56,9 @@ type TableOptions struct {
 	// RawRetention is the TTL of the data table's families [400 days]. The index
 	// keeps entries one day longer, so that a posting outlives its day's samples.
 	RawRetention time.Duration
-	// Rollup5mRetention is the TTL of the 5-minute rollups [730 days].
-	Rollup5mRetention time.Duration
-	// Rollup1hRetention is the TTL of the 1-hour rollups [0: forever].
-	Rollup1hRetention time.Duration
+	// Rollups are the resolutions of downsampled data and their retentions, one
+	// table each (rollup.go) [DefaultRollups: 5m:90d,1h:5y].
+	Rollups []Rollup
 	// Compression of HBase store files: NONE, SNAPPY, GZ, LZ4, ZSTD ["NONE", which
 	// needs no native codec on the region servers; "" means the same]. The embedded
 	// store ignores it.
@@ -83,24 +73,22 @@ type TableOptions struct {
 // DefaultSaltBucketsHBase; the embedded store uses DefaultSaltBucketsEmbedded.
 func DefaultTableOptions() TableOptions {
 	return TableOptions{
-		RawRetention:      DefaultRawRetention,
-		Rollup5mRetention: DefaultRollup5mRetention,
-		Rollup1hRetention: DefaultRollup1hRetention,
-		Compression:       DefaultCompression,
-		SaltBuckets:       DefaultSaltBucketsHBase,
+		RawRetention: DefaultRawRetention,
+		Rollups:      DefaultRollups(),
+		Compression:  DefaultCompression,
+		SaltBuckets:  DefaultSaltBucketsHBase,
 	}
 }
 
 // Validate reports what is wrong with the options, wrapping kv.ErrInvalidArgument.
 func (o TableOptions) Validate() error {
-	for _, r := range []struct {
-		name string
-		d    time.Duration
-	}{{"raw", o.RawRetention}, {"5m rollup", o.Rollup5mRetention}, {"1h rollup", o.Rollup1hRetention}} {
-		if r.d < 0 || r.d%time.Second != 0 {
-			// HBase counts TTL in whole seconds (kv.FamilySpec).
-			return fmt.Errorf("schema: %s retention %s is negative or not a whole number of seconds: %w", r.name, r.d, kv.ErrInvalidArgument)
-		}
+	if o.RawRetention < 0 || o.RawRetention%time.Second != 0 {
+		// HBase counts TTL in whole seconds (kv.FamilySpec).
+		return fmt.Errorf("schema: raw retention %s is negative or not a whole number of seconds: %w", o.RawRetention, kv.ErrInvalidArgument)
+	}
+	// The bucket width is checked with the settings; here only what needs none.
+	if err := ValidateRollups(o.Rollups, 0); err != nil {
+		return fmt.Errorf("%w: %w", err, kv.ErrInvalidArgument)
 	}
 	if o.SaltBuckets < 1 || o.SaltBuckets > MaxSaltBuckets {
 		return fmt.Errorf("schema: salt buckets %d outside [1, %d]: %w", o.SaltBuckets, MaxSaltBuckets, kv.ErrInvalidArgument)
@@ -109,7 +97,7 @@ func (o TableOptions) Validate() error {
 }
 
 // Tables returns the specs of every table of the schema, in the order they are
-// created: data, series, index, rollup, meta. Every family keeps one version; TTLs
+// created: data, series, index, meta, then one rollup table per resolution. Every family keeps one version; TTLs
 // come from o (the series registry and the meta table never expire). The data and
 // rollup tables are pre-split at the salt bytes 1 .. SaltBuckets-1 so that every salt
 // starts in its own region; with one salt bucket they are not split. o should pass
@@ -129,11 +117,8 @@ func Tables(o TableOptions) []kv.TableSpec {
 			BloomFilter:   DefaultBloomFilter,
 		}
 	}
-	indexTTL := time.Duration(0)
-	if o.RawRetention > 0 {
-		indexTTL = o.RawRetention + 24*time.Hour
-	}
-	return []kv.TableSpec{
+	indexTTL := o.IndexRetention()
+	tables := []kv.TableSpec{
 		{
 			Name: TableData,
 			Families: []kv.FamilySpec{
@@ -155,18 +140,35 @@ func Tables(o TableOptions) []kv.TableSpec {
 			Families: []kv.FamilySpec{fam(FamilyPostings, indexTTL, DefaultBlockEncoding)},
 		},
 		{
-			Name: TableRollup,
-			Families: []kv.FamilySpec{
-				fam(FamilyRollup5m, o.Rollup5mRetention, DefaultBlockEncoding),
-				fam(FamilyRollup1h, o.Rollup1hRetention, DefaultBlockEncoding),
-			},
-			SplitKeys: saltSplitKeys(o.SaltBuckets),
-		},
-		{
 			Name:     TableMeta,
 			Families: []kv.FamilySpec{fam(FamilyMeta, 0, "NONE")},
 		},
 	}
+	for _, r := range o.Rollups {
+		tables = append(tables, kv.TableSpec{
+			Name:      RollupTable(r.Resolution),
+			Families:  []kv.FamilySpec{fam(FamilyRollup, r.Retention, DefaultBlockEncoding)},
+			SplitKeys: saltSplitKeys(o.SaltBuckets),
+		})
+	}
+	return tables
+}
+
+// IndexRetention is the TTL of the tag index: a day longer than the longest
+// retention of raw data and rollups, so that a series stays findable as long as
+// any of its data is kept; 0 (forever) when any of them is kept forever.
+func (o TableOptions) IndexRetention() time.Duration {
+	longest := o.RawRetention
+	for _, r := range o.Rollups {
+		if longest == 0 || r.Retention == 0 {
+			return 0
+		}
+		longest = max(longest, r.Retention)
+	}
+	if longest == 0 {
+		return 0
+	}
+	return longest + 24*time.Hour
 }
 
 // saltSplitKeys returns {1}, {2}, ..., {buckets-1}: region i starts at salt byte i.

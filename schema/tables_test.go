@@ -90,7 +90,7 @@ func TestTablesOptions(t *testing.T) {
 	if err := (schema.TableOptions{SaltBuckets: 1, RawRetention: 1500 * time.Millisecond}).Validate(); err == nil {
 		t.Error("a retention of 1.5s validates")
 	}
-	if err := (schema.TableOptions{SaltBuckets: 1, Rollup1hRetention: -time.Hour}).Validate(); err == nil {
+	if err := (schema.TableOptions{SaltBuckets: 1, Rollups: []schema.Rollup{{Resolution: time.Hour, Retention: -time.Hour}}}).Validate(); err == nil {
 		t.Error("a negative retention validates")
 	}
 	if err := schema.DefaultTableOptions().Validate(); err != nil {

@@ -97,8 +97,7 @@ type commonFlags struct {
 	hostLabels   *string
 	compression  *string
 	rawRetention *time.Duration
-	m5Retention  *time.Duration
-	h1Retention  *time.Duration
+	rollups      *string
 
 	logLevel  *string
 	logFormat *string
@@ -124,8 +123,9 @@ func registerCommonFlags(kp *kingpin.Application) *commonFlags {
 		compression: flag(kp, "schema.compression", "HBase compression of new tables: NONE, SNAPPY, GZ, LZ4 or ZSTD "+
 			"(the codec must be installed on the region servers).").Default("NONE").Enum("NONE", "SNAPPY", "GZ", "LZ4", "ZSTD"),
 		rawRetention: durationFlag(flag(kp, "retention.raw", "How long raw samples are kept (HBase TTL of new tables); 0 keeps them forever."), "400d"),
-		m5Retention:  durationFlag(flag(kp, "retention.5m", "How long 5-minute rollups are kept; 0 keeps them forever."), "730d"),
-		h1Retention:  durationFlag(flag(kp, "retention.1h", "How long 1-hour rollups are kept; 0 keeps them forever."), "0s"),
+		rollups: flag(kp, "rollups", "Resolutions of downsampled data and how long each is kept, as resolution:retention pairs "+
+			"(retention 0 keeps one forever; \"none\" for no rollups). Each resolution is a table (rollup-5m, ...) whose TTL is its retention; "+
+			"a resolution must divide the bucket width or be a multiple of it.").Default(schema.DefaultRollupsString).String(),
 
 		logLevel:  flag(kp, "log.level", "Log level.").Default("info").Enum("debug", "info", "warn", "error"),
 		logFormat: flag(kp, "log.format", "Log format.").Default("logfmt").Enum("logfmt", "json"),

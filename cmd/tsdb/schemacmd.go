@@ -41,7 +41,11 @@ func printSchema(w io.Writer, c *commonFlags) error {
 	}
 	fmt.Fprintf(w, "# hbtsdb schema format %d: bucket width %s, %d salt buckets; paste into `hbase shell`.\n",
 		settings.FormatVersion, settings.BucketWidth, settings.SaltBuckets)
-	fmt.Fprint(w, hbase.ShellCommands(*c.hbaseTablePrefix, schema.Tables(c.tableOptions(settings))))
+	tables, err := c.tableOptions(settings)
+	if err != nil {
+		return err
+	}
+	fmt.Fprint(w, hbase.ShellCommands(*c.hbaseTablePrefix, schema.Tables(tables)))
 	for _, cell := range schema.SettingsCells(settings) {
 		fmt.Fprintf(w, "put '%s%s', '%s', '%s:%s', '%s'\n", *c.hbaseTablePrefix, schema.TableMeta,
 			schema.MetaSchemaRow, schema.FamilyMeta, cell.Qualifier, cell.Value)
@@ -54,12 +58,16 @@ func createSchema(ctx context.Context, c *commonFlags, logger *slog.Logger) erro
 	if err != nil {
 		return err
 	}
+	tables, err := c.tableOptions(settings)
+	if err != nil {
+		return err
+	}
 	st, err := c.openStore(ctx, addr, logger)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	if err := provision.Create(ctx, st, settings, c.tableOptions(settings)); err != nil {
+	if err := provision.Create(ctx, st, settings, tables); err != nil {
 		return err
 	}
 	logger.Info("schema ready", "storage", addr.String(), "bucket_width", settings.BucketWidth, "salt_buckets", settings.SaltBuckets)

@@ -258,11 +258,15 @@ func openWithRetry(ctx context.Context, c *commonFlags, o *serveOptions, addr ba
 // worker): closing it closes the store.
 func openDB(ctx context.Context, c *commonFlags, o *serveOptions, addr backend.Address, want schema.Settings,
 	logger *slog.Logger) (*db.DB, kv.Store, schema.Settings, error) {
+	tables, err := c.tableOptions(want)
+	if err != nil {
+		return nil, nil, schema.Settings{}, err
+	}
 	st, err := c.openStore(ctx, addr, logger)
 	if err != nil {
 		return nil, nil, schema.Settings{}, err
 	}
-	settings, err := provision.Open(ctx, st, want, c.tableOptions(want), o.autoCreate)
+	settings, err := provision.Open(ctx, st, want, tables, o.autoCreate)
 	if err != nil {
 		st.Close()
 		return nil, nil, schema.Settings{}, err

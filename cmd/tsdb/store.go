@@ -54,12 +54,18 @@ func (c *commonFlags) schemaSettings(addr backend.Address) schema.Settings {
 }
 
 // tableOptions are the settings of the tables this process would create.
-func (c *commonFlags) tableOptions(settings schema.Settings) schema.TableOptions {
-	return schema.TableOptions{
-		RawRetention:      *c.rawRetention,
-		Rollup5mRetention: *c.m5Retention,
-		Rollup1hRetention: *c.h1Retention,
-		Compression:       *c.compression,
-		SaltBuckets:       settings.SaltBuckets,
+func (c *commonFlags) tableOptions(settings schema.Settings) (schema.TableOptions, error) {
+	rollups, err := schema.ParseRollups(*c.rollups)
+	if err == nil {
+		err = schema.ValidateRollups(rollups, settings.BucketWidth)
 	}
+	if err != nil {
+		return schema.TableOptions{}, fmt.Errorf("--rollups=%q: %w", *c.rollups, err)
+	}
+	return schema.TableOptions{
+		RawRetention: *c.rawRetention,
+		Rollups:      rollups,
+		Compression:  *c.compression,
+		SaltBuckets:  settings.SaltBuckets,
+	}, nil
 }

@@ -1,0 +1,462 @@
+package schema
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"math/bits"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/value"
+	"github.com/prometheus/prometheus/util/kahansum"
+)
+
+// Rollups: downsampled series, one table per resolution (RollupTable), each with
+// the resolution's retention as its TTL.
+//
+//	table     = "rollup-" + resolution, e.g. rollup-5m, rollup-1h
+//	row       = DataRowKey with BucketStart = the UTC day (RollupRowSpan) that holds
+//	            the data bucket: one row per (series, day)
+//	family    = FamilyRollup
+//	qualifier = offset(4)  big-endian uint32, ms from the row's day to the start of
+//	                       the data bucket the cell summarises
+//	value     = the bucket's windows, EncodeRollupWindows
+//	timestamp = the data bucket's last millisecond (as chunk cells), so a bucket
+//	            rolled up again (late samples) rewrites the cell in place and the
+//	            TTL expires it once every sample it summarises expired
+//
+// Why one table per resolution and not one family per resolution in one table:
+// the resolution list is configurable, and gohbase (like the HBase shell's
+// create) can create tables but cannot add a family to an existing one (no
+// ModifyTable), so adding a resolution is creating its table.
+//
+// Windows are aligned to the epoch and closed on the right, as PromQL's ranges
+// are since Prometheus 3: the window ending at E holds the samples with
+// E-resolution < t <= E. So a range query whose evaluation times are window ends
+// and whose range is a whole number of windows selects exactly whole windows.
+//
+// A data bucket holds whole windows when the resolution divides the bucket width,
+// or a part of one window when the bucket width divides the resolution
+// (ValidateRollups allows only these); readers merge the parts of a window from
+// consecutive buckets with RollupWindow.Merge.
+
+// FamilyRollup is the one family of every rollup table.
+const FamilyRollup = "a"
+
+// RollupRowSpan is the time span of one rollup row: a UTC day, as the index's.
+const RollupRowSpan = 24 * time.Hour
+
+// MaxRollups bounds the length of the resolution list.
+const MaxRollups = 8
+
+// Rollup is one resolution of downsampled data and how long it is kept.
+type Rollup struct {
+	// Resolution is the window width: a whole number of minutes that divides 24h.
+	Resolution time.Duration
+	// Retention is the TTL of the rollup table: whole seconds, 0 keeps it forever.
+	Retention time.Duration
+}
+
+// DefaultRollups is the default resolution list, "5m:90d,1h:5y".
+func DefaultRollups() []Rollup {
+	return []Rollup{{5 * time.Minute, 90 * 24 * time.Hour}, {time.Hour, 5 * 365 * 24 * time.Hour}}
+}
+
+// DefaultRollupsString is DefaultRollups as ParseRollups reads it.
+const DefaultRollupsString = "5m:90d,1h:5y"
+
+// RollupTable is the logical name of the table of a resolution, "rollup-5m".
+func RollupTable(resolution time.Duration) string {
+	return "rollup-" + model.Duration(resolution).String()
+}
+
+// ParseRollups parses a resolution list: comma-separated resolution:retention
+// pairs in Prometheus' duration syntax, e.g. "5m:90d,1h:5y"; a retention of 0
+// keeps a resolution forever; "" or "none" is no rollups. The list is sorted by
+// resolution; ValidateRollups checks it against a bucket width.
+func ParseRollups(s string) ([]Rollup, error) {
+	s = strings.TrimSpace(s)
+	if s == "" || s == "none" {
+		return nil, nil
+	}
+	var out []Rollup
+	for _, part := range strings.Split(s, ",") {
+		res, ret, ok := strings.Cut(strings.TrimSpace(part), ":")
+		if !ok {
+			return nil, fmt.Errorf("schema: rollup %q is not resolution:retention (as in %q)", part, DefaultRollupsString)
+		}
+		r, err := model.ParseDuration(res)
+		if err != nil {
+			return nil, fmt.Errorf("schema: rollup %q: resolution: %w", part, err)
+		}
+		var t model.Duration
+		if ret != "0" {
+			if t, err = model.ParseDuration(ret); err != nil {
+				return nil, fmt.Errorf("schema: rollup %q: retention: %w", part, err)
+			}
+		}
+		out = append(out, Rollup{Resolution: time.Duration(r), Retention: time.Duration(t)})
+	}
+	slices.SortFunc(out, func(a, b Rollup) int { return int(a.Resolution - b.Resolution) })
+	return out, nil
+}
+
+// FormatRollups writes a resolution list as ParseRollups reads it; "none" for
+// no rollups.
+func FormatRollups(rs []Rollup) string {
+	if len(rs) == 0 {
+		return "none"
+	}
+	parts := make([]string, len(rs))
+	for i, r := range rs {
+		ret := "0"
+		if r.Retention > 0 {
+			ret = model.Duration(r.Retention).String()
+		}
+		parts[i] = model.Duration(r.Resolution).String() + ":" + ret
+	}
+	return strings.Join(parts, ",")
+}
+
+// ValidateRollups reports what is wrong with a resolution list for a store of
+// the given bucket width (0: not checked against one): each resolution a whole number of minutes that divides
+// 24h and either divides the bucket width or is a multiple of it, resolutions
+// ascending and distinct, retentions whole seconds and not negative, at most
+// MaxRollups of them.
+func ValidateRollups(rs []Rollup, bucketWidth time.Duration) error {
+	var errs []error
+	if len(rs) > MaxRollups {
+		errs = append(errs, fmt.Errorf("schema: %d rollups, more than %d", len(rs), MaxRollups))
+	}
+	for i, r := range rs {
+		switch {
+		case r.Resolution < time.Minute || r.Resolution%time.Minute != 0 || (24*time.Hour)%r.Resolution != 0:
+			errs = append(errs, fmt.Errorf("schema: rollup resolution %s must be a whole number of minutes that divides 24h", model.Duration(r.Resolution)))
+		case bucketWidth > 0 && bucketWidth%r.Resolution != 0 && r.Resolution%bucketWidth != 0:
+			errs = append(errs, fmt.Errorf("schema: rollup resolution %s must divide the bucket width %s or be a multiple of it", model.Duration(r.Resolution), model.Duration(bucketWidth)))
+		}
+		if r.Retention < 0 || r.Retention%time.Second != 0 {
+			errs = append(errs, fmt.Errorf("schema: rollup %s: retention %s is negative or not a whole number of seconds", model.Duration(r.Resolution), r.Retention))
+		}
+		if i > 0 && r.Resolution <= rs[i-1].Resolution {
+			errs = append(errs, fmt.Errorf("schema: rollup resolutions must be ascending and distinct, %s after %s", model.Duration(r.Resolution), model.Duration(rs[i-1].Resolution)))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// RollupWindow is what a rollup keeps of the samples of one series in one
+// window (End-resolution, End], or in the part of it one data bucket holds.
+// Stale markers are not samples here (PromQL's range functions skip them); a
+// stale marker after the window's last sample is kept as StaleT, so that an
+// instant selector at the window end sees the series as stale, as it would raw.
+type RollupWindow struct {
+	// End is the window's end, ms: a multiple of the resolution.
+	End int64
+	// Count is the number of samples (stale markers excluded, other NaNs
+	// included).
+	Count uint64
+	// Sum is the samples' sum as sum_over_time computes it (Kahan-compensated).
+	Sum float64
+	// Min and Max are as min_over_time and max_over_time compute them: a NaN
+	// only when every sample is NaN.
+	Min, Max float64
+	// FirstT/FirstV and LastT/LastV are the first and last samples.
+	FirstT, LastT int64
+	FirstV, LastV float64
+	// Resets is the sum of the sample before each counter reset (a sample
+	// smaller than the one before): last - first + Resets is the window's
+	// counter increase, as rate and increase compute it.
+	Resets float64
+	// StaleT is the timestamp of a stale marker after the last sample (or the
+	// window's last stale marker when Count is 0); -1 when the window ends with
+	// a sample or has no stale marker.
+	StaleT int64
+}
+
+// HasStale reports whether the window ends with a stale marker.
+func (w RollupWindow) HasStale() bool { return w.StaleT >= 0 }
+
+// WindowEnd returns the end of the window of resolution res that holds
+// timestamp t: the smallest multiple of res that is >= t.
+func WindowEnd(t int64, res time.Duration) int64 {
+	r := res.Milliseconds()
+	e := t / r * r
+	if e < t {
+		e += r
+	}
+	return e
+}
+
+// AggregateWindows folds ascending samples (one per timestamp, stale markers
+// included) into windows of resolution res, ascending by End; windows without a
+// sample or stale marker are absent.
+func AggregateWindows(samples []Sample, res time.Duration) []RollupWindow {
+	var (
+		out  []RollupWindow
+		cur  RollupWindow
+		c    float64 // Kahan compensation of cur.Sum
+		open bool
+	)
+	flush := func() {
+		if !open {
+			return
+		}
+		if cur.Count > 0 && !math.IsInf(cur.Sum, 0) {
+			cur.Sum += c
+		}
+		out = append(out, cur)
+	}
+	for _, s := range samples {
+		end := WindowEnd(s.T, res)
+		if !open || end != cur.End {
+			flush()
+			cur, c, open = RollupWindow{End: end, StaleT: -1}, 0, true
+		}
+		if value.IsStaleNaN(s.V) {
+			cur.StaleT = s.T
+			continue
+		}
+		cur.StaleT = -1
+		if cur.Count == 0 {
+			cur.FirstT, cur.FirstV, cur.Min, cur.Max = s.T, s.V, s.V, s.V
+		} else {
+			if s.V > cur.Max || math.IsNaN(cur.Max) {
+				cur.Max = s.V
+			}
+			if s.V < cur.Min || math.IsNaN(cur.Min) {
+				cur.Min = s.V
+			}
+			if s.V < cur.LastV {
+				cur.Resets += cur.LastV
+			}
+		}
+		cur.Sum, c = kahansum.Inc(s.V, cur.Sum, c)
+		cur.LastT, cur.LastV = s.T, s.V
+		cur.Count++
+	}
+	flush()
+	return out
+}
+
+// Merge returns the window of w followed by the later part n of the same
+// window (from the next data bucket).
+func (w RollupWindow) Merge(n RollupWindow) RollupWindow {
+	switch {
+	case w.Count == 0:
+		if !n.HasStale() && w.HasStale() && n.Count == 0 {
+			n.StaleT = w.StaleT
+		}
+		return n
+	case n.Count == 0:
+		if n.HasStale() {
+			w.StaleT = n.StaleT
+		}
+		return w
+	}
+	out := w
+	out.Count += n.Count
+	out.Sum += n.Sum
+	if n.Max > out.Max || math.IsNaN(out.Max) {
+		out.Max = n.Max
+	}
+	if n.Min < out.Min || math.IsNaN(out.Min) {
+		out.Min = n.Min
+	}
+	out.Resets += n.Resets
+	if n.FirstV < w.LastV {
+		out.Resets += w.LastV
+	}
+	out.LastT, out.LastV, out.StaleT = n.LastT, n.LastV, n.StaleT
+	return out
+}
+
+// Flags of an encoded window.
+const (
+	windowHasStale = 1 << iota
+	windowHasSamples
+)
+
+// EncodeRollupWindows appends the value of a rollup cell holding ws (ascending
+// by End, each End within (bucketStart, bucketStart+max(width, resolution)]) to
+// dst: uvarint count, then per window uvarint(End-bucketStart), a flags byte,
+// and, for a window with samples, uvarint Count, FirstT-(End-res) and
+// End-LastT, then Sum, Min, Max, FirstV, LastV and Resets, each XORed with the
+// previous window's (xorFloat); for a stale window End-StaleT. Mostly-constant
+// series cost a byte per float.
+func EncodeRollupWindows(dst []byte, bucketStart int64, res time.Duration, ws []RollupWindow) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(ws)))
+	var prev [6]float64
+	r := res.Milliseconds()
+	for _, w := range ws {
+		dst = binary.AppendUvarint(dst, uint64(w.End-bucketStart))
+		var flags byte
+		if w.HasStale() {
+			flags |= windowHasStale
+		}
+		if w.Count > 0 {
+			flags |= windowHasSamples
+		}
+		dst = append(dst, flags)
+		if w.Count > 0 {
+			dst = binary.AppendUvarint(dst, w.Count)
+			dst = binary.AppendUvarint(dst, uint64(w.FirstT-(w.End-r)))
+			dst = binary.AppendUvarint(dst, uint64(w.End-w.LastT))
+			for i, f := range [6]float64{w.Sum, w.Min, w.Max, w.FirstV, w.LastV, w.Resets} {
+				dst = appendXORFloat(dst, prev[i], f)
+				prev[i] = f
+			}
+		}
+		if w.HasStale() {
+			dst = binary.AppendUvarint(dst, uint64(w.End-w.StaleT))
+		}
+	}
+	return dst
+}
+
+// DecodeRollupWindows decodes a rollup cell's value written by
+// EncodeRollupWindows for the same bucketStart and res, appending to dst. It
+// fails, wrapping ErrMalformed, on a value that does not decode.
+func DecodeRollupWindows(dst []RollupWindow, b []byte, bucketStart int64, res time.Duration) ([]RollupWindow, error) {
+	d := rollupDecoder{b: b}
+	n := d.uvarint()
+	if n > uint64(len(b)) {
+		return dst, fmt.Errorf("schema: rollup cell claims %d windows in %d bytes: %w", n, len(b), ErrMalformed)
+	}
+	var prev [6]float64
+	r := res.Milliseconds()
+	for range n {
+		w := RollupWindow{End: bucketStart + int64(d.uvarint()), StaleT: -1}
+		flags := d.byte()
+		if flags&windowHasSamples != 0 {
+			w.Count = d.uvarint()
+			w.FirstT = w.End - r + int64(d.uvarint())
+			w.LastT = w.End - int64(d.uvarint())
+			var fs [6]float64
+			for i := range fs {
+				fs[i] = d.xorFloat(prev[i])
+				prev[i] = fs[i]
+			}
+			w.Sum, w.Min, w.Max, w.FirstV, w.LastV, w.Resets = fs[0], fs[1], fs[2], fs[3], fs[4], fs[5]
+		}
+		if flags&windowHasStale != 0 {
+			w.StaleT = w.End - int64(d.uvarint())
+		}
+		if d.err != nil {
+			return dst, fmt.Errorf("schema: rollup cell of bucket %d: %w", bucketStart, d.err)
+		}
+		if flags&^(windowHasStale|windowHasSamples) != 0 || flags == 0 || w.Count == 0 && flags&windowHasSamples != 0 ||
+			(w.Count > 0 && (w.FirstT > w.LastT || w.FirstT <= w.End-r || w.LastT > w.End)) ||
+			(w.HasStale() && (w.StaleT <= w.End-r || w.StaleT > w.End || (w.Count > 0 && w.StaleT <= w.LastT))) {
+			return dst, fmt.Errorf("schema: rollup cell of bucket %d: inconsistent window ending %d: %w", bucketStart, w.End, ErrMalformed)
+		}
+		if len(dst) > 0 && dst[len(dst)-1].End >= w.End {
+			return dst, fmt.Errorf("schema: rollup cell of bucket %d: windows not ascending at %d: %w", bucketStart, w.End, ErrMalformed)
+		}
+		dst = append(dst, w)
+	}
+	if d.off != len(b) {
+		return dst, fmt.Errorf("schema: rollup cell of bucket %d: %d trailing bytes: %w", bucketStart, len(b)-d.off, ErrMalformed)
+	}
+	return dst, nil
+}
+
+// appendXORFloat appends f XORed with prev: a byte lead<<4|n (lead = the
+// leading zero bytes of the XOR, n its significant bytes, 0 when equal) and the
+// n significant bytes.
+func appendXORFloat(dst []byte, prev, f float64) []byte {
+	x := math.Float64bits(f) ^ math.Float64bits(prev)
+	if x == 0 {
+		return append(dst, 0)
+	}
+	lead := bits.LeadingZeros64(x) / 8
+	trail := bits.TrailingZeros64(x) / 8
+	n := 8 - lead - trail
+	dst = append(dst, byte(lead<<4|n))
+	x >>= 8 * trail
+	for i := n - 1; i >= 0; i-- {
+		dst = append(dst, byte(x>>(8*i)))
+	}
+	return dst
+}
+
+type rollupDecoder struct {
+	b   []byte
+	off int
+	err error
+}
+
+func (d *rollupDecoder) uvarint() uint64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(d.b[d.off:])
+	if n <= 0 || v > math.MaxInt64/2 {
+		d.err = fmt.Errorf("bad varint at byte %d: %w", d.off, ErrMalformed)
+		return 0
+	}
+	d.off += n
+	return v
+}
+
+func (d *rollupDecoder) byte() byte {
+	if d.err != nil {
+		return 0
+	}
+	if d.off >= len(d.b) {
+		d.err = fmt.Errorf("value ends at byte %d: %w", d.off, ErrMalformed)
+		return 0
+	}
+	d.off++
+	return d.b[d.off-1]
+}
+
+func (d *rollupDecoder) xorFloat(prev float64) float64 {
+	h := d.byte()
+	if d.err != nil || h == 0 {
+		return prev
+	}
+	lead, n := int(h>>4), int(h&0x0f)
+	if n == 0 || lead+n > 8 || d.off+n > len(d.b) {
+		d.err = fmt.Errorf("bad float header %#x at byte %d: %w", h, d.off-1, ErrMalformed)
+		return 0
+	}
+	var x uint64
+	for _, c := range d.b[d.off : d.off+n] {
+		x = x<<8 | uint64(c)
+	}
+	d.off += n
+	x <<= 8 * (8 - lead - n)
+	return math.Float64frombits(math.Float64bits(prev) ^ x)
+}
+
+// RollupRowStart is the start of the rollup row (the UTC day) holding the data
+// bucket that starts at bucketStart.
+func RollupRowStart(bucketStart int64) int64 {
+	return BucketStart(bucketStart, RollupRowSpan)
+}
+
+// AppendRollupQualifier appends the qualifier of the rollup cell of the data
+// bucket starting at bucketStart: its offset from the row's day, big-endian
+// uint32.
+func AppendRollupQualifier(dst []byte, bucketStart int64) []byte {
+	return binary.BigEndian.AppendUint32(dst, uint32(bucketStart-RollupRowStart(bucketStart)))
+}
+
+// DecodeRollupQualifier returns the start of the data bucket a rollup cell of the
+// row of day rowStart summarises. It fails, wrapping ErrMalformed, on a
+// qualifier that is not 4 bytes or lies outside the day.
+func DecodeRollupQualifier(q []byte, rowStart int64) (int64, error) {
+	if len(q) != 4 {
+		return 0, fmt.Errorf("schema: rollup qualifier of %d bytes, want 4: %w", len(q), ErrMalformed)
+	}
+	off := int64(binary.BigEndian.Uint32(q))
+	if off >= RollupRowSpan.Milliseconds() {
+		return 0, fmt.Errorf("schema: rollup qualifier offset %d outside the day: %w", off, ErrMalformed)
+	}
+	return rowStart + off, nil
+}
