@@ -41,6 +41,12 @@ type Options struct {
 	// sizes, ID block size).
 	Registry index.RegistryOptions
 	Postings index.PostingsOptions
+	// Rollups are the store's resolutions of downsampled data (TableOptions.Rollups)
+	// and RawRetention the TTL of its raw data: the read path serves queries
+	// from rollups where that gives raw's answer, and data older than
+	// RawRetention from rollups (query.Options).
+	Rollups      []schema.Rollup
+	RawRetention time.Duration
 	// Logger is used by every part that has nothing else configured [slog.Default()].
 	Logger *slog.Logger
 	// Now is the clock of every part that has nothing else configured [time.Now].
@@ -90,6 +96,15 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 	}
 	if opts.Write.Now == nil {
 		opts.Write.Now = opts.Now
+	}
+	if opts.Query.Now == nil {
+		opts.Query.Now = opts.Now
+	}
+	if opts.Query.Rollups == nil {
+		opts.Query.Rollups = opts.Rollups
+	}
+	if opts.Query.RawRetention == 0 {
+		opts.Query.RawRetention = opts.RawRetention
 	}
 	// The writer and the reader share one series registry and one tag index, so
 	// that a series the writer registered is in the reader's caches.

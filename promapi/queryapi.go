@@ -167,7 +167,14 @@ func registerPrometheusAPI(r *mux.Router, q storage.SampleAndChunkQueryable, eng
 	prom := route.New()
 	api.Register(prom.WithPrefix("/api/v1"))
 	for _, p := range prometheusAPIPaths {
-		r.Handle("/api/v1"+p.path, prom).Methods(p.methods...)
+		var h http.Handler = prom
+		switch p.path {
+		case "/query":
+			h = withResolution(true, prom)
+		case "/query_range":
+			h = withResolution(false, prom)
+		}
+		r.Handle("/api/v1"+p.path, h).Methods(p.methods...)
 	}
 }
 

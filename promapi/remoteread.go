@@ -1,6 +1,8 @@
 package promapi
 
 import (
+	"github.com/hbtsdb/hbtsdb/query"
+
 	"log/slog"
 	"net/http"
 
@@ -35,6 +37,7 @@ func remoteRead(q storage.SampleAndChunkQueryable, opts QueryOptions, ready func
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			return
 		}
-		h.ServeHTTP(w, r)
+		// Remote read hands out stored samples: never rollups.
+		h.ServeHTTP(w, r.WithContext(query.WithResolution(r.Context(), query.ResolutionRaw)))
 	})
 }

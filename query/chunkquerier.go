@@ -41,7 +41,7 @@ func (q *chunkQuerier) Select(ctx context.Context, _ bool, hints *storage.Select
 		cancel()
 		return &chunkSeriesSet{list: &listSeriesSet{sel: sel, i: -1}}
 	}
-	f := newFetcher(ctx, cancel, q.r, sel.series, sel.mint, sel.maxt)
+	f := newFetcher(ctx, cancel, q.r, sel.series, sel.mint, sel.maxt, rollupPlan{})
 	q.track(f)
 	return &chunkSeriesSet{f: f}
 }

@@ -15,6 +15,7 @@ type fetcher struct {
 	cancel     context.CancelFunc
 	series     []series
 	mint, maxt int64
+	plan       rollupPlan
 	slots      []chan fetched // series i arrives on slots[i % len(slots)]
 	tokens     chan struct{}  // one per series read and not yet consumed
 	started    bool
@@ -27,13 +28,13 @@ type fetched struct {
 	err  error
 }
 
-// newFetcher reads ss under ctx; cancel (of ctx, which may carry the Select's
+// newFetcher reads ss under ctx, as plan says (raw data, or a rollup); cancel (of ctx, which may carry the Select's
 // Options.Timeout) is called when the fetcher ends or is closed.
-func newFetcher(ctx context.Context, cancelParent context.CancelFunc, r *Reader, ss []series, mint, maxt int64) *fetcher {
+func newFetcher(ctx context.Context, cancelParent context.CancelFunc, r *Reader, ss []series, mint, maxt int64, plan rollupPlan) *fetcher {
 	ctx, cancelCtx := context.WithCancel(ctx)
 	cancel := func() { cancelCtx(); cancelParent() }
 	k := min(r.opts.Concurrency, max(len(ss), 1))
-	f := &fetcher{r: r, ctx: ctx, cancel: cancel, series: ss, mint: mint, maxt: maxt,
+	f := &fetcher{r: r, ctx: ctx, cancel: cancel, series: ss, mint: mint, maxt: maxt, plan: plan,
 		slots: make([]chan fetched, k), tokens: make(chan struct{}, k)}
 	for i := range f.slots {
 		f.slots[i] = make(chan fetched, 1)
@@ -50,7 +51,7 @@ func (f *fetcher) run() {
 			return
 		}
 		go func(i int) {
-			rows, err := f.r.readSeries(f.ctx, &f.series[i], f.mint, f.maxt)
+			rows, err := f.r.readPlanned(f.ctx, &f.series[i], f.mint, f.maxt, f.plan)
 			f.slots[i%len(f.slots)] <- fetched{rows, err}
 		}(i)
 	}

@@ -207,7 +207,7 @@ func TestFetcherTimeout(t *testing.T) {
 					t.Fatalf("selectSeries = %d series, %v", len(ss), err)
 				}
 				ctx, cancel := r.withTimeout(context.Background())
-				f := newFetcher(ctx, cancel, r, ss, 0, 10_000)
+				f := newFetcher(ctx, cancel, r, ss, 0, 10_000, rollupPlan{})
 				_, _, ok, err := f.next()
 				if ok || !errors.Is(err, context.DeadlineExceeded) {
 					t.Errorf("next = %v, %v; want false and an error wrapping context.DeadlineExceeded", ok, err)

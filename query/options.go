@@ -5,12 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/hbtsdb/hbtsdb/schema"
 )
 
 // Defaults of Options.
 const (
 	DefaultConcurrency       = 8
 	DefaultHostScanMaxSeries = 1000
+	DefaultRollupMinBuckets  = 2
 )
 
 // ErrLimitExceeded is wrapped by every error of a query that went over one of
@@ -50,6 +53,23 @@ type Options struct {
 	Timeout time.Duration
 	// Plan forces a plan on every Select (tests, benchmarks) [PlanAuto].
 	Plan Plan
+
+	// Rollups are the store's resolutions of downsampled data (schema.TableOptions)
+	// [none: every Select reads raw data].
+	Rollups []schema.Rollup
+	// RawRetention is the TTL of the store's raw data [0: forever]: a Select
+	// reaching further back is served from rollups for that part (rollup.go).
+	RawRetention time.Duration
+	// Resolution is what a query is served from when its context carries no
+	// choice of its own (WithResolution): ResolutionAuto (rollups where they
+	// give raw's answer), ResolutionRaw, or a resolution of Rollups [auto].
+	Resolution Resolution
+	// RollupMinBuckets: a Select is served from a rollup only when its range
+	// spans more than this many data buckets; shorter ones read raw data, which
+	// is then cheaper [2].
+	RollupMinBuckets int
+	// Now is the clock that says which data has expired [time.Now].
+	Now func() time.Time
 }
 
 // Plan names a Select plan (plan.go).
@@ -88,6 +108,15 @@ func (o Options) Validate() error {
 	if o.Timeout < 0 {
 		errs = append(errs, fmt.Errorf("query: Options.Timeout must not be negative (0 means no timeout but the caller's), got %s", o.Timeout))
 	}
+	if o.RawRetention < 0 {
+		errs = append(errs, fmt.Errorf("query: Options.RawRetention must not be negative (0 means forever), got %s", o.RawRetention))
+	}
+	if o.RollupMinBuckets < 0 {
+		errs = append(errs, fmt.Errorf("query: Options.RollupMinBuckets must not be negative (0 means the default, %d), got %d", DefaultRollupMinBuckets, o.RollupMinBuckets))
+	}
+	if err := o.Resolution.validate(o.Rollups); err != nil {
+		errs = append(errs, fmt.Errorf("query: Options.Resolution: %w", err))
+	}
 	if o.Plan > PlanHostScan {
 		errs = append(errs, fmt.Errorf("query: Options.Plan must be PlanAuto, PlanIndex or PlanHostScan, got %d", o.Plan))
 	}
@@ -102,6 +131,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.HostScanMaxSeries == 0 {
 		o.HostScanMaxSeries = DefaultHostScanMaxSeries
+	}
+	if o.RollupMinBuckets <= 0 {
+		o.RollupMinBuckets = DefaultRollupMinBuckets
+	}
+	if o.Now == nil {
+		o.Now = time.Now
 	}
 	return o
 }

@@ -56,6 +56,20 @@ func (b *base) selectSeries(ctx context.Context, hints *storage.SelectHints, ms 
 	return b.r.plan(ctx, mint, maxt, limit, onlyLabels, ms)
 }
 
+// selectSeriesOnly selects the series of a Select by the tag index, without
+// reading their rows (for a Select served from a rollup).
+func (b *base) selectSeriesOnly(ctx context.Context, hints *storage.SelectHints, ms []*labels.Matcher) (selection, error) {
+	mint, maxt, ok := b.selectRange(hints)
+	if !ok {
+		return selection{}, nil
+	}
+	ss, err := b.r.selectSeries(ctx, mint, maxt, hints.Limit, ms)
+	if err != nil {
+		return selection{}, err
+	}
+	return selection{series: ss, mint: mint, maxt: maxt}, nil
+}
+
 // track remembers a fetcher to stop on Close.
 func (b *base) track(f *fetcher) {
 	b.mu.Lock()
@@ -102,7 +116,20 @@ type querier struct{ base }
 // included, come from the set's Err.
 func (q *querier) Select(ctx context.Context, _ bool, hints *storage.SelectHints, ms ...*labels.Matcher) storage.SeriesSet {
 	ctx, cancel := q.r.withTimeout(ctx)
-	sel, err := q.selectSeries(ctx, hints, ms)
+	var plan rollupPlan
+	if mint, maxt, ok := q.selectRange(hints); ok {
+		plan = q.r.chooseResolution(ctx, hints, mint, maxt)
+	}
+	var (
+		sel selection
+		err error
+	)
+	if plan.mode == modeRaw {
+		sel, err = q.selectSeries(ctx, hints, ms)
+	} else {
+		// A rollup is read per series: select them by the index alone.
+		sel, err = q.selectSeriesOnly(ctx, hints, ms)
+	}
 	if err != nil {
 		cancel()
 		return storage.ErrSeriesSet(err)
@@ -111,16 +138,21 @@ func (q *querier) Select(ctx context.Context, _ bool, hints *storage.SelectHints
 		cancel()
 		return &listSeriesSet{sel: sel, i: -1}
 	}
-	f := newFetcher(ctx, cancel, q.r, sel.series, sel.mint, sel.maxt)
+	f := newFetcher(ctx, cancel, q.r, sel.series, sel.mint, sel.maxt, plan)
 	q.track(f)
-	return &seriesSet{f: f}
+	ss := &seriesSet{f: f}
+	if plan.info != nil {
+		ss.warnings = annotations.New().Add(plan.info)
+	}
+	return ss
 }
 
 // seriesSet hands out the series of a fetcher.
 type seriesSet struct {
-	f   *fetcher
-	cur *floatSeries
-	err error
+	f        *fetcher
+	cur      *floatSeries
+	err      error
+	warnings annotations.Annotations
 }
 
 func (s *seriesSet) Next() bool {
@@ -138,7 +170,7 @@ func (s *seriesSet) Next() bool {
 
 func (s *seriesSet) At() storage.Series                { return s.cur }
 func (s *seriesSet) Err() error                        { return s.err }
-func (s *seriesSet) Warnings() annotations.Annotations { return nil }
+func (s *seriesSet) Warnings() annotations.Annotations { return s.warnings }
 
 // listSeriesSet hands out series read beforehand (the host/metric scan) or
 // without samples (hints.Func "series").

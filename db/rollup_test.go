@@ -1,0 +1,297 @@
+package db_test
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/model/value"
+	"github.com/prometheus/prometheus/promql"
+	"github.com/prometheus/prometheus/promql/parser"
+
+	"github.com/hbtsdb/hbtsdb/db"
+	"github.com/hbtsdb/hbtsdb/query"
+	"github.com/hbtsdb/hbtsdb/schema"
+	"github.com/hbtsdb/hbtsdb/schema/schematest"
+	"github.com/hbtsdb/hbtsdb/write"
+)
+
+// The rollup tests compare PromQL answers served from rollups with the answers
+// from raw data, through the real engine, on random series shaped like what
+// Prometheus scrapes: counters with resets, gauges with NaNs, gaps ended by
+// stale markers, samples exactly on window edges.
+
+var (
+	rollupDay0   = time.Date(2026, 11, 26, 0, 0, 0, 0, time.UTC) // the data's first day
+	rollupNow    = rollupDay0.Add(84 * time.Hour)
+	rollupWindow = 2*24*time.Hour + 6*time.Hour // how much data there is
+)
+
+// rollupDB opens a DB with the default rollups (5m, 1h) over random series,
+// and returns it with the series' metric names.
+func rollupDB(t *testing.T, b schematest.Backend, seed uint64) *db.DB {
+	t.Helper()
+	st := b.Store(t)
+	d, err := db.Open(context.Background(), db.Options{
+		Store: st, Settings: b.Settings, Now: func() time.Time { return rollupNow },
+		Rollups: schema.DefaultRollups(), RawRetention: schema.DefaultRawRetention,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	writeRollupSeries(t, d, seed)
+	return d
+}
+
+// writeRollupSeries writes 6 series of rollupWindow from rollupDay0.
+func writeRollupSeries(t *testing.T, d *db.DB, seed uint64) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, 1))
+	start := rollupDay0.UnixMilli()
+	end := start + rollupWindow.Milliseconds()
+	stale := math.Float64frombits(value.StaleNaN)
+	kinds := []string{"counter", "counter", "gauge", "gauge", "constant", "sparse"}
+	var req write.Request
+	for i, kind := range kinds {
+		lbls := labels.FromStrings("__name__", "x", "job", fmt.Sprintf("j%d", i%2), "instance", fmt.Sprintf("h%d", i), "kind", kind)
+		var (
+			ss  []schema.Sample
+			v   float64
+			gap int64
+		)
+		for ts := start; ts < end; {
+			switch {
+			case ts < gap:
+			case rng.IntN(400) == 0: // a gap of up to 40 minutes, ended by a stale marker
+				ss = append(ss, schema.Sample{T: ts, V: stale})
+				gap = ts + int64(rng.IntN(40*60))*1000
+			default:
+				switch kind {
+				case "counter":
+					if rng.IntN(300) == 0 {
+						v = float64(rng.IntN(5))
+					} else {
+						v += float64(rng.IntN(100))
+					}
+				case "gauge":
+					v = rng.NormFloat64() * 100
+					if rng.IntN(200) == 0 {
+						v = math.NaN()
+					}
+				case "constant":
+					v = 42
+				case "sparse":
+					v = float64(rng.IntN(3))
+				}
+				ss = append(ss, schema.Sample{T: ts, V: v})
+			}
+			step := int64(15_000)
+			if kind == "sparse" {
+				step = 5 * 60_000 // exactly on the 5m window edges
+			} else if rng.IntN(10) == 0 {
+				step += int64(rng.IntN(2000)) - 1000 // jitter
+			}
+			ts += step
+		}
+		req.Series = append(req.Series, write.Series{Labels: lbls, Samples: ss})
+	}
+	if _, err := d.Write(context.Background(), &req); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// rollupQueries are the expressions compared; those with a "rollup" flag must
+// be served from a rollup at a 1h step (5m for the 5m ones).
+var rollupQueries = []struct {
+	expr   string
+	rollup bool // at aligned steps of 5m or more and ranges of whole windows
+	// instant: served from a rollup as an instant query too (its range spans
+	// more than Options.RollupMinBuckets buckets; shorter ones read raw data).
+	instant bool
+}{
+	{"max_over_time(x[6h])", true, true},
+	{"last_over_time(x[1d])", true, true},
+	{"x", true, false},
+	{"sum by (job) (x)", true, false},
+	{"timestamp(x)", true, false},
+	{"max_over_time(x[1h])", true, false},
+	{"min_over_time(x[1h])", true, false},
+	{"max_over_time(x[2h])", true, false},
+	{"last_over_time(x[1h])", true, false},
+	{"present_over_time(x[1h])", true, false},
+	{"x offset 1h", true, false},
+	{"max_over_time(x[1h] offset 1h)", true, false},
+	{"sum(max_over_time(x[1h]))", true, false},
+	{"rate(x[5m])", false, false},
+	{"increase(x[1h])", false, false},
+	{"stddev_over_time(x[1h])", false, false},
+	{"count_over_time(x[1h])", false, false},
+	{"avg_over_time(x[1h])", false, false},
+	{"x offset 7m", false, false},
+	{"max_over_time(x[1h:5m])", false, false},
+	{"max_over_time(x[61m])", false, false},
+}
+
+// runPromQL evaluates expr on d over [start, end] at step (0: instant at
+// start), with the resolution res, telling the read path the query's shape as
+// the HTTP API does.
+func runPromQL(t *testing.T, d *db.DB, expr string, start, end time.Time, step time.Duration, res query.Resolution) (promql.Matrix, []string) {
+	t.Helper()
+	eng := promql.NewEngine(promql.EngineOpts{MaxSamples: 50_000_000, Timeout: time.Minute, LookbackDelta: 5 * time.Minute,
+		EnableAtModifier: true, EnableNegativeOffset: true, Parser: parser.NewParser(parser.Options{})})
+	parsed, err := parser.NewParser(parser.Options{}).ParseExpr(expr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := query.WithResolution(query.WithPromQL(context.Background(), parsed, start, end, step), res)
+	var q promql.Query
+	if step == 0 {
+		q, err = eng.NewInstantQuery(ctx, d, nil, expr, start)
+	} else {
+		q, err = eng.NewRangeQuery(ctx, d, nil, expr, start, end, step)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	r := q.Exec(ctx)
+	if r.Err != nil {
+		t.Fatalf("%s: %v", expr, r.Err)
+	}
+	_, infos := r.Warnings.AsStrings(expr, 0, 0)
+	// The engine reuses the result's memory after Close: copy it.
+	var m promql.Matrix
+	switch v := r.Value.(type) {
+	case promql.Matrix:
+		for _, s := range v {
+			m = append(m, promql.Series{Metric: s.Metric.Copy(), Floats: append([]promql.FPoint(nil), s.Floats...)})
+		}
+	case promql.Vector:
+		for _, s := range v {
+			m = append(m, promql.Series{Metric: s.Metric.Copy(), Floats: []promql.FPoint{{T: s.T, F: s.F}}})
+		}
+	case promql.Scalar:
+		m = promql.Matrix{{Floats: []promql.FPoint{{T: v.T, F: v.V}}}}
+	}
+	return m, infos
+}
+
+// sameMatrix reports the first difference between two answers, bit for bit
+// (NaN equals NaN).
+func sameMatrix(want, got promql.Matrix) error {
+	if len(want) != len(got) {
+		return fmt.Errorf("%d series, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if !labels.Equal(want[i].Metric, got[i].Metric) {
+			return fmt.Errorf("series %d is %s, want %s", i, got[i].Metric, want[i].Metric)
+		}
+		w, g := want[i].Floats, got[i].Floats
+		if len(w) != len(g) {
+			return fmt.Errorf("%s: %d points, want %d", want[i].Metric, len(g), len(w))
+		}
+		for j := range w {
+			same := math.Float64bits(w[j].F) == math.Float64bits(g[j].F) || (math.IsNaN(w[j].F) && math.IsNaN(g[j].F))
+			if w[j].T != g[j].T || !same {
+				return fmt.Errorf("%s: point %d is %v@%d, want %v@%d", want[i].Metric, j, g[j].F, g[j].T, w[j].F, w[j].T)
+			}
+		}
+	}
+	return nil
+}
+
+func servedFromRollup(infos []string) bool {
+	for _, s := range infos {
+		if strings.Contains(s, "rollup") {
+			return true
+		}
+	}
+	return false
+}
+
+// TestRollupsAnswerAsRaw runs every rollupQueries expression at aligned and
+// unaligned steps, range and instant, from rollups (auto) and from raw data:
+// the answers must be the same to the bit, and the aligned ones must have been
+// served from a rollup (the info annotation says so).
+func TestRollupsAnswerAsRaw(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b schematest.Backend) {
+		d := rollupDB(t, b, 1)
+		start := rollupDay0.Add(3 * time.Hour)
+		end := rollupDay0.Add(rollupWindow)
+		for _, step := range []time.Duration{time.Hour, 5 * time.Minute, 15 * time.Second, 7 * time.Minute, 0} {
+			for _, tc := range rollupQueries {
+				qStart := start
+				if step == 7*time.Minute {
+					qStart = start.Add(time.Minute) // unaligned start too
+				}
+				qEnd := end
+				if step == 0 {
+					qEnd = qStart
+				}
+				want, rawInfos := runPromQL(t, d, tc.expr, qStart, qEnd, step, query.ResolutionRaw)
+				got, infos := runPromQL(t, d, tc.expr, qStart, qEnd, step, query.ResolutionAuto)
+				if err := sameMatrix(want, got); err != nil {
+					t.Errorf("%s at step %s: %v (infos %q)", tc.expr, step, err, infos)
+				}
+				if servedFromRollup(rawInfos) {
+					t.Errorf("%s at step %s: resolution=raw says %q", tc.expr, step, rawInfos)
+				}
+				wantRollup := tc.rollup && (step == time.Hour || step == 5*time.Minute)
+				if step == 0 {
+					wantRollup = tc.instant
+				}
+				if wantRollup != servedFromRollup(infos) {
+					t.Errorf("%s at step %s: served from a rollup = %v, want %v (infos %q)", tc.expr, step, servedFromRollup(infos), wantRollup, infos)
+				}
+				if len(want) == 0 {
+					t.Errorf("%s at step %s: no data", tc.expr, step)
+				}
+			}
+		}
+	})
+}
+
+// TestRollupSumWithinBound: sum_over_time from a rollup adds window sums where
+// raw data adds samples; both are Kahan-compensated, so the answers agree to
+// within a relative 1e-12 (README's stated bound), and exactly on integers.
+func TestRollupSumWithinBound(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b schematest.Backend) {
+		d := rollupDB(t, b, 2)
+		start, end := rollupDay0.Add(3*time.Hour), rollupDay0.Add(rollupWindow)
+		for _, step := range []time.Duration{time.Hour, 5 * time.Minute} {
+			for _, expr := range []string{"sum_over_time(x[1h])", "sum_over_time(x[3h])", `sum_over_time(x{kind!="gauge"}[1h])`} {
+				want, _ := runPromQL(t, d, expr, start, end, step, query.ResolutionRaw)
+				got, infos := runPromQL(t, d, expr, start, end, step, query.ResolutionAuto)
+				if !servedFromRollup(infos) {
+					t.Errorf("%s at step %s: not served from a rollup (infos %q)", expr, step, infos)
+				}
+				exact := strings.Contains(expr, "gauge")
+				if len(want) != len(got) || len(want) == 0 {
+					t.Fatalf("%s at step %s: %d series, want %d", expr, step, len(got), len(want))
+				}
+				for i := range want {
+					if len(want[i].Floats) != len(got[i].Floats) {
+						t.Fatalf("%s at step %s: %s: %d points, want %d", expr, step, want[i].Metric, len(got[i].Floats), len(want[i].Floats))
+					}
+					for j, w := range want[i].Floats {
+						g := got[i].Floats[j]
+						diff := math.Abs(g.F - w.F)
+						bound := 1e-12 * math.Abs(w.F)
+						if exact {
+							bound = 0
+						}
+						if g.T != w.T || (!(math.IsNaN(w.F) && math.IsNaN(g.F)) && !(diff <= bound)) {
+							t.Errorf("%s at step %s: %s: point %d is %v@%d, want %v@%d", expr, step, want[i].Metric, j, g.F, g.T, w.F, w.T)
+						}
+					}
+				}
+			}
+		}
+	})
+}

@@ -1,0 +1,286 @@
+package query
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/promql/parser"
+	"github.com/prometheus/prometheus/storage"
+	"github.com/prometheus/prometheus/util/annotations"
+
+	"github.com/hbtsdb/hbtsdb/schema"
+)
+
+// Resolution choice: which Selects a rollup serves.
+//
+// The rule: a rollup serves a Select only where PromQL's answer is the same as
+// from raw data. The engine computes every function itself from the samples a
+// Select returns, so a rollup serves a Select by returning, per window, samples
+// from which that function computes raw's answer:
+//
+//   - an instant-vector selector (hints.Range 0, whatever function or
+//     aggregation is around it) gets each window's last sample at its own
+//     timestamp, and a stale marker where the window ends stale: at an
+//     evaluation time that is a window end, the newest sample within the
+//     lookback delta is the last sample of its window, so the answer is raw's,
+//     to the bit;
+//   - max_over_time and min_over_time get each window's max (min) at the
+//     window's end; last_over_time and present_over_time the window's last
+//     sample: with evaluation times at window ends and a range that is a whole
+//     number of windows ((t-range, t], closed on the right as rollup windows
+//     are) the range holds whole windows, so the answer is raw's, to the bit;
+//   - sum_over_time gets each window's sum: the same up to float rounding (the
+//     engine adds window sums where raw adds samples; both Kahan-compensated,
+//     a relative difference of the order of 1e-16 per window).
+//
+// Everything else (rate, increase, count_over_time, avg_over_time, quantiles,
+// stddev, ...) reads raw data: their answer depends on every sample (rate's
+// extrapolation uses the sample count and the first value of each range),
+// which no fixed set of per-window aggregates reproduces through the engine.
+//
+// Whether the evaluation times are window ends is a property of the whole
+// query (its start, step, offsets, @ modifiers, subqueries), which a Select's
+// hints do not carry: the HTTP layer, which parses the query, says so with
+// WithPromQL. A Select without that (remote read, a caller of the storage
+// interface) reads raw data, except for data older than the raw retention,
+// which only rollups still hold.
+
+// Resolution names what queries are served from: automatic (the zero value),
+// raw data only, or one resolution of the store's rollups.
+type Resolution struct {
+	raw   bool
+	width time.Duration
+}
+
+// ResolutionAuto serves a query from rollups where that gives raw's answer;
+// ResolutionRaw always reads raw data (data older than the raw retention then
+// has none).
+var (
+	ResolutionAuto = Resolution{}
+	ResolutionRaw  = Resolution{raw: true}
+)
+
+// ParseResolution reads "auto" (or ""), "raw" or a resolution ("5m").
+func ParseResolution(s string) (Resolution, error) {
+	switch s {
+	case "", "auto":
+		return ResolutionAuto, nil
+	case "raw":
+		return ResolutionRaw, nil
+	}
+	d, err := model.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return Resolution{}, fmt.Errorf("resolution %q is not auto, raw or a rollup resolution such as 5m", s)
+	}
+	return Resolution{width: time.Duration(d)}, nil
+}
+
+func (r Resolution) String() string {
+	switch {
+	case r.raw:
+		return "raw"
+	case r.width > 0:
+		return model.Duration(r.width).String()
+	}
+	return "auto"
+}
+
+// validate reports a resolution that is none of rollups.
+func (r Resolution) validate(rollups []schema.Rollup) error {
+	if r.width == 0 {
+		return nil
+	}
+	for _, ro := range rollups {
+		if ro.Resolution == r.width {
+			return nil
+		}
+	}
+	return fmt.Errorf("resolution %s is not one of the store's rollups (%s)", r, schema.FormatRollups(rollups))
+}
+
+// Validate reports a resolution that is none of the store's rollups.
+func (r Resolution) Validate(rollups []schema.Rollup) error { return r.validate(rollups) }
+
+// evalShape is what a Select needs to know of its PromQL query to tell whether
+// its evaluation times are window ends.
+type evalShape struct {
+	start, step int64   // first evaluation time and step (0: instant), ms
+	times       []int64 // per selector, its first evaluation time (offset and @ applied)
+	// unaligned is set when some selector's times cannot be known from the
+	// query (subqueries, anchored or smoothed selectors).
+	unaligned bool
+}
+
+type resolutionKey struct{}
+
+type resolutionChoice struct {
+	res   Resolution
+	set   bool
+	shape *evalShape
+}
+
+// WithResolution returns ctx carrying a resolution asked for by the user (the
+// HTTP API's resolution parameter); it overrides Options.Resolution.
+func WithResolution(ctx context.Context, res Resolution) context.Context {
+	c, _ := ctx.Value(resolutionKey{}).(resolutionChoice)
+	c.res, c.set = res, true
+	return context.WithValue(ctx, resolutionKey{}, c)
+}
+
+// WithPromQL returns ctx carrying what the Selects of a PromQL query need to
+// be served from rollups: the parsed query and its evaluation times (start;
+// end and step for a range query, step 0 for an instant query).
+func WithPromQL(ctx context.Context, expr parser.Expr, start, end time.Time, step time.Duration) context.Context {
+	c, _ := ctx.Value(resolutionKey{}).(resolutionChoice)
+	c.shape = shapeOf(expr, start.UnixMilli(), end.UnixMilli(), step.Milliseconds())
+	return context.WithValue(ctx, resolutionKey{}, c)
+}
+
+// shapeOf collects the times a query's selectors are evaluated relative to:
+// the first evaluation time, shifted by every offset and pinned by every @.
+func shapeOf(expr parser.Expr, start, end, step int64) *evalShape {
+	s := &evalShape{start: start, step: step}
+	parser.Inspect(expr, func(node parser.Node, _ []parser.Node) error {
+		switch n := node.(type) {
+		case *parser.SubqueryExpr:
+			s.unaligned = true
+		case *parser.VectorSelector:
+			if n.Anchored || n.Smoothed {
+				s.unaligned = true
+			}
+			at := start
+			switch {
+			case n.Timestamp != nil:
+				at = *n.Timestamp
+			case n.StartOrEnd == parser.START:
+				at = start
+			case n.StartOrEnd == parser.END:
+				at = end
+			}
+			// Unpinned, the selector sees at + k*step - offset; pinned by @, it
+			// sees at - offset at every step.
+			s.times = append(s.times, at-n.OriginalOffset.Milliseconds())
+		}
+		return nil
+	})
+	return s
+}
+
+// aligned reports whether every evaluation time of every selector of the
+// query is a multiple of res.
+func (s *evalShape) aligned(res time.Duration) bool {
+	r := res.Milliseconds()
+	if s == nil || s.unaligned || s.step%r != 0 {
+		return false
+	}
+	for _, t := range s.times {
+		if t%r != 0 {
+			return false
+		}
+	}
+	return s.start%r == 0
+}
+
+// readMode is what a Select returns per window.
+type readMode uint8
+
+const (
+	modeRaw       readMode = iota
+	modeLast               // last sample at its timestamp, then the stale marker ending the window
+	modeLastValue          // last sample (stale markers are not samples)
+	modeMax                // max at the window end
+	modeMin                // min at the window end
+	modeSum                // sum at the window end
+)
+
+// rangeModes are the range functions a rollup answers as raw data does, and
+// how.
+var rangeModes = map[string]readMode{
+	"max_over_time":     modeMax,
+	"min_over_time":     modeMin,
+	"sum_over_time":     modeSum,
+	"last_over_time":    modeLastValue,
+	"present_over_time": modeLastValue,
+}
+
+// rollupPlan is how a Select reads: raw data, or a rollup for the samples
+// before rawFrom and raw data from rawFrom on.
+type rollupPlan struct {
+	mode    readMode
+	rollup  schema.Rollup
+	rawFrom int64 // raw data from this timestamp on; math.MaxInt64: all from the rollup
+	info    error // the annotation saying so
+}
+
+// chooseResolution plans a Select of [mint, maxt] (clamped) with hints.
+func (r *Reader) chooseResolution(ctx context.Context, hints *storage.SelectHints, mint, maxt int64) rollupPlan {
+	rollups := r.opts.Rollups
+	if len(rollups) == 0 || hints == nil || hints.Func == "series" {
+		return rollupPlan{}
+	}
+	c, _ := ctx.Value(resolutionKey{}).(resolutionChoice)
+	res := r.opts.Resolution
+	if c.set {
+		res = c.res
+	}
+	if res.raw {
+		return rollupPlan{}
+	}
+	now := r.opts.Now().UnixMilli()
+	covers := func(ro schema.Rollup) bool { return ro.Retention == 0 || mint >= now-ro.Retention.Milliseconds() }
+	approx := modeLast
+	if m, ok := rangeModes[hints.Func]; ok && hints.Range > 0 {
+		approx = m
+	}
+	if res.width > 0 {
+		for _, ro := range rollups {
+			if ro.Resolution == res.width {
+				return rollupPlan{mode: approx, rollup: ro, rawFrom: math.MaxInt64, info: fmt.Errorf(
+					"%w: served from the %s rollup, as asked (resolution=%s); the answer may differ from raw data's",
+					annotations.PromQLInfo, res, res)}
+			}
+		}
+		return rollupPlan{}
+	}
+	width := r.settings.BucketWidth.Milliseconds()
+	if c.shape != nil && maxt-mint > int64(r.opts.RollupMinBuckets)*width {
+		for i := len(rollups) - 1; i >= 0; i-- {
+			ro := rollups[i]
+			rm := ro.Resolution.Milliseconds()
+			mode := modeLast
+			if hints.Range > 0 {
+				m, ok := rangeModes[hints.Func]
+				if !ok || hints.Range%rm != 0 {
+					continue
+				}
+				mode = m
+			}
+			if covers(ro) && c.shape.aligned(ro.Resolution) {
+				return rollupPlan{mode: mode, rollup: ro, rawFrom: math.MaxInt64, info: fmt.Errorf(
+					"%w: served from the %s rollup (the same answer as from raw data)", annotations.PromQLInfo, model.Duration(ro.Resolution))}
+			}
+		}
+	}
+	if ret := r.opts.RawRetention; ret > 0 && mint < now-ret.Milliseconds() {
+		// Raw data before expired is gone: the finest rollup that still holds
+		// mint serves that part, or else the one kept longest.
+		expired := now - ret.Milliseconds()
+		ro := rollups[0]
+		for _, o := range rollups {
+			if covers(o) {
+				ro = o
+				break
+			}
+			if o.Retention > ro.Retention {
+				ro = o
+			}
+		}
+		return rollupPlan{mode: approx, rollup: ro, rawFrom: expired, info: fmt.Errorf(
+			"%w: raw samples before %s have expired (raw retention %s); that part of the range is served from the %s rollup",
+			annotations.PromQLInfo, time.UnixMilli(expired).UTC().Format(time.RFC3339), model.Duration(ret), model.Duration(ro.Resolution))}
+	}
+	return rollupPlan{}
+}

@@ -1,0 +1,216 @@
+package query
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/prometheus/prometheus/model/value"
+
+	"github.com/hbtsdb/hbtsdb/kv"
+	"github.com/hbtsdb/hbtsdb/schema"
+)
+
+// Reading a series from a rollup (the plan comes from resolution.go).
+//
+// A bucket's rollup cell is written by compaction before the bucket's raw
+// cells are deleted, and rewritten when late samples are compacted. So a
+// bucket that still has raw cells (not compacted yet, compacted only in part,
+// or with late samples) may have no rollup cell or a stale one: its windows are
+// computed from the data row itself (chunk and raw cells, schema.DecodeDataRow)
+// with the same code compaction uses (schema.AggregateWindows). A key-only scan
+// of the series' raw family finds those buckets; the others are read from the
+// rollup table. Either way the windows are those of all the bucket's samples.
+
+// readPlanned reads one series as p says: raw rows, or rollup samples (as one
+// bucketSamples) followed by the raw rows from p.rawFrom on.
+func (r *Reader) readPlanned(ctx context.Context, s *series, mint, maxt int64, p rollupPlan) ([]bucketSamples, error) {
+	if p.mode == modeRaw {
+		return r.readSeries(ctx, s, mint, maxt)
+	}
+	hi := min(maxt, p.rawFrom-1)
+	var out []bucketSamples
+	if mint <= hi {
+		ws, err := r.readWindows(ctx, s, p.rollup, mint, hi)
+		if err != nil {
+			return nil, fmt.Errorf("query: read series %d (%s) from the %s rollup: %w", s.id, s.labels, schema.RollupTable(p.rollup.Resolution), err)
+		}
+		if ss := windowSamples(ws, p.mode, mint, hi); len(ss) > 0 {
+			out = append(out, bucketSamples{bucketStart: -1, samples: ss})
+		}
+	}
+	if p.rawFrom <= maxt {
+		rows, err := r.readSeries(ctx, s, max(mint, p.rawFrom), maxt)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, rows...)
+	}
+	return out, nil
+}
+
+// windowSamples returns the samples the engine gets for windows ws in mode,
+// those in [mint, maxt], ascending; window-end samples of a window ending
+// after maxt are put at maxt.
+func windowSamples(ws []schema.RollupWindow, mode readMode, mint, maxt int64) []sample {
+	out := make([]sample, 0, len(ws))
+	add := func(t int64, v float64) {
+		if t >= mint && t <= maxt {
+			out = append(out, sample{t: t, v: v})
+		}
+	}
+	for _, w := range ws {
+		end := min(w.End, maxt)
+		switch mode {
+		case modeLast:
+			if w.Count > 0 {
+				add(w.LastT, w.LastV)
+			}
+			if w.HasStale() {
+				add(w.StaleT, math.Float64frombits(value.StaleNaN))
+			}
+		case modeLastValue:
+			if w.Count > 0 {
+				add(w.LastT, w.LastV)
+			}
+		case modeMax:
+			if w.Count > 0 {
+				add(end, w.Max)
+			}
+		case modeMin:
+			if w.Count > 0 {
+				add(end, w.Min)
+			}
+		case modeSum:
+			if w.Count > 0 {
+				add(end, w.Sum)
+			}
+		}
+	}
+	return out
+}
+
+// readWindows returns the windows of resolution ro of series s that hold a
+// timestamp in [mint, maxt] (mint >= 0), ascending by end, each whole (all its
+// samples, also those outside [mint, maxt]).
+func (r *Reader) readWindows(ctx context.Context, s *series, ro schema.Rollup, mint, maxt int64) ([]schema.RollupWindow, error) {
+	width := r.settings.BucketWidth
+	res := ro.Resolution
+	firstEnd, lastEnd := schema.WindowEnd(mint, res), schema.WindowEnd(maxt, res)
+	firstBucket := schema.BucketStart(firstEnd-res.Milliseconds()+1, width)
+	lastBucket := schema.BucketStart(lastEnd, width)
+
+	dirty, err := r.bucketsWithRaw(ctx, s, firstBucket, lastBucket)
+	if err != nil {
+		return nil, err
+	}
+	type bucketWindows struct {
+		start int64
+		ws    []schema.RollupWindow
+	}
+	var buckets []bucketWindows
+
+	// Compacted buckets: the rollup table, one row per day, newest first.
+	start, stop := schema.SeriesRowRange(s.salt, s.host, s.metric, s.id, schema.RollupRowStart(firstBucket), schema.RollupRowStart(lastBucket))
+	sc := r.st.Scan(ctx, schema.RollupTable(res), start, stop, kv.Families(schema.FamilyRollup))
+	for sc.Next() {
+		row := sc.Row()
+		_, day, err := schema.ParseDataRowTail(row.Key)
+		if err != nil {
+			sc.Close()
+			return nil, err
+		}
+		for _, c := range row.Cells {
+			b, err := schema.DecodeRollupQualifier(c.Qualifier, day)
+			if err != nil {
+				sc.Close()
+				return nil, err
+			}
+			if b < firstBucket || b > lastBucket || slices.Contains(dirty, b) {
+				continue
+			}
+			ws, err := schema.DecodeRollupWindows(nil, c.Value, b, res)
+			if err != nil {
+				sc.Close()
+				return nil, err
+			}
+			buckets = append(buckets, bucketWindows{b, ws})
+		}
+	}
+	err = sc.Err()
+	sc.Close()
+	if err != nil {
+		return nil, err
+	}
+
+	// Buckets with raw cells: their data rows, aggregated here.
+	if len(dirty) > 0 {
+		keys := make([][]byte, len(dirty))
+		for i, b := range dirty {
+			keys[i] = schema.DataRowKey(nil, schema.DataKey{Salt: s.salt, Host: s.host, Metric: s.metric, SeriesID: s.id, BucketStart: b})
+		}
+		rows, err := r.st.GetRows(ctx, schema.TableData, keys, kv.Families(schema.FamilyChunk, schema.FamilyRaw))
+		if err != nil {
+			return nil, err
+		}
+		for i, row := range rows {
+			if len(row.Cells) == 0 {
+				continue
+			}
+			rs, err := schema.DecodeDataRow(row, width, dirty[i], dirty[i]+width.Milliseconds()-1)
+			if err != nil {
+				return nil, err
+			}
+			buckets = append(buckets, bucketWindows{dirty[i], schema.AggregateWindows(rs.Samples, res)})
+		}
+	}
+
+	slices.SortFunc(buckets, func(a, b bucketWindows) int { return cmpInt64(a.start, b.start) })
+	var out []schema.RollupWindow
+	for _, b := range buckets {
+		for _, w := range b.ws {
+			if w.End < firstEnd || w.End > lastEnd {
+				continue
+			}
+			if n := len(out); n > 0 && out[n-1].End == w.End {
+				out[n-1] = out[n-1].Merge(w)
+				continue
+			}
+			out = append(out, w)
+		}
+	}
+	return out, nil
+}
+
+// bucketsWithRaw returns the starts of the buckets of s in [first, last] whose
+// data rows hold raw cells, ascending: one key-only scan of the raw family.
+func (r *Reader) bucketsWithRaw(ctx context.Context, s *series, first, last int64) ([]int64, error) {
+	start, stop := schema.SeriesRowRange(s.salt, s.host, s.metric, s.id, first, last)
+	sc := r.st.Scan(ctx, schema.TableData, start, stop, kv.Families(schema.FamilyRaw),
+		kv.WithFilter(kv.KeyOnlyFilter{}))
+	defer sc.Close()
+	var out []int64
+	for sc.Next() {
+		_, b, err := schema.ParseDataRowTail(sc.Row().Key)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, b)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+func cmpInt64(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
