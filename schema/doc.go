@@ -1,8 +1,8 @@
 // Package schema owns hbtsdb's physical layout: the names of tables and column
 // families, the codecs of row keys, qualifiers and values, and the schema meta row
 // that records the settings a store was created with. Everything that knows how a
-// byte of a key or cell is arranged lives here, so that write/, query/, index/ (and
-// the planned downsample/) agree by construction.
+// byte of a key or cell is arranged lives here, so that write/, query/, index/ and
+// downsample/ agree by construction.
 //
 // The package is pure functions and the two value types they encode (Sample,
 // Metadata), fuzzed (fuzz_test.go); it does no I/O. Creating, checking and opening
@@ -18,16 +18,18 @@
 //
 //	data    row = salt | esc(host) 0x00 | esc(metric) 0x00 | seriesID(8) | ^bucketStart(8)
 //	        r: raw samples   qualifier = offset(4) in the bucket, value = float64 bits(8)
-//	        c: chunks        a sealed bucket, compressed (chunk.go; compaction planned)
+//	        c: chunks        a sealed bucket, compressed (chunk.go; written by compaction)
 //	        t: tags          qualifier = label name, value = label value
 //	series  0x00 "next-id"            i:next = highest series ID handed out
 //	        0x01 | canonical labels   i:id   = seriesID(8)
 //	        0x02 | seriesID(8)        l:l    = canonical labels
 //	index   row = day(4) | esc(name) 0x00 | esc(value) 0x00, p:<seriesID(8)> = empty
-//	rollup  families m5 and h1 (5-minute and 1-hour aggregates)
-//	meta    row "schema": m:format_version, m:bucket_width_ms, m:salt_buckets, m:host_labels, m:claim
+//	meta    row "schema": m:format_version, m:bucket_width_ms, m:salt_buckets, m:host_labels, m:claim,
+//	        m:rollups (the resolution list, e.g. "5m:90d,1h:5y")
 //	        row "metadata" 0x00 metric: m:type, m:help, m:unit (metric metadata)
 //	        row "lease" 0x00 job 0x00 salt(1): m:lease = "owner expiryMs" (worker leases)
+//	rollup-<resolution>  one table per resolution of the list (rollup-5m, rollup-1h), TTL = its retention
+//	        row = as data, bucketStart = the UTC day    a:<offset(4) of the data bucket> = its windows
 //
 // All integers are big-endian, so that byte order is numeric order. Variable-length
 // strings inside keys are escaped and terminated (escape.go) so that keys sort as
@@ -36,8 +38,8 @@
 // escape.go (escaping and why it preserves order), datakey.go (data rows), raw.go
 // (raw samples), chunk.go and datarow.go (chunks, and the one decoder of a data
 // row's chunk and raw cells), index.go (tag index), series.go (series registry), tables.go (table
-// and family specs), settings.go (the meta row's settings), metadata.go (metric metadata) and
-// lease.go (worker leases).
+// and family specs), settings.go (the meta row's settings), metadata.go (metric metadata),
+// lease.go (worker leases) and rollup.go (the resolution list, rollup windows and their codec).
 //
 // # Conventions
 //
@@ -57,5 +59,9 @@
 // change silently: provision's Open, Check and Create refuse a process configured
 // differently, naming both values (CompareSettings, ErrMismatch).
 // Table options (TableOptions: retentions, compression) are applied when the tables
-// are created and are not recorded.
+// are created and are not recorded, except the resolution list (TableOptions.Rollups,
+// m:rollups): it may change, a resolution added being a table created and one removed
+// a table no longer written (kept until an operator drops it); a resolution's
+// retention is its table's TTL, fixed when the table is created (schema/provision
+// refuses to change it and says how to in the HBase shell).
 package schema

@@ -2,10 +2,13 @@ package schema_test
 
 import (
 	"bytes"
+	"errors"
 	"math"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/prometheus/prometheus/model/value"
 
 	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/schema"
@@ -197,6 +200,52 @@ func FuzzParseSeriesReverseRow(f *testing.F) {
 		}
 		if enc := schema.SeriesReverseRow(nil, id); !bytes.Equal(enc, b) || id == 0 {
 			t.Fatalf("ParseSeriesReverseRow(%x) = %d, which re-encodes as %x", b, id, enc)
+		}
+	})
+}
+
+// rollupFuzzResolutions are the resolutions FuzzDecodeRollupWindows decodes with:
+// one shorter than the default bucket width, one equal, one longer.
+var rollupFuzzResolutions = []time.Duration{time.Minute, 5 * time.Minute, time.Hour, 24 * time.Hour}
+
+func FuzzDecodeRollupWindows(f *testing.F) {
+	const bucket = int64(1_700_000_000_000 / 3_600_000 * 3_600_000)
+	stale := math.Float64frombits(value.StaleNaN)
+	for i, samples := range [][]schema.Sample{
+		{{T: bucket, V: 1}, {T: bucket + 1, V: 2}, {T: bucket + 300_000, V: 0}, {T: bucket + 300_001, V: stale}},
+		{{T: bucket + 10, V: stale}},
+		{{T: bucket + 10, V: math.NaN()}, {T: bucket + 20, V: math.Inf(-1)}, {T: bucket + 3_599_999, V: math.Copysign(0, -1)}},
+		nil,
+	} {
+		res := rollupFuzzResolutions[i%len(rollupFuzzResolutions)]
+		f.Add(schema.EncodeRollupWindows(nil, bucket, res, schema.AggregateWindows(samples, res)), bucket, uint8(i))
+	}
+	f.Add([]byte{}, int64(0), uint8(0))
+	f.Add([]byte{1, 0x80, 0}, int64(0), uint8(1))
+	f.Add([]byte{1, 1, 2, 1, 1, 0, 0x08, 1, 2, 3, 4, 5, 6, 7, 8, 0, 0, 0, 0, 0}, int64(0), uint8(0))
+	f.Fuzz(func(t *testing.T, b []byte, bucketStart int64, resIndex uint8) {
+		res := rollupFuzzResolutions[int(resIndex)%len(rollupFuzzResolutions)]
+		ws, err := schema.DecodeRollupWindows(nil, b, bucketStart, res)
+		if err != nil {
+			if !errors.Is(err, schema.ErrMalformed) {
+				t.Fatalf("DecodeRollupWindows(%x) failed without ErrMalformed: %v", b, err)
+			}
+			return
+		}
+		if enc := schema.EncodeRollupWindows(nil, bucketStart, res, ws); !bytes.Equal(enc, b) {
+			t.Fatalf("DecodeRollupWindows(%x, %d, %s) = %+v, which re-encodes as %x", b, bucketStart, res, ws, enc)
+		}
+		// Decoding appends: what dst held before (a previous cell's windows, which
+		// may end where these do) neither changes the result nor is checked.
+		prev := []schema.RollupWindow{{End: math.MaxInt64, StaleT: -1}}
+		got, err := schema.DecodeRollupWindows(prev, b, bucketStart, res)
+		if err != nil || len(got) != len(ws)+1 || got[0] != prev[0] {
+			t.Fatalf("DecodeRollupWindows(%x) after a window = %d windows, %v; want %d", b, len(got), err, len(ws)+1)
+		}
+		for i := range ws {
+			if !sameWindow(got[i+1], ws[i]) {
+				t.Fatalf("DecodeRollupWindows(%x) after a window: window %d = %+v, want %+v", b, i, got[i+1], ws[i])
+			}
 		}
 	})
 }

@@ -319,16 +319,23 @@ func EncodeRollupWindows(dst []byte, bucketStart int64, res time.Duration, ws []
 }
 
 // DecodeRollupWindows decodes a rollup cell's value written by
-// EncodeRollupWindows for the same bucketStart and res, appending to dst. It
-// fails, wrapping ErrMalformed, on a value that does not decode.
+// EncodeRollupWindows for the same bucketStart and res, appending to dst (whose
+// windows it does not look at: the parts of one window in consecutive buckets
+// have the same End). It fails, wrapping ErrMalformed, on a value that does
+// not decode, or not from bytes EncodeRollupWindows writes (an empty value,
+// an overlong varint, a float with a zero byte it would have left out).
 func DecodeRollupWindows(dst []RollupWindow, b []byte, bucketStart int64, res time.Duration) ([]RollupWindow, error) {
 	d := rollupDecoder{b: b}
 	n := d.uvarint()
+	if d.err != nil {
+		return dst, fmt.Errorf("schema: rollup cell of bucket %d: %w", bucketStart, d.err)
+	}
 	if n > uint64(len(b)) {
 		return dst, fmt.Errorf("schema: rollup cell claims %d windows in %d bytes: %w", n, len(b), ErrMalformed)
 	}
 	var prev [6]float64
 	r := res.Milliseconds()
+	first := len(dst) // windows before it are the caller's, in no order to check
 	for range n {
 		w := RollupWindow{End: bucketStart + int64(d.uvarint()), StaleT: -1}
 		flags := d.byte()
@@ -351,10 +358,10 @@ func DecodeRollupWindows(dst []RollupWindow, b []byte, bucketStart int64, res ti
 		}
 		if flags&^(windowHasStale|windowHasSamples) != 0 || flags == 0 || w.Count == 0 && flags&windowHasSamples != 0 ||
 			(w.Count > 0 && (w.FirstT > w.LastT || w.FirstT <= w.End-r || w.LastT > w.End)) ||
-			(w.HasStale() && (w.StaleT <= w.End-r || w.StaleT > w.End || (w.Count > 0 && w.StaleT <= w.LastT))) {
+			(flags&windowHasStale != 0 && (!w.HasStale() || w.StaleT <= w.End-r || w.StaleT > w.End || (w.Count > 0 && w.StaleT <= w.LastT))) {
 			return dst, fmt.Errorf("schema: rollup cell of bucket %d: inconsistent window ending %d: %w", bucketStart, w.End, ErrMalformed)
 		}
-		if len(dst) > 0 && dst[len(dst)-1].End >= w.End {
+		if len(dst) > first && dst[len(dst)-1].End >= w.End {
 			return dst, fmt.Errorf("schema: rollup cell of bucket %d: windows not ascending at %d: %w", bucketStart, w.End, ErrMalformed)
 		}
 		dst = append(dst, w)
@@ -395,7 +402,9 @@ func (d *rollupDecoder) uvarint() uint64 {
 		return 0
 	}
 	v, n := binary.Uvarint(d.b[d.off:])
-	if n <= 0 || v > math.MaxInt64/2 {
+	// n > 1 with a last byte of 0 is an overlong encoding, which AppendUvarint
+	// never writes.
+	if n <= 0 || v > math.MaxInt64/2 || n > 1 && d.b[d.off+n-1] == 0 {
 		d.err = fmt.Errorf("bad varint at byte %d: %w", d.off, ErrMalformed)
 		return 0
 	}
@@ -423,6 +432,11 @@ func (d *rollupDecoder) xorFloat(prev float64) float64 {
 	lead, n := int(h>>4), int(h&0x0f)
 	if n == 0 || lead+n > 8 || d.off+n > len(d.b) {
 		d.err = fmt.Errorf("bad float header %#x at byte %d: %w", h, d.off-1, ErrMalformed)
+		return 0
+	}
+	if sig := d.b[d.off : d.off+n]; sig[0] == 0 || sig[n-1] == 0 {
+		// appendXORFloat counts zero bytes at either end in lead or leaves them out.
+		d.err = fmt.Errorf("float of bytes %x at byte %d is not canonical: %w", sig, d.off-1, ErrMalformed)
 		return 0
 	}
 	var x uint64

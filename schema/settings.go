@@ -19,6 +19,8 @@ import (
 //	host_labels      label names joined by commas, e.g. "host,instance"
 //	claim            the four as Settings.String writes them, e.g. "format_version=1
 //	                 bucket_width_ms=3600000 salt_buckets=16 host_labels=host,instance"
+//	rollups          the resolution list, FormatRollups, e.g. "5m:90d,1h:5y" (not a
+//	                 setting: it may change, see QualifierRollups)
 //
 // Text keeps the row readable in `hbase shell` (get 'tsdb-meta', 'schema').
 // Numbers are written as strconv.Itoa writes them and read back only in that form (no
@@ -54,6 +56,11 @@ const (
 	QualifierSaltBuckets   = "salt_buckets"
 	QualifierHostLabels    = "host_labels"
 	QualifierSchemaClaim   = "claim"
+	// QualifierRollups is the store's resolution list as FormatRollups writes it,
+	// e.g. "5m:90d,1h:5y" ("none" for no rollups): the rollup tables the store
+	// has and is written to. Unlike the settings, it may change:
+	// schema/provision records each change (rollups.go).
+	QualifierRollups = "rollups"
 )
 
 // Settings are the layout parameters a store is created with. They never change

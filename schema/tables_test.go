@@ -1,8 +1,13 @@
 package schema_test
 
 import (
+	"errors"
+	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/hbtsdb/hbtsdb/kv"
 
 	"github.com/hbtsdb/hbtsdb/schema"
 )
@@ -21,16 +26,18 @@ func TestTablesWithDefaultOptions(t *testing.T) {
 			}
 		}
 	}
-	if want := []string{"data", "series", "index", "rollup", "meta"}; len(names) != len(want) || names[0] != "data" || names[4] != "meta" {
+	if want := []string{"data", "series", "index", "meta", "rollup-5m", "rollup-1h"}; !slices.Equal(names, want) {
 		t.Fatalf("tables %v, want %v", names, want)
 	}
 	day := 24 * time.Hour
+	// The index outlives the longest retention (the 1h rollups' 5 years) by a day.
 	wantTTL := map[string]map[string]time.Duration{
-		"data":   {"r": 400 * day, "c": 400 * day, "t": 400 * day},
-		"series": {"i": 0, "l": 0},
-		"index":  {"p": 401 * day},
-		"rollup": {"m5": 730 * day, "h1": 0},
-		"meta":   {"m": 0},
+		"data":      {"r": 400 * day, "c": 400 * day, "t": 400 * day},
+		"series":    {"i": 0, "l": 0},
+		"index":     {"p": (5*365 + 1) * day},
+		"meta":      {"m": 0},
+		"rollup-5m": {"a": 90 * day},
+		"rollup-1h": {"a": 5 * 365 * day},
 	}
 	for _, s := range specs {
 		if len(s.Families) != len(wantTTL[s.Name]) {
@@ -49,7 +56,7 @@ func TestTablesWithDefaultOptions(t *testing.T) {
 				t.Errorf("table %s family %s: block encoding %s, want %s", s.Name, fam, f.BlockEncoding, wantEnc)
 			}
 		}
-		split := s.Name == "data" || s.Name == "rollup"
+		split := s.Name == "data" || strings.HasPrefix(s.Name, "rollup-")
 		if split && len(s.SplitKeys) != 15 {
 			t.Errorf("table %s: %d split keys, want 15", s.Name, len(s.SplitKeys))
 		}
@@ -98,5 +105,66 @@ func TestTablesOptions(t *testing.T) {
 	}
 	if err := (schema.TableOptions{SaltBuckets: 257}).Validate(); err == nil {
 		t.Error("257 salt buckets validate")
+	}
+}
+
+func TestTablesOneRollupTablePerResolution(t *testing.T) {
+	day := 24 * time.Hour
+	o := schema.TableOptions{RawRetention: 30 * day, SaltBuckets: 4,
+		Rollups: []schema.Rollup{{Resolution: time.Minute, Retention: 7 * day}, {Resolution: 15 * time.Minute, Retention: 60 * day}, {Resolution: day, Retention: 0}}}
+	specs := schema.Tables(o)
+	var names []string
+	for _, s := range specs {
+		names = append(names, s.Name)
+	}
+	if want := []string{"data", "series", "index", "meta", "rollup-1m", "rollup-15m", "rollup-1d"}; !slices.Equal(names, want) {
+		t.Fatalf("tables %v, want %v", names, want)
+	}
+	for i, r := range o.Rollups {
+		s := specs[4+i]
+		if len(s.Families) != 1 || s.Families[0].Name != "a" || s.Families[0].TTL != r.Retention || len(s.SplitKeys) != 3 {
+			t.Errorf("table %s: %+v, want family a with TTL %s and 3 split keys", s.Name, s, r.Retention)
+		}
+	}
+	if got := schema.Tables(schema.TableOptions{SaltBuckets: 1}); len(got) != 4 {
+		t.Errorf("no rollups: %d tables, want 4", len(got))
+	}
+}
+
+func TestIndexRetention(t *testing.T) {
+	day := 24 * time.Hour
+	for _, tc := range []struct {
+		raw     time.Duration
+		rollups []schema.Rollup
+		want    time.Duration
+	}{
+		{400 * day, nil, 401 * day},
+		{400 * day, []schema.Rollup{{5 * time.Minute, 90 * day}}, 401 * day},
+		{30 * day, schema.DefaultRollups(), (5*365 + 1) * day},
+		{30 * day, []schema.Rollup{{5 * time.Minute, 90 * day}, {time.Hour, 0}}, 0},
+		{0, []schema.Rollup{{5 * time.Minute, 90 * day}}, 0},
+		{0, nil, 0},
+	} {
+		o := schema.TableOptions{RawRetention: tc.raw, Rollups: tc.rollups, SaltBuckets: 1}
+		if got := o.IndexRetention(); got != tc.want {
+			t.Errorf("IndexRetention of raw %s and rollups %s = %s, want %s", tc.raw, schema.FormatRollups(tc.rollups), got, tc.want)
+		}
+		if idx, _ := schema.Tables(o)[2].Family("p"); idx.TTL != tc.want {
+			t.Errorf("index TTL of raw %s and rollups %s = %s, want %s", tc.raw, schema.FormatRollups(tc.rollups), idx.TTL, tc.want)
+		}
+	}
+}
+
+func TestTableOptionsValidateRollups(t *testing.T) {
+	o := schema.TableOptions{SaltBuckets: 1, Rollups: []schema.Rollup{{Resolution: time.Hour}, {Resolution: 5 * time.Minute}}}
+	err := o.Validate()
+	if !errors.Is(err, kv.ErrInvalidArgument) || err.Error() != "schema: rollup resolutions must be ascending and distinct, 5m after 1h: invalid argument" {
+		t.Errorf("Validate of descending rollups = %v", err)
+	}
+	// The bucket width is not known here: 90m passes (ValidateRollups with the
+	// settings' bucket width refuses it).
+	o.Rollups = []schema.Rollup{{Resolution: 90 * time.Minute}}
+	if err := o.Validate(); err != nil {
+		t.Errorf("Validate of 90m rollups = %v", err)
 	}
 }
