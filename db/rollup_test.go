@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 
 	"github.com/hbtsdb/hbtsdb/db"
+	"github.com/hbtsdb/hbtsdb/downsample"
 	"github.com/hbtsdb/hbtsdb/query"
 	"github.com/hbtsdb/hbtsdb/schema"
 	"github.com/hbtsdb/hbtsdb/schema/schematest"
@@ -32,9 +33,11 @@ var (
 	rollupWindow = 2*24*time.Hour + 6*time.Hour // how much data there is
 )
 
-// rollupDB opens a DB with the default rollups (5m, 1h) over random series,
-// and returns it with the series' metric names.
-func rollupDB(t *testing.T, b schematest.Backend, seed uint64) *db.DB {
+// rollupDB opens a DB with the default rollups (5m, 1h) over random series.
+// compacted: every bucket is then compacted (chunks and rollup cells), and
+// late samples are written into some compacted buckets afterwards, so that
+// reads meet rollup cells, chunks, and buckets whose rollup is out of date.
+func rollupDB(t *testing.T, b schematest.Backend, seed uint64, compacted bool) *db.DB {
 	t.Helper()
 	st := b.Store(t)
 	d, err := db.Open(context.Background(), db.Options{
@@ -46,6 +49,34 @@ func rollupDB(t *testing.T, b schematest.Backend, seed uint64) *db.DB {
 	}
 	t.Cleanup(func() { d.Close() })
 	writeRollupSeries(t, d, seed)
+	if compacted {
+		c, err := downsample.NewCompactor(st, b.Settings, downsample.Options{Rollups: schema.DefaultRollups(),
+			Now: func() time.Time { return rollupNow }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stats, err := c.Compact(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if stats.Rows == 0 {
+			t.Fatal("nothing compacted")
+		}
+		// Late samples into compacted buckets: their rollup cells are out of
+		// date until the next pass, which reads must not show.
+		var late write.Request
+		for i := range 6 {
+			lbls := labels.FromStrings("__name__", "x", "job", fmt.Sprintf("j%d", i%2), "instance", fmt.Sprintf("h%d", i),
+				"kind", []string{"counter", "counter", "gauge", "gauge", "constant", "sparse"}[i])
+			late.Series = append(late.Series, write.Series{Labels: lbls, Samples: []schema.Sample{
+				{T: rollupDay0.Add(10*time.Hour + 7*time.Second).UnixMilli(), V: 1e6},
+				{T: rollupDay0.Add(20 * time.Hour).UnixMilli(), V: -1e6}, // on a window edge
+			}})
+		}
+		if _, err := d.Write(context.Background(), &late); err != nil {
+			t.Fatal(err)
+		}
+	}
 	return d
 }
 
@@ -221,7 +252,16 @@ func servedFromRollup(infos []string) bool {
 // served from a rollup (the info annotation says so).
 func TestRollupsAnswerAsRaw(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b schematest.Backend) {
-		d := rollupDB(t, b, 1)
+		for _, compacted := range []bool{false, true} {
+			t.Run(map[bool]string{false: "raw-cells", true: "compacted"}[compacted], func(t *testing.T) {
+				testRollupsAnswerAsRaw(t, rollupDB(t, b, 1, compacted))
+			})
+		}
+	})
+}
+
+func testRollupsAnswerAsRaw(t *testing.T, d *db.DB) {
+	{
 		start := rollupDay0.Add(3 * time.Hour)
 		end := rollupDay0.Add(rollupWindow)
 		for _, step := range []time.Duration{time.Hour, 5 * time.Minute, 15 * time.Second, 7 * time.Minute, 0} {
@@ -254,7 +294,7 @@ func TestRollupsAnswerAsRaw(t *testing.T) {
 				}
 			}
 		}
-	})
+	}
 }
 
 // TestRollupSumWithinBound: sum_over_time from a rollup adds window sums where
@@ -262,7 +302,7 @@ func TestRollupsAnswerAsRaw(t *testing.T) {
 // within a relative 1e-12 (README's stated bound), and exactly on integers.
 func TestRollupSumWithinBound(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b schematest.Backend) {
-		d := rollupDB(t, b, 2)
+		d := rollupDB(t, b, 2, true)
 		start, end := rollupDay0.Add(3*time.Hour), rollupDay0.Add(rollupWindow)
 		for _, step := range []time.Duration{time.Hour, 5 * time.Minute} {
 			for _, expr := range []string{"sum_over_time(x[1h])", "sum_over_time(x[3h])", `sum_over_time(x{kind!="gauge"}[1h])`} {
@@ -294,4 +334,50 @@ func TestRollupSumWithinBound(t *testing.T) {
 			}
 		}
 	})
+}
+
+// thanosCase runs expr from rollups (auto) and from raw data on compacted
+// data and wants the same answer; fromRollup says whether a rollup must have
+// served it.
+func thanosCase(t *testing.T, expr string, start, end time.Time, step time.Duration, fromRollup bool) {
+	t.Helper()
+	forEachBackend(t, func(t *testing.T, b schematest.Backend) {
+		d := rollupDB(t, b, 3, true)
+		want, _ := runPromQL(t, d, expr, start, end, step, query.ResolutionRaw)
+		got, infos := runPromQL(t, d, expr, start, end, step, query.ResolutionAuto)
+		if err := sameMatrix(want, got); err != nil {
+			t.Errorf("%s: %v", expr, err)
+		}
+		if len(want) == 0 {
+			t.Errorf("%s: no data", expr)
+		}
+		if servedFromRollup(infos) != fromRollup {
+			t.Errorf("%s: served from a rollup = %v, want %v (infos %q)", expr, servedFromRollup(infos), fromRollup, infos)
+		}
+	})
+}
+
+// Thanos #922: sum(x) on auto-downsampled data was inflated by the number of
+// raw samples per window. Here it is served from the 1h rollup and equals raw.
+func TestThanos922SumAtHourStep(t *testing.T) {
+	thanosCase(t, "sum(x)", rollupDay0.Add(2*time.Hour), rollupDay0.Add(rollupWindow), time.Hour, true)
+}
+
+// Thanos #1115: rate(x[5m]) over 5m-resolution data returned nothing. Here it
+// reads raw data (rate needs every sample) and answers as raw.
+func TestThanos1115RateAt5mResolution(t *testing.T) {
+	thanosCase(t, "rate(x[5m])", rollupDay0.Add(2*time.Hour), rollupDay0.Add(rollupWindow), 5*time.Minute, false)
+}
+
+// Thanos #6573: instant queries on downsampled data failed. Here an instant
+// query at a window end over a long range is served from the rollup.
+func TestThanos6573InstantQuery(t *testing.T) {
+	at := rollupDay0.Add(30 * time.Hour)
+	thanosCase(t, "max_over_time(x[1d])", at, at, 0, true)
+}
+
+// Thanos #7404: stddev_over_time and others read count and sum and returned
+// the average. Here they read raw data and answer as raw.
+func TestThanos7404Stddev(t *testing.T) {
+	thanosCase(t, "stddev_over_time(x[1h])", rollupDay0.Add(2*time.Hour), rollupDay0.Add(rollupWindow), time.Hour, false)
 }
