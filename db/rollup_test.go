@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 
 	"github.com/hbtsdb/hbtsdb/db"
 	"github.com/hbtsdb/hbtsdb/downsample"
+	"github.com/hbtsdb/hbtsdb/kv/embedded"
 	"github.com/hbtsdb/hbtsdb/query"
 	"github.com/hbtsdb/hbtsdb/schema"
 	"github.com/hbtsdb/hbtsdb/schema/schematest"
@@ -380,4 +382,70 @@ func TestThanos6573InstantQuery(t *testing.T) {
 // the average. Here they read raw data and answer as raw.
 func TestThanos7404Stddev(t *testing.T) {
 	thanosCase(t, "stddev_over_time(x[1h])", rollupDay0.Add(2*time.Hour), rollupDay0.Add(rollupWindow), time.Hour, false)
+}
+
+// TestRetentionServedFromRollups: once raw data has expired (the store's TTL,
+// on an embedded store with a fake clock), raw reads lose it, and queries over
+// that range are served from the rollups: at aligned steps with the very answer
+// raw data gave before it expired, elsewhere from the finest rollup, with an
+// info saying that raw samples expired.
+func TestRetentionServedFromRollups(t *testing.T) {
+	var clock atomic.Int64
+	clock.Store(rollupDay0.Add(56 * time.Hour).UnixMilli())
+	now := func() time.Time { return time.UnixMilli(clock.Load()) }
+	st, err := embedded.Open(context.Background(), t.TempDir(), embedded.Options{SweepInterval: -1, Clock: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	settings := schema.DefaultEmbeddedSettings()
+	tables := schema.DefaultTableOptions()
+	tables.SaltBuckets = settings.SaltBuckets
+	tables.RawRetention = 72 * time.Hour
+	schematest.CreateWith(t, st, settings, tables)
+	d, err := db.Open(context.Background(), db.Options{Store: st, Settings: settings, Now: now,
+		Rollups: tables.Rollups, RawRetention: tables.RawRetention})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	writeRollupSeries(t, d, 4)
+	c, err := downsample.NewCompactor(st, settings, downsample.Options{Rollups: tables.Rollups, Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Compact(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+
+	start, end := rollupDay0.Add(2*time.Hour), rollupDay0.Add(rollupWindow)
+	const aligned = "max_over_time(x[1h])"
+	before, _ := runPromQL(t, d, aligned, start, end, time.Hour, query.ResolutionRaw)
+
+	// 100h after the data's start, raw samples before 28h have expired.
+	clock.Store(rollupDay0.Add(100 * time.Hour).UnixMilli())
+	expired := rollupDay0.Add(28 * time.Hour).UnixMilli()
+	raw, _ := runPromQL(t, d, aligned, start, end, time.Hour, query.ResolutionRaw)
+	for _, s := range raw {
+		if s.Floats[0].T < expired {
+			t.Fatalf("raw data of %s still read at %d after it expired", s.Metric, s.Floats[0].T)
+		}
+	}
+	after, infos := runPromQL(t, d, aligned, start, end, time.Hour, query.ResolutionAuto)
+	if err := sameMatrix(before, after); err != nil {
+		t.Errorf("%s after raw expiry: %v", aligned, err)
+	}
+	if !servedFromRollup(infos) {
+		t.Errorf("%s: infos %q, want served from a rollup", aligned, infos)
+	}
+
+	// An unaligned query: the expired part from the 5m rollup, said so.
+	got, infos := runPromQL(t, d, "x", start, end, 7*time.Minute, query.ResolutionAuto)
+	want := "PromQL info: raw samples before 2026-11-27T04:00:00Z have expired (raw retention 3d); that part of the range is served from the 5m rollup"
+	if len(infos) != 1 || infos[0] != want {
+		t.Errorf("infos %q, want %q", infos, want)
+	}
+	if len(got) == 0 || got[0].Floats[0].T > start.Add(time.Hour).UnixMilli() {
+		t.Errorf("the expired part is not served: %v", got)
+	}
 }
