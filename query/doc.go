@@ -10,6 +10,11 @@
 // ListMetadata (metadata.go). Options (options.go) tune it; Options.Validate
 // checks options that come from a user, which Reader.WithOptions does not.
 //
+// A Select is first planned by resolution (resolution.go, rollup.go): from a
+// rollup when the query's evaluation times (WithPromQL, set by the HTTP layer)
+// and its function make the answer raw data's, or for the part of its range
+// older than the raw retention; otherwise from raw data, as follows.
+//
 // A Select of [mint, maxt] (inclusive, ms; narrowed by SelectHints.Start/End):
 //
 //  1. plans (plan.go): the index plan, or — when __name__ and the host are fixed
