@@ -174,7 +174,7 @@ var rollupQueries = []struct {
 // runPromQL evaluates expr on d over [start, end] at step (0: instant at
 // start), with the resolution res, telling the read path the query's shape as
 // the HTTP API does.
-func runPromQL(t *testing.T, d *db.DB, expr string, start, end time.Time, step time.Duration, res query.Resolution) (promql.Matrix, []string) {
+func runPromQL(t testing.TB, d *db.DB, expr string, start, end time.Time, step time.Duration, res query.Resolution) (promql.Matrix, []string) {
 	t.Helper()
 	eng := promql.NewEngine(promql.EngineOpts{MaxSamples: 50_000_000, Timeout: time.Minute, LookbackDelta: 5 * time.Minute,
 		EnableAtModifier: true, EnableNegativeOffset: true, Parser: parser.NewParser(parser.Options{})})

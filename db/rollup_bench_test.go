@@ -1,0 +1,107 @@
+package db_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/hbtsdb/hbtsdb/db"
+	"github.com/hbtsdb/hbtsdb/downsample"
+	"github.com/hbtsdb/hbtsdb/query"
+	"github.com/hbtsdb/hbtsdb/schema"
+	"github.com/hbtsdb/hbtsdb/schema/schematest"
+	"github.com/hbtsdb/hbtsdb/write"
+)
+
+// BenchmarkRollupQuery30d: a 30-day Grafana panel at a 1h step, from rollups
+// (auto) and from raw data, on compacted data (10 series × 30 days at 15 s,
+// 1.7 M samples, counters and gauges):
+//
+//	go test -run '^$' -bench BenchmarkRollupQuery30d -benchtime 10x ./db/
+//	TSDB_TEST_HBASE_ZK=127.0.0.1:29983 go test -run '^$' -bench BenchmarkRollupQuery30d -benchtime 10x ./db/
+//
+// It reports ms/query and the points the answer holds; rate reads raw data
+// either way (see query/resolution.go).
+func BenchmarkRollupQuery30d(b *testing.B) {
+	const (
+		series = 10
+		days   = 30
+	)
+	day0 := time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC)
+	now := day0.Add(days*24*time.Hour + 3*time.Hour)
+	for _, be := range schematest.Backends() {
+		b.Run(be.Name, func(b *testing.B) {
+			if !be.Available() {
+				b.Skip("no HBase: set TSDB_TEST_HBASE_ZK")
+			}
+			ctx := context.Background()
+			st := be.Store(b)
+			d, err := db.Open(ctx, db.Options{Store: st, Settings: be.Settings, Now: func() time.Time { return now },
+				Rollups: schema.DefaultRollups(), RawRetention: schema.DefaultRawRetention})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { d.Close() })
+			loadStart := time.Now()
+			rng := rand.New(rand.NewPCG(1, 2))
+			vals := make([]float64, series)
+			for day := range days {
+				var req write.Request
+				for s := range series {
+					kind := []string{"counter", "gauge"}[s%2]
+					ws := write.Series{Labels: labels.FromStrings("__name__", "x", "instance", fmt.Sprintf("h%d", s), "kind", kind)}
+					for i := range 5760 {
+						if kind == "counter" {
+							vals[s] += float64(rng.IntN(100))
+						} else {
+							vals[s] = float64(rng.IntN(1000)) / 10
+						}
+						ws.Samples = append(ws.Samples, schema.Sample{T: day0.Add(time.Duration(day)*24*time.Hour).UnixMilli() + int64(i)*15_000, V: vals[s]})
+					}
+					req.Series = append(req.Series, ws)
+				}
+				if _, err := d.Write(ctx, &req); err != nil {
+					b.Fatal(err)
+				}
+			}
+			c, err := downsample.NewCompactor(st, be.Settings, downsample.Options{Rollups: schema.DefaultRollups(), Now: func() time.Time { return now }})
+			if err != nil {
+				b.Fatal(err)
+			}
+			stats, err := c.Compact(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			// Embedded: Pebble's own compaction, as time does, so the deleted raw
+			// cells' tombstones are gone (on HBase they stay until a major
+			// compaction: the numbers there are those of freshly compacted data).
+			if es, ok := st.(interface{ Compact(context.Context) error }); ok {
+				if err := es.Compact(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.Logf("loaded and compacted %d samples in %s", stats.Samples, time.Since(loadStart).Round(time.Second))
+			start, end := day0.Add(24*time.Hour), day0.Add(days*24*time.Hour)
+			for _, expr := range []string{"x", "max_over_time(x[1h])", "rate(x[1h])"} {
+				for _, res := range []query.Resolution{query.ResolutionRaw, query.ResolutionAuto} {
+					b.Run(fmt.Sprintf("%s/%s", expr, res), func(b *testing.B) {
+						points := 0
+						for b.Loop() {
+							m, _ := runPromQL(b, d, expr, start, end, time.Hour, res)
+							points = 0
+							for _, s := range m {
+								points += len(s.Floats)
+							}
+						}
+						b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/query")
+						b.ReportMetric(float64(points), "points")
+					})
+				}
+			}
+		})
+	}
+}
