@@ -19,8 +19,10 @@ import (
 //
 // Invariants:
 //
-//   - The meta row is written only after every table of schema.Tables exists, so a
-//     complete meta row means the schema was created.
+//   - The meta row is written only after every base table of schema.Tables (data,
+//     series, index, meta) exists, so a complete meta row means the schema was
+//     created. The rollup tables follow the meta row's resolution list, which
+//     Create records after the settings (rollups.go).
 //   - The settings of a store are decided by one atomic step: the check-and-put of
 //     the claim cell (expected absent). Whoever wins it fixes the settings; every
 //     other creator reads the claim and compares. The four readable cells are then
@@ -31,26 +33,70 @@ import (
 //     as not created, and Create completes it from the claim, never from its own
 //     settings, so the stored settings are always exactly one creator's.
 
-// Create creates every table of the schema (EnsureTable; existing tables are left
-// as they are) and then the schema meta row with settings want. opts.SaltBuckets of 0
-// means want.SaltBuckets; any other value must equal it. Create is idempotent and
-// safe against concurrent creators: if the store already has (or another process
-// concurrently claims) other settings, it returns an error wrapping schema.ErrMismatch that
-// names both values.
-func Create(ctx context.Context, st kv.Store, want schema.Settings, opts schema.TableOptions) error {
-	if err := want.Validate(); err != nil {
+// Create creates the base tables of the schema (data, series, index, meta;
+// EnsureTable, existing tables are left as they are), then the schema meta row
+// with settings want, then records opts.Rollups and creates their tables (see
+// rollups.go). opts.SaltBuckets of 0 means want.SaltBuckets; any other value must
+// equal it. Create is idempotent and safe against concurrent creators: if the
+// store already has (or another process concurrently claims) other settings, it
+// returns an error wrapping schema.ErrMismatch that names both values, and
+// touches no rollup table; so does a changed retention of a recorded resolution.
+func Create(ctx context.Context, st kv.Store, want schema.Settings, opts schema.TableOptions, options ...Option) error {
+	opts, err := checkOptions(want, opts)
+	if err != nil {
+		if errors.Is(err, errRollupsForBucket) {
+			// A store created with another bucket width: that is what to say.
+			if _, cerr := Check(ctx, st, want); errors.Is(cerr, schema.ErrMismatch) || errors.Is(cerr, schema.ErrUnsupportedFormat) {
+				return cerr
+			}
+		}
 		return err
+	}
+	if err := createSettings(ctx, st, want, opts); err != nil {
+		return err
+	}
+	return reconcileRollups(ctx, st, opts, true, newConfig(options))
+}
+
+// checkOptions validates want and opts for each other, and returns opts with
+// SaltBuckets filled in.
+func checkOptions(want schema.Settings, opts schema.TableOptions) (schema.TableOptions, error) {
+	if err := want.Validate(); err != nil {
+		return opts, err
 	}
 	if opts.SaltBuckets == 0 {
 		opts.SaltBuckets = want.SaltBuckets
 	}
 	if opts.SaltBuckets != want.SaltBuckets {
-		return fmt.Errorf("schema: table options for %d salt buckets, settings for %d: %w", opts.SaltBuckets, want.SaltBuckets, kv.ErrInvalidArgument)
+		return opts, fmt.Errorf("schema: table options for %d salt buckets, settings for %d: %w", opts.SaltBuckets, want.SaltBuckets, kv.ErrInvalidArgument)
 	}
 	if err := opts.Validate(); err != nil {
-		return err
+		return opts, err
 	}
-	for _, spec := range schema.Tables(opts) {
+	if err := schema.ValidateRollups(opts.Rollups, want.BucketWidth); err != nil {
+		return opts, rollupsForBucketError{err}
+	}
+	return opts, nil
+}
+
+// errRollupsForBucket marks a resolution list that does not fit the bucket width.
+var errRollupsForBucket = errors.New("rollups do not fit the bucket width")
+
+// rollupsForBucketError is a resolution list that does not fit the bucket width
+// of the settings; it wraps kv.ErrInvalidArgument.
+type rollupsForBucketError struct{ err error }
+
+func (e rollupsForBucketError) Error() string {
+	return e.err.Error() + ": " + kv.ErrInvalidArgument.Error()
+}
+func (e rollupsForBucketError) Unwrap() []error {
+	return []error{e.err, kv.ErrInvalidArgument, errRollupsForBucket}
+}
+
+// createSettings is Create without the rollups: base tables and settings.
+func createSettings(ctx context.Context, st kv.Store, want schema.Settings, opts schema.TableOptions) error {
+	specs := schema.Tables(opts)
+	for _, spec := range specs[:len(specs)-len(opts.Rollups)] {
 		if _, err := st.EnsureTable(ctx, spec); err != nil {
 			return fmt.Errorf("schema: create table %s: %w", spec.Name, err)
 		}
@@ -138,15 +184,25 @@ func Check(ctx context.Context, st kv.Store, want schema.Settings) (schema.Setti
 	return got, schema.CompareSettings(got, want)
 }
 
-// Open prepares a store for use with settings want: it checks the meta row, and if
-// the schema was not created and autoCreate is set, creates it with want and opts
-// (see Create). It returns the store's settings, which equal want on success.
-func Open(ctx context.Context, st kv.Store, want schema.Settings, opts schema.TableOptions, autoCreate bool) (schema.Settings, error) {
+// Open prepares a store for use with settings want and the resolution list
+// opts.Rollups: it checks the meta row, and if the schema was not created and
+// autoCreate is set, creates it with want and opts (see Create). On a store
+// that exists, it records the resolution list and creates the tables of the
+// resolutions added (unless autoCreate is off: then they must exist), and
+// refuses a changed retention (rollups.go). It returns the store's settings,
+// which equal want on success.
+func Open(ctx context.Context, st kv.Store, want schema.Settings, opts schema.TableOptions, autoCreate bool, options ...Option) (schema.Settings, error) {
 	got, err := Check(ctx, st, want)
-	if err == nil || !autoCreate || !errors.Is(err, schema.ErrNotCreated) {
+	switch {
+	case err == nil:
+		if opts, err = checkOptions(want, opts); err != nil {
+			return got, err
+		}
+		return got, reconcileRollups(ctx, st, opts, autoCreate, newConfig(options))
+	case !autoCreate || !errors.Is(err, schema.ErrNotCreated):
 		return got, err
 	}
-	if err := Create(ctx, st, want, opts); err != nil {
+	if err := Create(ctx, st, want, opts, options...); err != nil {
 		return schema.Settings{}, err
 	}
 	return Check(ctx, st, want)
