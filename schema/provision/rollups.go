@@ -285,6 +285,7 @@ func reconcileRollups(ctx context.Context, st kv.Store, opts schema.TableOptions
 				continue // another process recorded a list: compare with it
 			}
 			c.logRecorded(rec, text, ch, existing)
+			c.logIndexTTL(rec, opts)
 		}
 		for _, s := range specs {
 			ret := s.Families[0].TTL
@@ -341,3 +342,28 @@ func (c config) logRecorded(rec recordedRollups, text string, ch RollupChanges, 
 // legacyRollupTable is the one rollup table of the layout before resolution
 // lists; it was created but never written.
 const legacyRollupTable = "rollup"
+
+// logIndexTTL warns when the list just recorded keeps data longer than the tag
+// index does: the index's TTL follows the longest retention
+// (TableOptions.IndexRetention) but, like every TTL, was fixed when the index
+// was created, from the list recorded then (assuming the same raw retention).
+func (c config) logIndexTTL(rec recordedRollups, opts schema.TableOptions) {
+	if !rec.present {
+		return
+	}
+	before := opts
+	before.Rollups = rec.rollups
+	had, need := before.IndexRetention(), opts.IndexRetention()
+	if had == 0 || need != 0 && need <= had {
+		return
+	}
+	args := []any{"table", schema.TableIndex, "ttl", retentionText(had), "needed", retentionText(need)}
+	if c.hbase {
+		ttl := "'FOREVER'"
+		if need > 0 {
+			ttl = fmt.Sprint(int64(need / time.Second))
+		}
+		args = append(args, "alter_with", fmt.Sprintf("alter %s, NAME => '%s', TTL => %s", c.table(schema.TableIndex), schema.FamilyPostings, ttl))
+	}
+	c.logger.Warn("the tag index expires before the rollups now kept: a series whose raw data and index entries expired is not found in them", args...)
+}
