@@ -2,6 +2,7 @@ package downsample
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -32,13 +33,24 @@ type Options struct {
 	Now func() time.Time
 	// Logger receives a line per row that cannot be compacted [slog.Default()].
 	Logger *slog.Logger
+	// Rollups are the resolutions whose rollup cells compaction writes from the
+	// samples of each bucket it rewrites, one table each (schema.RollupTable,
+	// which must exist: schema.Tables creates one per TableOptions.Rollups); nil
+	// writes none. NewCompactor checks them against the store's bucket width
+	// (schema.ValidateRollups).
+	Rollups []schema.Rollup
 
-	// afterStep, set by tests only, runs after each step of a batch ("chunks
-	// written", "raw deleted"); an error ends the pass there, as a crash would.
+	// afterStep, set by tests only, runs after each step of a batch ("rollups
+	// written", "chunks written", "raw deleted"); an error ends the pass there,
+	// as a crash would.
 	afterStep func(step string) error
+	// batchDone, set by the Worker, is told what each batch did once it is done.
+	batchDone func(Stats)
 }
 
-// Validate refuses options that mean nothing: a negative Grace or BatchRows.
+// Validate refuses options that mean nothing: a negative Grace or BatchRows, a
+// resolution list schema.ValidateRollups refuses (without a bucket width:
+// NewCompactor checks it against the store's).
 func (o Options) Validate() error {
 	var errs []error
 	if o.Grace < 0 {
@@ -47,7 +59,19 @@ func (o Options) Validate() error {
 	if o.BatchRows < 0 {
 		errs = append(errs, fmt.Errorf("downsample: Options.BatchRows must not be negative (0 means the default, %d), got %d", DefaultBatchRows, o.BatchRows))
 	}
+	if err := o.validateRollups(0); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
+}
+
+// validateRollups checks Rollups for a store of the given bucket width (0: not
+// checked against one).
+func (o Options) validateRollups(bucketWidth time.Duration) error {
+	if err := schema.ValidateRollups(o.Rollups, bucketWidth); err != nil {
+		return fmt.Errorf("downsample: Options.Rollups %s: %w", schema.FormatRollups(o.Rollups), err)
+	}
+	return nil
 }
 
 func (o Options) withDefaults() Options {
@@ -80,6 +104,9 @@ func NewCompactor(st kv.Store, settings schema.Settings, opts Options) (*Compact
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
+	if err := opts.validateRollups(settings.BucketWidth); err != nil {
+		return nil, err
+	}
 	return &Compactor{st: st, settings: settings, opts: opts.withDefaults()}, nil
 }
 
@@ -93,6 +120,10 @@ type Stats struct {
 	RawCells int
 	// Skipped counts the rows left raw: more samples than a chunk holds.
 	Skipped int
+	// RollupCells is how many rollup cells were written: one per resolution
+	// and rewritten row, and one per resolution and skipped row (whose rollup
+	// cells are written again by every pass, as its raw cells stay).
+	RollupCells int
 }
 
 func (s *Stats) add(o Stats) {
@@ -100,6 +131,7 @@ func (s *Stats) add(o Stats) {
 	s.Samples += o.Samples
 	s.RawCells += o.RawCells
 	s.Skipped += o.Skipped
+	s.RollupCells += o.RollupCells
 }
 
 // SealedBefore is the compaction cutoff at now: every bucket that ends at or
@@ -125,6 +157,8 @@ func (c *Compactor) Compact(ctx context.Context) (Stats, error) {
 // CompactSalt compacts the sealed buckets of one salt that still hold raw
 // cells: it scans the salt's rows for raw cells older than SealedBefore(now),
 // key-only, and rewrites the rows it finds in batches of Options.BatchRows.
+// Once the whole salt is done without error, it records the cutoff as the
+// salt's watermark (Watermarks).
 func (c *Compactor) CompactSalt(ctx context.Context, salt byte) (Stats, error) {
 	cutoff := c.SealedBefore(c.opts.Now())
 	var total Stats
@@ -145,10 +179,65 @@ func (c *Compactor) CompactSalt(ctx context.Context, salt byte) (Stats, error) {
 			}
 		}
 		if next == nil {
+			if err := c.recordWatermark(ctx, salt, cutoff); err != nil {
+				return total, err
+			}
 			return total, nil
 		}
 		start = next
 	}
+}
+
+// recordWatermark records that salt is compacted up to cutoff: a put whose
+// cell timestamp is cutoff (schema/watermark.go), so the cell keeps the
+// greatest cutoff ever recorded and writing it again changes nothing.
+func (c *Compactor) recordWatermark(ctx context.Context, salt byte, cutoff int64) error {
+	row, cell, err := schema.WatermarkCell(schema.LeaseJobCompact, salt, cutoff)
+	if err != nil {
+		return fmt.Errorf("downsample: watermark of salt %d: %w", salt, err)
+	}
+	if err := c.st.Apply(ctx, schema.TableMeta, []kv.Mutation{kv.Put(row, cell.Family, cell.Qualifier, cell.Timestamp, cell.Value)}); err != nil {
+		return fmt.Errorf("downsample: record the watermark %d of salt %d: %w", cutoff, salt, err)
+	}
+	return nil
+}
+
+// Watermarks returns, per salt, the cutoff up to which a pass over the salt
+// last completed (the greatest one recorded by any compactor of the store):
+// every bucket that ends at or before it was compacted, and rolled up, by that
+// pass, so now - grace - watermark is roughly how far compaction lags. Salts
+// no pass completed yet are absent.
+func (c *Compactor) Watermarks(ctx context.Context) (map[byte]int64, error) {
+	return readWatermarks(ctx, c.st)
+}
+
+// readWatermarks reads the compaction watermarks of st (see Watermarks).
+func readWatermarks(ctx context.Context, st kv.Store) (map[byte]int64, error) {
+	prefix := schema.WatermarkJobPrefix(nil, schema.LeaseJobCompact)
+	sc := st.Scan(ctx, schema.TableMeta, prefix, kv.PrefixEnd(prefix), kv.Families(schema.FamilyMeta))
+	defer sc.Close()
+	out := map[byte]int64{}
+	for sc.Next() {
+		row := sc.Row()
+		_, salt, err := schema.ParseWatermarkRow(row.Key)
+		if err != nil {
+			return nil, fmt.Errorf("downsample: read the watermarks: %w", err)
+		}
+		for _, cell := range row.Cells {
+			if cell.Family != schema.FamilyMeta || string(cell.Qualifier) != schema.QualifierWatermark {
+				continue
+			}
+			ms, err := schema.ParseWatermarkValue(cell.Value)
+			if err != nil {
+				return nil, fmt.Errorf("downsample: watermark of salt %d (row %q): %w", salt, row.Key, err)
+			}
+			out[salt] = ms
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("downsample: read the watermarks: %w", err)
+	}
+	return out, nil
 }
 
 // sealedRows returns the keys of up to BatchRows rows in [start, stop) with raw
@@ -172,8 +261,9 @@ func (c *Compactor) sealedRows(ctx context.Context, start, stop []byte, cutoff i
 }
 
 // compactRows rewrites the rows of keys (sealed buckets, from sealedRows): one
-// read of their chunk and raw cells, one write of their chunks, one delete of the
-// raw cells read.
+// read of their chunk and raw cells, one write per rollup table of their
+// rollup cells, one write of their chunks, and the deletes of the raw cells
+// read, in that order (the package doc says why).
 func (c *Compactor) compactRows(ctx context.Context, keys [][]byte, cutoff int64) (Stats, error) {
 	rows, err := c.st.GetRows(ctx, schema.TableData, keys, kv.Families(schema.FamilyChunk, schema.FamilyRaw))
 	if err != nil {
@@ -182,26 +272,54 @@ func (c *Compactor) compactRows(ctx context.Context, keys [][]byte, cutoff int64
 	width := c.settings.BucketWidth
 	var (
 		st      Stats
+		rollups = make([][]kv.Mutation, len(c.opts.Rollups))
 		chunks  = make([]kv.Mutation, 0, len(rows))
 		deletes []kv.Mutation
 	)
 	for _, row := range rows {
-		muts, rowDeletes, n, err := c.planRow(row, width, cutoff)
+		p, err := c.planRow(row, width, cutoff)
 		if err != nil {
-			return st, err
+			return Stats{}, err
 		}
-		if muts == nil {
-			if n > 0 {
-				st.Skipped++
+		for i, r := range c.opts.Rollups {
+			if put, ok := rollupPut(row.Key, p.bucketStart, width, r.Resolution, p.samples); ok {
+				rollups[i] = append(rollups[i], put)
+				st.RollupCells++
 			}
-			continue
 		}
-		chunks = append(chunks, muts...)
-		deletes = append(deletes, rowDeletes...)
-		st.Rows++
-		st.Samples += n
+		switch {
+		case p.chunk != nil:
+			chunks = append(chunks, *p.chunk)
+			deletes = append(deletes, p.deletes...)
+			st.Rows++
+			st.Samples += len(p.samples)
+		case len(p.samples) > 0:
+			st.Skipped++
+		}
+	}
+	if st.RollupCells > 0 {
+		g, gctx := errgroup.WithContext(ctx)
+		for i, r := range c.opts.Rollups {
+			if len(rollups[i]) == 0 {
+				continue
+			}
+			table := schema.RollupTable(r.Resolution)
+			g.Go(func() error {
+				if err := c.st.Apply(gctx, table, rollups[i]); err != nil {
+					return fmt.Errorf("write %d rollup cells to %s: %w", len(rollups[i]), table, err)
+				}
+				return nil
+			})
+		}
+		if err := g.Wait(); err != nil {
+			return Stats{}, err
+		}
+		if err := c.step("rollups written"); err != nil {
+			return Stats{}, err
+		}
 	}
 	if len(chunks) == 0 {
+		c.batchDone(st)
 		return st, nil
 	}
 	if err := c.st.Apply(ctx, schema.TableData, chunks); err != nil {
@@ -220,42 +338,92 @@ func (c *Compactor) compactRows(ctx context.Context, keys [][]byte, cutoff int64
 		return Stats{}, fmt.Errorf("delete %d raw cells: %w", len(deletes), err)
 	}
 	st.RawCells = len(deletes)
+	c.batchDone(st)
 	if err := c.step("raw deleted"); err != nil {
 		return st, err
 	}
 	return st, nil
 }
 
-// planRow returns the chunk write and the raw deletes that compact one row, and
-// the number of samples its chunk holds. A row without raw cells of a sealed
-// bucket (compacted meanwhile, or not sealed) gives nil mutations and 0; a row
-// with more samples than a chunk holds gives nil mutations and its sample count,
-// and stays raw.
-func (c *Compactor) planRow(row kv.Row, width time.Duration, cutoff int64) ([]kv.Mutation, []kv.Mutation, int, error) {
+// rowPlan is what compacting one row takes.
+type rowPlan struct {
+	bucketStart int64
+	// samples are the bucket's samples (chunk and raw cells merged), nil when
+	// the row is not to be compacted: no raw cells of a sealed bucket.
+	samples []schema.Sample
+	// chunk is the put of the bucket's chunk, nil when the row is not to be
+	// compacted or stays raw (more samples than a chunk holds).
+	chunk *kv.Mutation
+	// deletes delete the raw cells read, each up to its own timestamp.
+	deletes []kv.Mutation
+}
+
+// planRow returns the chunk write and the raw deletes that compact one row,
+// and the samples its chunk (and its rollup cells) hold. A row without raw
+// cells of a sealed bucket (compacted meanwhile, or not sealed) gives an empty
+// plan; a row with more samples than a chunk holds gives its samples but no
+// chunk, and stays raw.
+func (c *Compactor) planRow(row kv.Row, width time.Duration, cutoff int64) (rowPlan, error) {
 	rs, err := schema.DecodeDataRow(row, width, 0, kv.MaxTimestamp)
 	if err != nil {
-		return nil, nil, 0, fmt.Errorf("decode row %q: %w", row.Key, err)
+		return rowPlan{}, fmt.Errorf("decode row %q: %w", row.Key, err)
 	}
 	if rs.RawCells == 0 || rs.BucketStart+width.Milliseconds() > cutoff {
-		return nil, nil, 0, nil
+		return rowPlan{}, nil
 	}
+	p := rowPlan{bucketStart: rs.BucketStart, samples: rs.Samples}
 	if len(rs.Samples) > schema.MaxChunkSamples {
 		c.opts.Logger.Warn("bucket left raw: more samples than a chunk holds", "row", fmt.Sprintf("%q", row.Key),
 			"samples", len(rs.Samples), "max", schema.MaxChunkSamples)
-		return nil, nil, len(rs.Samples), nil
+		return p, nil
 	}
 	cell, err := schema.BucketChunkCell(rs.Samples, rs.BucketStart, width)
 	if err != nil {
-		return nil, nil, 0, fmt.Errorf("chunk of row %q: %w", row.Key, err)
+		return rowPlan{}, fmt.Errorf("chunk of row %q: %w", row.Key, err)
 	}
-	put := []kv.Mutation{kv.Put(row.Key, cell.Family, cell.Qualifier, cell.Timestamp, cell.Value)}
-	deletes := make([]kv.Mutation, 0, rs.RawCells)
+	put := kv.Put(row.Key, cell.Family, cell.Qualifier, cell.Timestamp, cell.Value)
+	p.chunk = &put
+	p.deletes = make([]kv.Mutation, 0, rs.RawCells)
 	for _, rc := range row.Cells {
 		if rc.Family == schema.FamilyRaw {
-			deletes = append(deletes, kv.DeleteColumn(row.Key, schema.FamilyRaw, rc.Qualifier, rc.Timestamp))
+			p.deletes = append(p.deletes, kv.DeleteColumn(row.Key, schema.FamilyRaw, rc.Qualifier, rc.Timestamp))
 		}
 	}
-	return put, deletes, len(rs.Samples), nil
+	return p, nil
+}
+
+// rollupPut returns the put of the rollup cell of resolution res of the data
+// bucket of dataKey, starting at bucketStart, holding samples (schema/rollup.go):
+// row = the data row key with the bucket start replaced by its UTC day,
+// qualifier = the bucket's offset in that day, value = the bucket's windows,
+// timestamp = the bucket's last millisecond, as the chunk cell's, so that
+// rolling the bucket up again rewrites the cell in place. ok is false when
+// there is nothing to roll up.
+func rollupPut(dataKey []byte, bucketStart int64, width, res time.Duration, samples []schema.Sample) (kv.Mutation, bool) {
+	windows := schema.AggregateWindows(samples, res)
+	if len(windows) == 0 {
+		return kv.Mutation{}, false
+	}
+	return kv.Put(rollupRowKey(dataKey, bucketStart), schema.FamilyRollup, schema.AppendRollupQualifier(nil, bucketStart),
+		bucketStart+width.Milliseconds()-1, schema.EncodeRollupWindows(nil, bucketStart, res, windows)), true
+}
+
+// rollupRowKey is the rollup row key of the data row dataKey, whose bucket
+// starts at bucketStart: schema.DataRowKey of the same series with BucketStart
+// the day (schema.RollupRowStart). A data row key ends with ^bucketStart, 8
+// bytes (schema/datakey.go), so only those are replaced.
+func rollupRowKey(dataKey []byte, bucketStart int64) []byte {
+	n := len(dataKey) - 8
+	key := make([]byte, n, len(dataKey))
+	copy(key, dataKey[:n])
+	return binary.BigEndian.AppendUint64(key, ^uint64(schema.RollupRowStart(bucketStart)))
+}
+
+// batchDone tells the Worker's progress, if any, what a batch did.
+func (c *Compactor) batchDone(st Stats) {
+	if c.opts.batchDone != nil {
+		c.opts.batchDone(st)
+	}
 }
 
 // step runs the test hook after a step, if any.

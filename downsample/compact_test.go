@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -43,6 +44,7 @@ type fixture struct {
 func newFixture(t *testing.T, b schematest.Backend) *fixture {
 	t.Helper()
 	b.TableOptions.RawRetention = 0 // the fixture's samples are older than any retention would keep
+	b.TableOptions.Rollups = testRollups
 	st := b.Store(t)
 	f := openFixture(t, st, b.Settings)
 	f.series = []labels.Labels{
@@ -71,7 +73,7 @@ func newFixture(t *testing.T, b schematest.Backend) *fixture {
 
 // openFixture is a fixture on st, without data yet: a writer and a reader that
 // share one series registry and tag index, and the clock at day0+3h30m.
-func openFixture(t *testing.T, st kv.Store, settings schema.Settings) *fixture {
+func openFixture(t testing.TB, st kv.Store, settings schema.Settings) *fixture {
 	t.Helper()
 	reg, post := index.NewRegistry(st, index.RegistryOptions{}), index.NewPostings(st, index.PostingsOptions{})
 	f := &fixture{st: st, settings: settings, now: time.UnixMilli(day0 + 3*hour + 30*60_000),
@@ -180,7 +182,8 @@ func TestCompactSealedBuckets(t *testing.T) {
 				t.Fatal(err)
 			}
 			// 3 series x 3 sealed buckets of 240 samples; the open bucket
-			// (day0+3h, 80 samples each) stays raw.
+			// (day0+3h, 80 samples each) stays raw. No rollups asked for, none
+			// written.
 			if want := (Stats{Rows: 9, Samples: 9 * 240, RawCells: 9 * 240}); st != want {
 				t.Errorf("Stats = %+v, want %+v", st, want)
 			}
@@ -194,20 +197,25 @@ func TestCompactSealedBuckets(t *testing.T) {
 			if st, err := c.Compact(context.Background()); err != nil || st != (Stats{}) {
 				t.Errorf("a second pass = %+v, %v; want nothing to do", st, err)
 			}
+			if cells := f.gotRollups(t, testRollups); len(cells) != 0 {
+				t.Errorf("%d rollup cells written without Options.Rollups", len(cells))
+			}
 		})
 	}
 }
 
-// A crash between the two steps leaves every sample readable exactly once, and
-// the next pass finishes the job; a crash after the deletes leaves nothing to do.
+// A crash between the steps leaves every sample readable exactly once, and the
+// next pass finishes the job, with the same rollup cells; a crash after the
+// deletes leaves nothing to do. Only the salts a pass completed have a
+// watermark.
 func TestCompactionSurvivesACrashAtEveryStep(t *testing.T) {
 	for _, b := range schematest.Backends() {
-		for _, step := range []string{"chunks written", "raw deleted"} {
+		for _, step := range []string{"rollups written", "chunks written", "raw deleted"} {
 			t.Run(b.Name+"/"+step, func(t *testing.T) {
 				f := newFixture(t, b)
-				before := f.dump(t)
+				before, samples := f.dump(t), f.samples(t)
 				crash := errors.New("crash")
-				c := f.compactor(t, Options{afterStep: func(s string) error {
+				c := f.compactor(t, Options{Rollups: testRollups, afterStep: func(s string) error {
 					if s == step {
 						return crash
 					}
@@ -220,7 +228,14 @@ func TestCompactionSurvivesACrashAtEveryStep(t *testing.T) {
 				if after := f.dump(t); after != before {
 					t.Fatalf("samples after a crash at %q:\nbefore %s\nafter  %s", step, before, after)
 				}
-				st, err := f.compactor(t, Options{}).Compact(context.Background())
+				crashedRollups := f.gotRollups(t, testRollups)
+				if len(crashedRollups) == 0 {
+					t.Errorf("no rollup cell written before the crash at %q", step)
+				}
+				if wm, err := c.Watermarks(context.Background()); err != nil || len(wm) >= f.settings.SaltBuckets {
+					t.Errorf("watermarks after the crash = %v, %v; want none for the salt that crashed", wm, err)
+				}
+				st, err := f.compactor(t, Options{Rollups: testRollups}).Compact(context.Background())
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -228,8 +243,9 @@ func TestCompactionSurvivesACrashAtEveryStep(t *testing.T) {
 				// after the deletes finished its batch; the salts after it were
 				// not reached); the next pass does the rest, and a batch
 				// interrupted after its chunks again.
-				if crashed.Rows+st.Rows != 9 {
-					t.Errorf("rows rewritten: %d by the crashed pass + %d by the next; want 9 in all", crashed.Rows, st.Rows)
+				if crashed.Rows+st.Rows != 9 || crashed.RollupCells+st.RollupCells != 2*9 {
+					t.Errorf("rows rewritten: %d by the crashed pass + %d by the next, rollup cells %d + %d; want 9 and 18 in all",
+						crashed.Rows, st.Rows, crashed.RollupCells, st.RollupCells)
 				}
 				if raw, chunk, _ := f.cells(t); raw != 3*80 || chunk != 9 {
 					t.Errorf("after the next pass: %d raw cells, %d chunks; want 240 and 9", raw, chunk)
@@ -237,6 +253,14 @@ func TestCompactionSurvivesACrashAtEveryStep(t *testing.T) {
 				if after := f.dump(t); after != before {
 					t.Errorf("samples after the next pass:\nbefore %s\nafter  %s", before, after)
 				}
+				f.checkRollups(t, testRollups, samples)
+				final := f.gotRollups(t, testRollups)
+				for name, cell := range crashedRollups {
+					if final[name] != cell {
+						t.Errorf("rollup cell %s changed by the next pass:\nafter the crash %s\nafter the pass  %s", name, cell, final[name])
+					}
+				}
+				f.checkWatermarks(t, f.allWatermarks(f.cutoff()))
 			})
 		}
 	}
@@ -255,7 +279,7 @@ func TestLateSamplesAreMergedAndCompactedAgain(t *testing.T) {
 			}
 			// Written while the salt of the series is between its two steps.
 			during := day0 + 7_500 // between two 15s samples of bucket day0
-			c := f.compactor(t, Options{afterStep: func(s string) error {
+			c := f.compactor(t, Options{Rollups: testRollups, afterStep: func(s string) error {
 				if s == "chunks written" {
 					f.write(t, late(during, -1))
 				}
@@ -288,10 +312,41 @@ func TestLateSamplesAreMergedAndCompactedAgain(t *testing.T) {
 				}
 			}
 			check("before the next pass")
-			if _, err := f.compactor(t, Options{}).Compact(context.Background()); err != nil {
+			// The rollups of the two buckets lack the late samples so far; every
+			// other rollup cell of the series is as it will stay.
+			want, got := f.wantRollups(t, testRollups, f.samples(t)), f.gotRollups(t, testRollups)
+			key := f.seriesKey(t, ls)
+			key.BucketStart = day0
+			var stale []string
+			for name := range want {
+				if got[name] != want[name] && strings.Contains(name, fmt.Sprintf("%q", schema.DataRowKey(nil, key))) {
+					stale = append(stale, name)
+				}
+			}
+			slices.Sort(stale)
+			var wantStale []string
+			for _, r := range testRollups {
+				for _, bucket := range []int64{day0, day0 + hour} {
+					wantStale = append(wantStale, cellName(schema.RollupTable(r.Resolution), schema.DataRowKey(nil, key), schema.AppendRollupQualifier(nil, bucket)))
+				}
+			}
+			slices.Sort(wantStale)
+			if !slices.Equal(stale, wantStale) {
+				t.Errorf("rollup cells without the late samples: %q, want %q", stale, wantStale)
+			}
+			c = f.compactor(t, Options{Rollups: testRollups})
+			st, err := c.CompactSalt(context.Background(), schema.Salt("h2", f.settings.SaltBuckets))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := (Stats{Rows: 2, Samples: 2*240 + 2, RawCells: 2, RollupCells: 4}); st != want {
+				t.Errorf("the next pass over the series' salt = %+v, want %+v", st, want)
+			}
+			if _, err := c.Compact(context.Background()); err != nil { // the other salts
 				t.Fatal(err)
 			}
 			check("after the next pass")
+			f.checkRollups(t, testRollups, f.samples(t))
 			if n := f.rawOf(t, "h2", "node_load1"); n != 80 {
 				t.Errorf("%d raw cells of the series after the next pass, want the open bucket's 80", n)
 			}

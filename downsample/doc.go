@@ -1,6 +1,7 @@
-// Package downsample holds the background work on stored data: today the
-// compaction of sealed buckets into chunks (compact.go); the 5-minute and 1-hour
-// rollups and the retention sweeps of the design are not built yet.
+// Package downsample holds the background work on stored data: the compaction
+// of sealed buckets into chunks and, from the same read, their rollups
+// (compact.go), and the worker that shares that work between processes
+// (worker.go, lease.go). The retention sweeps of the design are not built yet.
 //
 // # Compaction
 //
@@ -9,23 +10,58 @@
 // sealed — its end lies Options.Grace in the past — the Compactor rewrites the
 // row: it reads the row's chunk and raw cells, merges them with the one row
 // decoder every reader uses (schema.DecodeDataRow: raw wins on equal
-// timestamps), writes the bucket's samples as one Prometheus XOR chunk cell
-// (schema.BucketChunkCell), and then deletes exactly the raw columns it read,
-// each up to its own cell timestamp.
+// timestamps), and, per batch of rows (Options.BatchRows), in this order:
+//
+//  1. writes, for every resolution of Options.Rollups, one rollup cell per
+//     bucket into the resolution's table (schema.RollupTable; one Apply per
+//     table per batch): schema.AggregateWindows of the bucket's samples, stale
+//     markers included, encoded by schema.EncodeRollupWindows, in the series'
+//     row of the bucket's UTC day, qualifier the bucket's offset in the day,
+//     timestamp the bucket's last millisecond (schema/rollup.go). A bucket
+//     narrower than a resolution holds the part of one window that falls into
+//     it; readers merge the parts (schema.RollupWindow.Merge). Step "rollups
+//     written".
+//  2. writes the bucket's samples as one Prometheus XOR chunk cell
+//     (schema.BucketChunkCell). Step "chunks written".
+//  3. deletes exactly the raw columns it read, each up to its own cell
+//     timestamp. Step "raw deleted".
+//
+// Once every batch of a salt is done without error, it records the cutoff as
+// the salt's watermark (a meta row, schema/watermark.go): every bucket that
+// ends at or before it was compacted and rolled up. Compactor.Watermarks and
+// Worker.Watermarks read them (now - grace - watermark is the lag).
 //
 // Invariants, and why a crash or a concurrent writer loses nothing:
 //
-//   - Step order is chunk first, raw deletes second. Between the two, and after
-//     a crash there, each sample is both in the chunk and raw; readers keep one
-//     sample per timestamp, so every sample is readable exactly once. The next
-//     pass finds the raw cells again, merges them into the same chunk and
-//     deletes them: every step is idempotent.
+//   - Rollups and chunk are computed from the one read of the row, so they
+//     summarise the same samples. Both are written before any raw cell is
+//     deleted: a crash never leaves raw data deleted without its rollup or
+//     its chunk. After a crash between the steps every sample is still raw
+//     (and maybe in the chunk too: readers keep one sample per timestamp, so
+//     every sample is readable exactly once); the next pass finds the raw
+//     cells again, reads the same samples, writes the same rollup cells and
+//     chunk in place (same qualifier and timestamp) and deletes the raw cells:
+//     every step is idempotent, and the last pass over a row wrote its rollups
+//     and its chunk from the same samples.
+//   - A rollup cell of a bucket is always the same column at the same
+//     timestamp, as its chunk, so a bucket rolled up again (late samples)
+//     replaces it in place. A bucket without a sample has no row and so no
+//     rollup cell; a bucket left raw (more samples than a chunk holds) still
+//     gets its rollup cells, written again by every pass, as its raw cells
+//     stay.
+//   - The watermark cell's timestamp is the watermark, so the store keeps the
+//     greatest one ever recorded: a pass with an earlier clock (another
+//     worker's) cannot lower it, and recording it again changes nothing. A
+//     salt left part way records none.
+//   - Rollups are written only from raw cells: a bucket compacted before its
+//     resolution was configured is not rolled up (there is no backfill yet).
 //   - A late sample written while a row is being compacted has its own column
 //     (its offset in the bucket), which the compaction did not read and so does
-//     not delete: it stays raw, readers merge it, and the next pass folds it in.
-//     A sample re-sent with the timestamp of a compacted one addresses a column
-//     deleted up to that timestamp; on HBase the delete marker hides it until a
-//     major compaction, and the chunk already holds that timestamp.
+//     not delete: it stays raw, readers merge it, and the next pass folds it
+//     into the chunk and the rollup cells. A sample re-sent with the timestamp
+//     of a compacted one addresses a column deleted up to that timestamp; on
+//     HBase the delete marker hides it until a major compaction, and the chunk
+//     and the rollup cells already hold that timestamp.
 //   - The chunk cell of a bucket is always the same column at the same timestamp
 //     (schema/chunk.go), so a second compaction replaces it in place and nothing
 //     ever deletes a chunk column.
@@ -41,7 +77,10 @@
 // # Worker and leases
 //
 // A Worker (worker.go) runs the Compactor in rounds [every 5m], salt after salt,
-// and logs a line per round (and progress lines when a round runs long). Any
+// and logs a line per round (rows, samples, raw cells deleted, rollup cells
+// written, salts, rates) and, when a round runs long, progress lines (rows read
+// and rollup cells written so far, rate, and the round's rows and time left
+// extrapolated from the salts done). Any
 // number of workers — in one process or in many: each tsdb serve, each tsdb
 // downsample — share the salts of a store through leases (lease.go), one cell
 // per job and salt in the meta table (schema/lease.go: "owner expiryMs"). A

@@ -124,6 +124,9 @@ func NewWorker(st kv.Store, settings schema.Settings, opts WorkerOptions) (*Work
 	if settings.SaltBuckets < 1 || settings.SaltBuckets > schema.MaxSaltBuckets {
 		return nil, fmt.Errorf("downsample: %d salt buckets outside [1, %d]: %w", settings.SaltBuckets, schema.MaxSaltBuckets, kv.ErrInvalidArgument)
 	}
+	if err := opts.Compact.validateRollups(settings.BucketWidth); err != nil {
+		return nil, fmt.Errorf("downsample: WorkerOptions.Compact: %w", err)
+	}
 	opts = opts.withDefaults()
 	h := fnv.New32a()
 	h.Write([]byte(opts.Owner))
@@ -216,7 +219,7 @@ func (w *Worker) RunOnce(ctx context.Context) (RoundStats, error) {
 		prog.saltDone()
 	}
 	rs.Duration = w.opts.Now().Sub(start)
-	attrs := []any{"rows", rs.Rows, "samples", rs.Samples, "raw_cells_deleted", rs.RawCells, "skipped", rs.Skipped,
+	attrs := []any{"rows", rs.Rows, "samples", rs.Samples, "raw_cells_deleted", rs.RawCells, "rollup_cells", rs.RollupCells, "skipped", rs.Skipped,
 		"salts", rs.Salts, "busy", rs.Busy, "failed", rs.Failed, "duration", rs.Duration}
 	if secs := rs.Duration.Seconds(); secs > 0 {
 		attrs = append(attrs, "rows_per_s", round1(float64(rs.Rows)/secs), "samples_per_s", round1(float64(rs.Samples)/secs))
@@ -249,12 +252,20 @@ func (w *Worker) compactSalt(ctx context.Context, salt byte, prog *progress) (st
 			w.opts.Logger.Warn("lease not released; it expires by itself", "salt", salt, "err", rerr)
 		}
 	}()
-	c, err := NewCompactor(&guardedStore{Store: w.st, lease: l, rowsRead: prog.rowsRead}, w.settings, w.opts.Compact)
+	copts := w.opts.Compact
+	copts.batchDone = prog.batchDone
+	c, err := NewCompactor(&guardedStore{Store: w.st, lease: l, rowsRead: prog.rowsRead}, w.settings, copts)
 	if err != nil {
 		return Stats{}, true, err
 	}
 	st, err = c.CompactSalt(ctx, salt)
 	return st, true, err
+}
+
+// Watermarks returns, per salt, the cutoff up to which a pass over the salt
+// last completed, by whichever worker (Compactor.Watermarks).
+func (w *Worker) Watermarks(ctx context.Context) (map[byte]int64, error) {
+	return readWatermarks(ctx, w.st)
 }
 
 func (w *Worker) hook(event string, salt byte) {
@@ -266,9 +277,10 @@ func (w *Worker) hook(event string, salt byte) {
 // round1 rounds x to one decimal, for rates in logs.
 func round1(x float64) float64 { return float64(int64(x*10+0.5)) / 10 }
 
-// progress logs how far a long round got, at most once per every: rows read so
-// far, and an estimate of the round's rows and of the time left, extrapolated
-// from the salts done (salts differ in size, so the estimate is rough).
+// progress logs how far a long round got, at most once per every: rows
+// (buckets) read so far and the rollup cells written, the rate, and an estimate
+// of the round's rows and of the time left, extrapolated from the salts done
+// (salts differ in size, so the estimate is rough).
 type progress struct {
 	logger *slog.Logger
 	now    func() time.Time
@@ -276,10 +288,11 @@ type progress struct {
 	start  time.Time
 	salts  int
 
-	mu        sync.Mutex
-	last      time.Time
-	saltsDone int
-	rows      int
+	mu          sync.Mutex
+	last        time.Time
+	saltsDone   int
+	rows        int
+	rollupCells int
 }
 
 // rowsRead counts a batch of n rows; it may log.
@@ -288,6 +301,14 @@ func (p *progress) rowsRead(n int) {
 	defer p.mu.Unlock()
 	p.rows += n
 	p.maybeLog()
+}
+
+// batchDone counts what a batch wrote; it does not log (rowsRead, at the next
+// batch, does).
+func (p *progress) batchDone(st Stats) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.rollupCells += st.RollupCells
 }
 
 // saltDone counts a salt as done (or left to another worker); it may log.
@@ -307,7 +328,8 @@ func (p *progress) maybeLog() {
 	}
 	p.last = now
 	elapsed := now.Sub(p.start)
-	attrs := []any{"salts_done", p.saltsDone, "salts", p.salts, "rows", p.rows, "elapsed", elapsed.Round(time.Second)}
+	attrs := []any{"salts_done", p.saltsDone, "salts", p.salts, "rows", p.rows, "rollup_cells", p.rollupCells,
+		"elapsed", elapsed.Round(time.Second)}
 	if secs := elapsed.Seconds(); secs > 0 {
 		attrs = append(attrs, "rows_per_s", round1(float64(p.rows)/secs))
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"strings"
 	"sync"
 	"testing"
@@ -28,6 +29,7 @@ func newSaltedFixture(t *testing.T, b schematest.Backend, n, salts int) (*fixtur
 	t.Helper()
 	b.Settings.SaltBuckets, b.TableOptions.SaltBuckets = salts, salts
 	b.TableOptions.RawRetention = 0 // the samples are older than any retention would keep
+	b.TableOptions.Rollups = testRollups
 	sts := b.Stores(t, n)
 	st := sts[0]
 	f := openFixture(t, st, b.Settings)
@@ -116,8 +118,8 @@ func (h *holders) hook(owner string) func(event string, salt byte) {
 	}
 }
 
-// spyStore is a worker's store: it checks that each data row it writes is of a
-// salt its owner holds.
+// spyStore is a worker's store: it checks that each data and rollup row it
+// writes is of a salt its owner holds.
 type spyStore struct {
 	kv.Store
 	owner   string
@@ -125,7 +127,7 @@ type spyStore struct {
 }
 
 func (s *spyStore) Apply(ctx context.Context, table string, muts []kv.Mutation) error {
-	if table == schema.TableData {
+	if table == schema.TableData || strings.HasPrefix(table, "rollup-") {
 		s.holders.mu.Lock()
 		for _, m := range muts {
 			if holder := s.holders.held[m.Row[0]]; holder != s.owner {
@@ -139,19 +141,33 @@ func (s *spyStore) Apply(ctx context.Context, table string, muts []kv.Mutation) 
 }
 
 // Two workers on two connections to one store, running a round at the same
-// time, compact every sealed bucket exactly once between them, never work on one
-// salt at once, and lose no sample.
+// time, compact every sealed bucket exactly once between them (its chunk and
+// each of its rollup cells written once), never work on one salt at once, and
+// lose no sample; every salt gets its watermark.
 func TestWorkersShareTheSaltsThroughLeases(t *testing.T) {
 	for _, b := range schematest.Backends() {
 		t.Run(b.Name, func(t *testing.T) {
 			f, sts := newSaltedFixture(t, b, 2, 4)
-			before := f.dump(t)
+			before, samples := f.dump(t), f.samples(t)
 			c := newClock(f.now.UnixMilli())
 			h := newHolders(t)
-			var workers []*Worker
+			var (
+				workers  []*Worker
+				counters []*schematest.CountingStore
+			)
 			for i, owner := range []string{"w1", "w2"} {
-				workers = append(workers, f.workerOn(t, &spyStore{Store: sts[i], owner: owner, holders: h}, owner, c,
-					WorkerOptions{Compact: Options{BatchRows: 2}, onLease: h.hook(owner)}))
+				counting := schematest.Counting(sts[i])
+				counters = append(counters, counting)
+				workers = append(workers, f.workerOn(t, &spyStore{Store: counting, owner: owner, holders: h}, owner, c,
+					WorkerOptions{Compact: Options{BatchRows: 2, Rollups: testRollups}, onLease: h.hook(owner)}))
+			}
+			// puts counts the cells the workers put into table's family.
+			puts := func(table, family string) int {
+				n := 0
+				for _, cs := range counters {
+					n += cs.Puts(table, family)
+				}
+				return n
 			}
 			round := func() []RoundStats {
 				stats := make([]RoundStats, len(workers))
@@ -180,8 +196,19 @@ func TestWorkersShareTheSaltsThroughLeases(t *testing.T) {
 				}
 			}
 			n := f.sealedRows()
-			if want := (Stats{Rows: n, Samples: n * 240, RawCells: n * 240}); total != want {
+			if want := (Stats{Rows: n, Samples: n * 240, RawCells: n * 240, RollupCells: 2 * n}); total != want {
 				t.Errorf("the two workers did %+v between them, want %+v (%+v and %+v)", total, want, stats[0], stats[1])
+			}
+			for _, tf := range [][2]string{{schema.TableData, schema.FamilyChunk}, {schema.RollupTable(5 * time.Minute), schema.FamilyRollup},
+				{schema.RollupTable(time.Hour), schema.FamilyRollup}} {
+				if got := puts(tf[0], tf[1]); got != n {
+					t.Errorf("%d cells put into %s/%s, want one per sealed bucket, %d", got, tf[0], tf[1], n)
+				}
+			}
+			f.checkRollups(t, testRollups, samples)
+			wm, err := workers[0].Watermarks(context.Background())
+			if err != nil || !maps.Equal(wm, f.allWatermarks(f.cutoff())) {
+				t.Errorf("watermarks = %v, %v; want every salt's at %d", wm, err, f.cutoff())
 			}
 			t.Logf("leases taken: %v", h.took)
 			raw, chunk, buckets := f.cells(t)
@@ -195,6 +222,12 @@ func TestWorkersShareTheSaltsThroughLeases(t *testing.T) {
 			for i, st := range round() {
 				if st.Stats != (Stats{}) {
 					t.Errorf("worker %d's second round did %+v, want nothing", i, st.Stats)
+				}
+			}
+			for _, tf := range [][2]string{{schema.TableData, schema.FamilyChunk}, {schema.RollupTable(5 * time.Minute), schema.FamilyRollup},
+				{schema.RollupTable(time.Hour), schema.FamilyRollup}} {
+				if got := puts(tf[0], tf[1]); got != 0 {
+					t.Errorf("the second round put %d cells into %s/%s, want none", got, tf[0], tf[1])
 				}
 			}
 		})
@@ -270,6 +303,7 @@ func TestLosingTheLeaseStopsWork(t *testing.T) {
 				if st.Rows != 2 || st.Failed != 1 || st.Salts != 0 {
 					t.Errorf("round = %+v, want one batch of 2 rows done and the salt failed", st)
 				}
+				f.checkWatermarks(t, map[byte]int64{}) // the salt was left part way
 				if raw, _, _ := f.cells(t); raw != (f.sealedRows()-2)*240+len(f.series)*80 {
 					t.Errorf("%d raw cells left, want the %d rows not reached raw", raw, f.sealedRows()-2)
 				}
@@ -285,6 +319,7 @@ func TestLosingTheLeaseStopsWork(t *testing.T) {
 				if raw, chunk, _ := f.cells(t); raw != len(f.series)*80 || chunk != f.sealedRows() {
 					t.Errorf("after the next round: %d raw cells, %d chunks", raw, chunk)
 				}
+				f.checkWatermarks(t, map[byte]int64{0: f.cutoff()})
 				if after := f.dump(t); after != before {
 					t.Errorf("samples changed:\nbefore %s\nafter  %s", before, after)
 				}
@@ -321,7 +356,7 @@ func TestLongRoundRenewsAndLogsProgress(t *testing.T) {
 			var logs logBuffer
 			w := f.workerOn(t, f.st, "w", c, WorkerOptions{ProgressInterval: 10 * time.Second,
 				Logger: slog.New(slog.NewTextHandler(&logs, nil)),
-				Compact: Options{BatchRows: 2, afterStep: func(step string) error {
+				Compact: Options{BatchRows: 2, Rollups: testRollups, afterStep: func(step string) error {
 					if step == "raw deleted" {
 						c.Add(10 * time.Second) // each batch takes 10s
 					}
@@ -336,12 +371,12 @@ func TestLongRoundRenewsAndLogsProgress(t *testing.T) {
 				t.Fatalf("the round took %s by the test clock, want longer than the lease TTL", st.Duration)
 			}
 			log := logs.String()
-			wantRound := fmt.Sprintf(`msg="compaction round" rows=%d samples=%d raw_cells_deleted=%d skipped=0 salts=4 busy=0 failed=0 duration=%s rows_per_s=0.2 samples_per_s=48`,
-				n, n*240, n*240, st.Duration)
+			wantRound := fmt.Sprintf(`msg="compaction round" rows=%d samples=%d raw_cells_deleted=%d rollup_cells=%d skipped=0 salts=4 busy=0 failed=0 duration=%s rows_per_s=0.2 samples_per_s=48`,
+				n, n*240, n*240, 2*n, st.Duration)
 			if !strings.Contains(log, wantRound) {
 				t.Errorf("no round line %q in the log:\n%s", wantRound, log)
 			}
-			if !strings.Contains(log, `msg="compaction progress" salts_done=0 salts=4 rows=4 elapsed=10s rows_per_s=0.4`) ||
+			if !strings.Contains(log, `msg="compaction progress" salts_done=0 salts=4 rows=4 rollup_cells=4 elapsed=10s rows_per_s=0.4`) ||
 				!strings.Contains(log, "rows_estimated=") || !strings.Contains(log, " eta=") {
 				t.Errorf("no progress lines with an estimate in the log:\n%s", log)
 			}
