@@ -123,9 +123,13 @@ func registerCommonFlags(kp *kingpin.Application) *commonFlags {
 		compression: flag(kp, "schema.compression", "HBase compression of new tables: NONE, SNAPPY, GZ, LZ4 or ZSTD "+
 			"(the codec must be installed on the region servers).").Default("NONE").Enum("NONE", "SNAPPY", "GZ", "LZ4", "ZSTD"),
 		rawRetention: durationFlag(flag(kp, "retention.raw", "How long raw samples are kept (HBase TTL of new tables); 0 keeps them forever."), "400d"),
-		rollups: flag(kp, "rollups", "Resolutions of downsampled data and how long each is kept, as resolution:retention pairs "+
-			"(retention 0 keeps one forever; \"none\" for no rollups). Each resolution is a table (rollup-5m, ...) whose TTL is its retention; "+
-			"a resolution must divide the bucket width or be a multiple of it.").Default(schema.DefaultRollupsString).String(),
+		rollups: flag(kp, "rollups", "Resolutions of downsampled data and how long each is kept: comma-separated "+
+			"resolution:retention pairs in Prometheus' duration syntax (e.g. 5m:90d,1h:5y; retention 0 keeps one forever; "+
+			"\"none\" for no rollups). A resolution is a whole number of minutes that divides 24h and divides the bucket width "+
+			"or is a multiple of it; at most 8. Each resolution is a table (rollup-5m, rollup-1h, ...) whose TTL is its "+
+			"retention. The store records the list: a resolution added gets its table at start, one removed is no longer "+
+			"written (its table is kept until you drop it), and a retention cannot be changed here once its table exists "+
+			"(the error gives the HBase shell commands that do).").Default(schema.DefaultRollupsString).String(),
 
 		logLevel:  flag(kp, "log.level", "Log level.").Default("info").Enum("debug", "info", "warn", "error"),
 		logFormat: flag(kp, "log.format", "Log format.").Default("logfmt").Enum("logfmt", "json"),

@@ -29,8 +29,9 @@ type downsampleOptions struct {
 }
 
 func registerDownsample(a *app) {
-	cmd := a.kp.Command("downsample", "Compact sealed buckets into chunks (rollups are planned).\n\n"+
-		"A bucket is sealed --compact.grace after its end; its raw samples are rewritten as one compressed chunk.\n"+
+	cmd := a.kp.Command("downsample", "Compact sealed buckets into chunks and write their rollups (--rollups).\n\n"+
+		"A bucket is sealed --compact.grace after its end; its raw samples are rewritten as one compressed chunk,\n"+
+		"and summarised into the rollup table of every resolution of --rollups.\n"+
 		"Without --once, a round runs every --compact.interval until SIGINT/SIGTERM. Any number of tsdb\n"+
 		"downsample and tsdb serve processes may compact one store at once: they share its salts through\n"+
 		"leases in the meta table (--compact.lease-ttl).")
@@ -112,8 +113,13 @@ func runDownsample(ctx context.Context, w io.Writer, c *commonFlags, o *downsamp
 	if err != nil {
 		return err
 	}
+	tables, err := c.tableOptions(want)
+	if err != nil {
+		return err
+	}
 	opts := o.worker
 	opts.Owner, opts.Logger = workerOwner(), logger
+	opts.Compact.Rollups = tables.Rollups
 	if err := o.flags.explain(opts.Validate()); err != nil {
 		return err
 	}
@@ -122,7 +128,10 @@ func runDownsample(ctx context.Context, w io.Writer, c *commonFlags, o *downsamp
 		return err
 	}
 	defer st.Close()
-	settings, err := provision.Check(ctx, st, want)
+	// The schema must exist (tsdb schema create or tsdb serve make it); the
+	// resolution list is recorded as tsdb serve records it, but the tables of
+	// resolutions added must exist already.
+	settings, err := provision.Open(ctx, st, want, tables, false, c.provisionOptions(addr, logger)...)
 	if err != nil {
 		return err
 	}
@@ -132,13 +141,13 @@ func runDownsample(ctx context.Context, w io.Writer, c *commonFlags, o *downsamp
 	}
 	if o.once {
 		rs, err := worker.RunOnce(ctx)
-		fmt.Fprintf(w, "buckets_compacted: %d\nsamples: %d\nraw_cells_deleted: %d\nbuckets_left_raw: %d\n"+
+		fmt.Fprintf(w, "buckets_compacted: %d\nsamples: %d\nraw_cells_deleted: %d\nrollup_cells_written: %d\nbuckets_left_raw: %d\n"+
 			"salts_done: %d\nsalts_busy: %d\nsalts_failed: %d\nduration: %s\n",
-			rs.Rows, rs.Samples, rs.RawCells, rs.Skipped, rs.Salts, rs.Busy, rs.Failed, rs.Duration)
+			rs.Rows, rs.Samples, rs.RawCells, rs.RollupCells, rs.Skipped, rs.Salts, rs.Busy, rs.Failed, rs.Duration)
 		return err
 	}
 	logger.Info("compaction worker started", "storage", addr.String(), "owner", opts.Owner,
-		"interval", opts.Interval, "grace", opts.Compact.Grace, "lease_ttl", opts.LeaseTTL)
+		"interval", opts.Interval, "grace", opts.Compact.Grace, "lease_ttl", opts.LeaseTTL, "rollups", schema.FormatRollups(opts.Compact.Rollups))
 	worker.Run(ctx)
 	logger.Info("stopped")
 	return nil
@@ -159,7 +168,7 @@ func startCompaction(ctx context.Context, st kv.Store, settings schema.Settings,
 		worker.Run(ctx)
 	}()
 	logger.Info("compaction worker started", "owner", opts.Owner, "interval", opts.Interval,
-		"grace", opts.Compact.Grace, "lease_ttl", opts.LeaseTTL)
+		"grace", opts.Compact.Grace, "lease_ttl", opts.LeaseTTL, "rollups", schema.FormatRollups(opts.Compact.Rollups))
 	return nil
 }
 

@@ -136,8 +136,9 @@ func (s *oldStore) check(t *testing.T) (sealedRaw, openRaw, chunks int) {
 func TestDownsampleOnceCompactsSealedBuckets(t *testing.T) {
 	s := newOldStore(t)
 	code, out, stderr := tsdb(t, "downsample", "--once", s.storage())
-	want := fmt.Sprintf("buckets_compacted: %d\nsamples: %d\nraw_cells_deleted: %d\nbuckets_left_raw: 0\nsalts_done: 1\nsalts_busy: 0\nsalts_failed: 0\nduration: ",
-		oldRows, oldSamples, oldSamples)
+	// A rollup cell per row and resolution (5m and 1h, the default).
+	want := fmt.Sprintf("buckets_compacted: %d\nsamples: %d\nraw_cells_deleted: %d\nrollup_cells_written: %d\nbuckets_left_raw: 0\n"+
+		"salts_done: 1\nsalts_busy: 0\nsalts_failed: 0\nduration: ", oldRows, oldSamples, oldSamples, 2*oldRows)
 	if code != 0 || !strings.HasPrefix(out, want) {
 		t.Fatalf("downsample --once: exit %d, stdout:\n%s\nwant it to start with:\n%s\nstderr: %s", code, out, want, stderr)
 	}

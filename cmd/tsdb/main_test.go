@@ -124,7 +124,7 @@ func TestSchemaCreateAndCheckEmbedded(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("schema check: exit %d: %s", code, stderr)
 	}
-	if !strings.Contains(out, "format_version: 1\nbucket_width: 1h0m0s\nsalt_buckets: 1\ntables: data index meta rollup series\n") {
+	if !strings.Contains(out, "format_version: 1\nbucket_width: 1h0m0s\nsalt_buckets: 1\nrollups: 5m:90d,1h:5y\ntables: data index meta rollup-1h rollup-5m series\n") {
 		t.Fatalf("schema check --print = %q", out)
 	}
 	code, _, stderr = tsdb(t, "schema", "check", store, "--schema.salt-buckets=4")
@@ -366,8 +366,18 @@ func TestServeOnRealHBase(t *testing.T) {
 		t.Fatalf("serve exited with %v after SIGTERM; log:\n%s", err, s.log())
 	}
 	code, out, stderr := tsdb(t, "schema", "check", "--print", "--storage=hbase:"+zk, "--hbase.table-prefix="+prefix, "--schema.salt-buckets=4")
-	if code != 0 || !strings.Contains(out, "salt_buckets: 4\ntables: data index meta rollup series\n") {
+	if code != 0 || !strings.Contains(out, "salt_buckets: 4\nrollups: 5m:90d,1h:5y\ntables: data index meta rollup-1h rollup-5m series\n") {
 		t.Fatalf("schema check on HBase: exit %d, out %q, stderr %q", code, out, stderr)
+	}
+	// A changed retention: the error gives the HBase shell commands, with the prefix.
+	code, _, stderr = tsdb(t, "schema", "check", "--storage=hbase:"+zk, "--hbase.table-prefix="+prefix, "--schema.salt-buckets=4",
+		"--rollups=5m:30d,1h:5y")
+	want := "\ntsdb schema check: schema: rollup 5m: the store keeps it for 90d, this process is configured to keep it for 30d; " +
+		"the retention is the TTL of table rollup-5m, set when the table was created, and tsdb cannot change it: " +
+		"start with --rollups=5m:90d,1h:5y, or change the TTL in the HBase shell with alter '" + prefix + "rollup-5m', NAME => 'a', TTL => 2592000 " +
+		"and then record the new list with put '" + prefix + "meta', 'schema', 'm:rollups', '5m:30d,1h:5y'\n"
+	if code != 1 || !strings.HasSuffix(stderr, want) {
+		t.Fatalf("check with a changed retention on HBase: exit %d, stderr %q\nwant it to end with %q", code, stderr, want)
 	}
 	code, _, stderr = tsdb(t, "schema", "check", "--storage=hbase:"+zk, "--hbase.table-prefix="+prefix)
 	if code != 1 || !strings.Contains(stderr, "the store was created with 4, this process is configured with 16") {

@@ -15,7 +15,8 @@ import (
 func registerSchema(a *app) {
 	cmd := a.kp.Command("schema", "Create or check hbtsdb's tables and schema settings.")
 
-	create := cmd.Command("create", "Create the tables and write the schema meta row (bucket width, salt buckets, format version).\n\n"+
+	create := cmd.Command("create", "Create the tables and write the schema meta row (bucket width, salt buckets, format version,\n"+
+		"resolution list); on a store that exists, record --rollups and create the tables of resolutions added.\n\n"+
 		"Existing tables are left as they are. With --print nothing is touched: the hbase shell commands that\n"+
 		"create the same tables and meta row are printed, for operators who create tables by hand.")
 	printCreate := flag(create, "print", "Print the hbase shell commands instead of creating anything.").Bool()
@@ -27,7 +28,8 @@ func registerSchema(a *app) {
 	}
 
 	check := cmd.Command("check", "Check that the tables exist and that the store's schema settings match this process's flags.\n\n"+
-		"Exits 1 naming both values when they differ.")
+		"Exits 1 naming both values when they differ, or when --rollups changes the retention of a resolution the store\n"+
+		"records (tsdb serve would refuse it).")
 	printCheck := flag(check, "print", "Also print the settings and tables found.").Bool()
 	a.actions[check.FullCommand()] = func(ctx context.Context, logger *slog.Logger) error {
 		return checkSchema(ctx, a.out, a.common, *printCheck, logger)
@@ -50,6 +52,8 @@ func printSchema(w io.Writer, c *commonFlags) error {
 		fmt.Fprintf(w, "put '%s%s', '%s', '%s:%s', '%s'\n", *c.hbaseTablePrefix, schema.TableMeta,
 			schema.MetaSchemaRow, schema.FamilyMeta, cell.Qualifier, cell.Value)
 	}
+	fmt.Fprintf(w, "put '%s%s', '%s', '%s:%s', '%s'\n", *c.hbaseTablePrefix, schema.TableMeta,
+		schema.MetaSchemaRow, schema.FamilyMeta, schema.QualifierRollups, schema.FormatRollups(tables.Rollups))
 	return nil
 }
 
@@ -67,15 +71,20 @@ func createSchema(ctx context.Context, c *commonFlags, logger *slog.Logger) erro
 		return err
 	}
 	defer st.Close()
-	if err := provision.Create(ctx, st, settings, tables); err != nil {
+	if err := provision.Create(ctx, st, settings, tables, c.provisionOptions(addr, logger)...); err != nil {
 		return err
 	}
-	logger.Info("schema ready", "storage", addr.String(), "bucket_width", settings.BucketWidth, "salt_buckets", settings.SaltBuckets)
+	logger.Info("schema ready", "storage", addr.String(), "bucket_width", settings.BucketWidth, "salt_buckets", settings.SaltBuckets,
+		"rollups", schema.FormatRollups(tables.Rollups))
 	return nil
 }
 
 func checkSchema(ctx context.Context, w io.Writer, c *commonFlags, print bool, logger *slog.Logger) error {
 	addr, want, err := c.resolve()
+	if err != nil {
+		return err
+	}
+	opts, err := c.tableOptions(want)
 	if err != nil {
 		return err
 	}
@@ -88,13 +97,29 @@ func checkSchema(ctx context.Context, w io.Writer, c *commonFlags, print bool, l
 	if err != nil {
 		return err
 	}
+	recorded, ok, err := provision.ReadRollups(ctx, st)
+	if err != nil {
+		return err
+	}
 	tables, err := st.ListTables(ctx)
 	if err != nil {
 		return fmt.Errorf("list tables of %s: %w", addr, err)
 	}
 	if print {
-		fmt.Fprintf(w, "storage: %s\nformat_version: %d\nbucket_width: %s\nsalt_buckets: %d\ntables: %s\n",
-			addr, got.FormatVersion, got.BucketWidth, got.SaltBuckets, strings.Join(tables, " "))
+		rollups := schema.FormatRollups(recorded)
+		if !ok {
+			rollups = "(not recorded)"
+		}
+		fmt.Fprintf(w, "storage: %s\nformat_version: %d\nbucket_width: %s\nsalt_buckets: %d\nrollups: %s\n",
+			addr, got.FormatVersion, got.BucketWidth, got.SaltBuckets, rollups)
+		if configured := schema.FormatRollups(opts.Rollups); !ok || configured != rollups {
+			fmt.Fprintf(w, "rollups_configured: %s (tsdb serve records it at start)\n", configured)
+		}
+		fmt.Fprintf(w, "tables: %s\n", strings.Join(tables, " "))
+	}
+	if ok {
+		// What tsdb serve would refuse.
+		return provision.ChangedRetentionError(provision.CompareRollups(recorded, opts.Rollups), opts.Rollups, c.provisionOptions(addr, logger)...)
 	}
 	return nil
 }

@@ -140,8 +140,13 @@ func serve(ctx context.Context, c *commonFlags, o *serveOptions, logger *slog.Lo
 	if err != nil {
 		return err
 	}
+	tables, err := c.tableOptions(settings)
+	if err != nil {
+		return err
+	}
 	o.writeLimits.MaxAge = *c.rawRetention
 	o.compact.Owner, o.compact.Logger = workerOwner(), logger
+	o.compact.Compact.Rollups = tables.Rollups
 	if err := o.validate(); err != nil {
 		return err
 	}
@@ -252,9 +257,11 @@ func openWithRetry(ctx context.Context, c *commonFlags, o *serveOptions, addr ba
 	}
 }
 
-// openDB opens the store, checks (or creates) its schema and joins it into the DB
-// the endpoints write and read through, with the --write.* and the per-selector
-// --query.* limits. The DB owns the store (returned too, for the compaction
+// openDB opens the store, checks (or creates) its schema, records the resolution
+// list (--rollups; provision.Open creates the tables of resolutions added) and
+// joins it into the DB the endpoints write and read through, with the --write.*
+// and the per-selector --query.* limits, reading rollups by --rollups and
+// --retention.raw. The DB owns the store (returned too, for the compaction
 // worker): closing it closes the store.
 func openDB(ctx context.Context, c *commonFlags, o *serveOptions, addr backend.Address, want schema.Settings,
 	logger *slog.Logger) (*db.DB, kv.Store, schema.Settings, error) {
@@ -266,12 +273,13 @@ func openDB(ctx context.Context, c *commonFlags, o *serveOptions, addr backend.A
 	if err != nil {
 		return nil, nil, schema.Settings{}, err
 	}
-	settings, err := provision.Open(ctx, st, want, tables, o.autoCreate)
+	settings, err := provision.Open(ctx, st, want, tables, o.autoCreate, c.provisionOptions(addr, logger)...)
 	if err != nil {
 		st.Close()
 		return nil, nil, schema.Settings{}, err
 	}
 	d, err := db.Open(ctx, db.Options{Store: st, CloseStore: true, Settings: settings, Logger: logger,
+		Rollups: tables.Rollups, RawRetention: tables.RawRetention,
 		Write: write.Options{Limits: o.writeLimits, Logger: logger}, Query: o.selectLimits})
 	if err != nil {
 		st.Close()

@@ -9,6 +9,7 @@ import (
 	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/kv/backend"
 	"github.com/hbtsdb/hbtsdb/schema"
+	"github.com/hbtsdb/hbtsdb/schema/provision"
 )
 
 // resolve parses --storage and returns the schema settings this process is
@@ -53,7 +54,19 @@ func (c *commonFlags) schemaSettings(addr backend.Address) schema.Settings {
 	}
 }
 
-// tableOptions are the settings of the tables this process would create.
+// provisionOptions are the options of provision.Open and Create: the logger of
+// the resolution list's changes and, on HBase, the table prefix their messages
+// name tables with.
+func (c *commonFlags) provisionOptions(addr backend.Address, logger *slog.Logger) []provision.Option {
+	opts := []provision.Option{provision.WithLogger(logger)}
+	if addr.Kind == backend.HBase {
+		opts = append(opts, provision.WithHBaseTablePrefix(*c.hbaseTablePrefix))
+	}
+	return opts
+}
+
+// tableOptions are the settings of the tables this process would create, the
+// resolution list (--rollups) checked against the bucket width.
 func (c *commonFlags) tableOptions(settings schema.Settings) (schema.TableOptions, error) {
 	rollups, err := schema.ParseRollups(*c.rollups)
 	if err == nil {
