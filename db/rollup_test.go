@@ -39,7 +39,9 @@ var (
 // compacted: every bucket is then compacted (chunks and rollup cells), and
 // late samples are written into some compacted buckets afterwards, so that
 // reads meet rollup cells, chunks, and buckets whose rollup is out of date.
-func rollupDB(t *testing.T, b schematest.Backend, seed uint64, compacted bool) *db.DB {
+// With fiveMinOnly, compaction writes the 5m rollup only, as a store that had
+// the 1h resolution added after its data was compacted.
+func rollupDB(t *testing.T, b schematest.Backend, seed uint64, compacted bool, fiveMinOnly ...bool) *db.DB {
 	t.Helper()
 	st := b.Store(t)
 	d, err := db.Open(context.Background(), db.Options{
@@ -52,7 +54,11 @@ func rollupDB(t *testing.T, b schematest.Backend, seed uint64, compacted bool) *
 	t.Cleanup(func() { d.Close() })
 	writeRollupSeries(t, d, seed)
 	if compacted {
-		c, err := downsample.NewCompactor(st, b.Settings, downsample.Options{Rollups: schema.DefaultRollups(),
+		rollups := schema.DefaultRollups()
+		if len(fiveMinOnly) > 0 && fiveMinOnly[0] {
+			rollups = rollups[:1]
+		}
+		c, err := downsample.NewCompactor(st, b.Settings, downsample.Options{Rollups: rollups,
 			Now: func() time.Time { return rollupNow }})
 		if err != nil {
 			t.Fatal(err)
@@ -259,6 +265,9 @@ func TestRollupsAnswerAsRaw(t *testing.T) {
 				testRollupsAnswerAsRaw(t, rollupDB(t, b, 1, compacted))
 			})
 		}
+		t.Run("compacted-before-1h-was-added", func(t *testing.T) {
+			testRollupsAnswerAsRaw(t, rollupDB(t, b, 1, true, true))
+		})
 	})
 }
 

@@ -20,8 +20,10 @@ import (
 // or with late samples) may have no rollup cell or a stale one: its windows are
 // computed from the data row itself (chunk and raw cells, schema.DecodeDataRow)
 // with the same code compaction uses (schema.AggregateWindows). A key-only scan
-// of the series' raw family finds those buckets; the others are read from the
-// rollup table. Either way the windows are those of all the bucket's samples.
+// of the series' data rows finds those buckets, and the compacted buckets that
+// have no rollup cell (compacted before the resolution was configured); the
+// others are read from the rollup table. Either way the windows are those of
+// all the bucket's samples.
 
 // readPlanned reads one series as p says: raw rows, or rollup samples (as one
 // bucketSamples) followed by the raw rows from p.rawFrom on.
@@ -101,7 +103,7 @@ func (r *Reader) readWindows(ctx context.Context, s *series, ro schema.Rollup, m
 	firstBucket := schema.BucketStart(firstEnd-res.Milliseconds()+1, width)
 	lastBucket := schema.BucketStart(lastEnd, width)
 
-	dirty, err := r.bucketsWithRaw(ctx, s, firstBucket, lastBucket)
+	dirty, chunked, err := r.dataBuckets(ctx, s, firstBucket, lastBucket)
 	if err != nil {
 		return nil, err
 	}
@@ -143,6 +145,18 @@ func (r *Reader) readWindows(ctx context.Context, s *series, ro schema.Rollup, m
 	if err != nil {
 		return nil, err
 	}
+	// A compacted bucket without a rollup cell (compacted before this
+	// resolution was configured) is summarised from its chunk too.
+	rolled := make(map[int64]bool, len(buckets))
+	for _, b := range buckets {
+		rolled[b.start] = true
+	}
+	for _, b := range chunked {
+		if !rolled[b] && !slices.Contains(dirty, b) {
+			dirty = append(dirty, b)
+		}
+	}
+	slices.Sort(dirty)
 
 	// Buckets with raw cells: their data rows, aggregated here.
 	if len(dirty) > 0 {
@@ -183,26 +197,37 @@ func (r *Reader) readWindows(ctx context.Context, s *series, ro schema.Rollup, m
 	return out, nil
 }
 
-// bucketsWithRaw returns the starts of the buckets of s in [first, last] whose
-// data rows hold raw cells, ascending: one key-only scan of the raw family.
-func (r *Reader) bucketsWithRaw(ctx context.Context, s *series, first, last int64) ([]int64, error) {
+// dataBuckets returns the starts of the buckets of s in [first, last] whose
+// data rows hold raw cells (dirty), and of those holding a chunk (chunked),
+// ascending: one key-only scan of both families.
+func (r *Reader) dataBuckets(ctx context.Context, s *series, first, last int64) (dirty, chunked []int64, err error) {
 	start, stop := schema.SeriesRowRange(s.salt, s.host, s.metric, s.id, first, last)
-	sc := r.st.Scan(ctx, schema.TableData, start, stop, kv.Families(schema.FamilyRaw),
+	sc := r.st.Scan(ctx, schema.TableData, start, stop, kv.Families(schema.FamilyRaw, schema.FamilyChunk),
 		kv.WithFilter(kv.KeyOnlyFilter{}))
 	defer sc.Close()
-	var out []int64
 	for sc.Next() {
-		_, b, err := schema.ParseDataRowTail(sc.Row().Key)
+		row := sc.Row()
+		_, b, err := schema.ParseDataRowTail(row.Key)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		out = append(out, b)
+		var raw, chunk bool
+		for _, c := range row.Cells {
+			raw = raw || c.Family == schema.FamilyRaw
+			chunk = chunk || c.Family == schema.FamilyChunk
+		}
+		if raw {
+			dirty = append(dirty, b)
+		} else if chunk {
+			chunked = append(chunked, b)
+		}
 	}
 	if err := sc.Err(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	slices.Sort(out)
-	return out, nil
+	slices.Sort(dirty)
+	slices.Sort(chunked)
+	return dirty, chunked, nil
 }
 
 func cmpInt64(a, b int64) int {
