@@ -106,6 +106,9 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 	if opts.Query.RawRetention == 0 {
 		opts.Query.RawRetention = opts.RawRetention
 	}
+	if err := opts.Query.Resolution.Validate(opts.Query.Rollups); err != nil {
+		return nil, fmt.Errorf("db: query resolution: %w", err)
+	}
 	// The writer and the reader share one series registry and one tag index, so
 	// that a series the writer registered is in the reader's caches.
 	registry := index.NewRegistry(opts.Store, opts.Registry)

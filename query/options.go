@@ -114,7 +114,9 @@ func (o Options) Validate() error {
 	if o.RollupMinBuckets < 0 {
 		errs = append(errs, fmt.Errorf("query: Options.RollupMinBuckets must not be negative (0 means the default, %d), got %d", DefaultRollupMinBuckets, o.RollupMinBuckets))
 	}
-	if err := o.Resolution.validate(o.Rollups); err != nil {
+	// A caller that knows the store's rollups checks the resolution against
+	// them (db.Open does); without them there is nothing to check.
+	if err := o.Resolution.validate(o.Rollups); err != nil && o.Rollups != nil {
 		errs = append(errs, fmt.Errorf("query: Options.Resolution: %w", err))
 	}
 	if o.Plan > PlanHostScan {

@@ -230,3 +230,17 @@ func TestServeWritesRollups(t *testing.T) {
 		t.Errorf("rollup-15m holds %d cells of %d samples, want %d of %d", cells, samples, oldRows, oldSamples)
 	}
 }
+
+// TestQueryResolutionFlag: --query.resolution takes auto, raw or one of the
+// store's rollups, and says what is wrong otherwise.
+func TestQueryResolutionFlag(t *testing.T) {
+	store := "--storage=embedded:" + t.TempDir()
+	code, _, stderr := tsdb(t, "serve", store, "--query.resolution=fast")
+	if want := "tsdb: --query.resolution: resolution \"fast\" is not auto, raw or a rollup resolution such as 5m (see tsdb --help)\n"; code == 0 || stderr != want {
+		t.Errorf("--query.resolution=fast: exit %d, stderr %q, want %q", code, stderr, want)
+	}
+	code, _, stderr = tsdb(t, "serve", store, "--query.resolution=10m", "--listen=127.0.0.1:0")
+	if want := "tsdb serve: --query.resolution: resolution 10m is not one of the store's rollups (5m:90d,1h:5y)\n"; code != 1 || stderr != want {
+		t.Errorf("--query.resolution=10m: exit %d, stderr %q, want %q", code, stderr, want)
+	}
+}

@@ -150,6 +150,9 @@ func serve(ctx context.Context, c *commonFlags, o *serveOptions, logger *slog.Lo
 	if err := o.validate(); err != nil {
 		return err
 	}
+	if err := o.selectLimits.Resolution.Validate(tables.Rollups); err != nil {
+		return fmt.Errorf("--query.resolution: %w", err)
+	}
 	rdb := &readyDB{}
 	httpOpts := o.http
 	httpOpts.Store, httpOpts.Logger, httpOpts.BuildInfo = rdb.Store, logger, buildInfo()

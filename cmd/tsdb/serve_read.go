@@ -1,9 +1,11 @@
 package main
 
 import (
+	"fmt"
 	"runtime"
 
 	"github.com/hbtsdb/hbtsdb/promapi"
+	"github.com/hbtsdb/hbtsdb/query"
 )
 
 // registerQueryFlags binds the PromQL engine's and the read endpoints' options
@@ -33,6 +35,29 @@ func (o *serveOptions) registerQueryFlags() {
 		&sel.MaxSeries)
 	b.int("query.max-fetched-samples", "query: Options.MaxSamples", "Most samples one selector of a query (or one "+
 		"remote-read query) may read from the store; over it the query fails with 422. 0: no limit.", &sel.MaxSamples)
+	b.flag("query.resolution", "query: Options.Resolution", "What PromQL queries are served from when a request "+
+		"has no resolution parameter: auto (a rollup wherever its answer is raw data's, raw data otherwise), raw, "+
+		"or one of --rollups' resolutions (5m, 1h: forced, the answer may differ from raw data's).").
+		Default("auto").SetValue(resolutionValue{&sel.Resolution})
+}
+
+// resolutionValue is a kingpin value for query.Resolution.
+type resolutionValue struct{ r *query.Resolution }
+
+func (v resolutionValue) Set(s string) error {
+	r, err := query.ParseResolution(s)
+	if err != nil {
+		return fmt.Errorf("--query.resolution: %w", err)
+	}
+	*v.r = r
+	return nil
+}
+
+func (v resolutionValue) String() string {
+	if v.r == nil {
+		return "auto"
+	}
+	return v.r.String()
 }
 
 // buildInfo is /api/v1/status/buildinfo's answer. version is the Prometheus
