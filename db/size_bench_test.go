@@ -161,9 +161,17 @@ func (r sizeResult) report(b *testing.B, backend string, shape sizeShape) {
 	per := func(n int64) float64 { return float64(n) / float64(r.samples) }
 	rate := float64(r.samples) / r.ingest.Seconds()
 	b.ReportMetric(per(r.total), "B/sample")
+	var rollups int64
 	for _, t := range []string{schema.TableData, schema.TableIndex, schema.TableSeries, schema.TableMeta} {
 		b.ReportMetric(per(r.tableBytes[t]), t+"-B/sample")
 	}
+	for t, n := range r.tableBytes {
+		if strings.HasPrefix(t, "rollup-") {
+			rollups += n
+		}
+	}
+	b.ReportMetric(per(rollups), "rollups-B/sample")
+	b.ReportMetric(per(r.total-rollups), "no-rollups-B/sample")
 	b.ReportMetric(rate, "samples/s")
 	b.ReportMetric(r.compact.Seconds(), "compact-s")
 	if r.chunked > 0 {
@@ -205,7 +213,8 @@ func measureBytesPerSample(b *testing.B, backend string, shape sizeShape, chunks
 	if chunks {
 		start = time.Now()
 		c, err := downsample.NewCompactor(st.Store, st.settings, downsample.Options{
-			Now: func() time.Time { return sizeDay.Add(48 * time.Hour) }, // the day is sealed
+			Now:     func() time.Time { return sizeDay.Add(48 * time.Hour) }, // the day is sealed
+			Rollups: schema.DefaultRollups(),
 		})
 		if err != nil {
 			b.Fatal(err)

@@ -275,41 +275,84 @@ func (w RollupWindow) Merge(n RollupWindow) RollupWindow {
 	return out
 }
 
-// Flags of an encoded window.
+// Flags of an encoded window. The derived flags say that a field equals
+// another to the bit and is not written; the encoder sets each one exactly when
+// that holds (min and max are compared with FirstV first), so a value decodes
+// only from the bytes EncodeRollupWindows writes for it.
 const (
 	windowHasStale = 1 << iota
 	windowHasSamples
+	windowMinIsFirst
+	windowMaxIsFirst
+	windowMinIsLast
+	windowMaxIsLast
+	windowNoResets // Resets is +0
+	windowSumIsFirst
 )
 
+// rollupState is what the windows of a cell are coded relative to: the
+// previous window's fields (zero before the first).
+type rollupState struct {
+	end                       int64
+	count                     uint64
+	firstOff, lastOff         int64
+	lastV, min, max, sum, res float64
+}
+
 // EncodeRollupWindows appends the value of a rollup cell holding ws (ascending
-// by End, each End within (bucketStart, bucketStart+max(width, resolution)]) to
-// dst: uvarint count, then per window uvarint(End-bucketStart), a flags byte,
-// and, for a window with samples, uvarint Count, FirstT-(End-res) and
-// End-LastT, then Sum, Min, Max, FirstV, LastV and Resets, each XORed with the
-// previous window's (xorFloat); for a stale window End-StaleT. Mostly-constant
-// series cost a byte per float.
+// by End, each End a multiple of res within [bucketStart,
+// bucketStart+max(width, resolution)]) to dst:
+//
+//	uvarint  number of windows
+//	per window:
+//	  uvarint  End-bucketStart for the first window, (End-prevEnd)/res-1 after
+//	  byte     flags (windowHasStale, ..., windowSumIsFirst)
+//	  with samples:
+//	    varint   Count-prevCount, firstOff-prevFirstOff, lastOff-prevLastOff
+//	             (firstOff = FirstT-(End-res), lastOff = End-LastT: the scrape
+//	             phase, constant for regular scrapes)
+//	    floats   FirstV ^ prev LastV, LastV ^ FirstV, then unless derived:
+//	             Min ^ prev Min, Max ^ prev Max, Sum ^ prev Sum, Resets ^ prev
+//	             Resets (appendXORFloat)
+//	  stale:   uvarint End-StaleT
+//
+// A regularly scraped counter costs about a dozen bytes a window, a constant
+// series four.
 func EncodeRollupWindows(dst []byte, bucketStart int64, res time.Duration, ws []RollupWindow) []byte {
 	dst = binary.AppendUvarint(dst, uint64(len(ws)))
-	var prev [6]float64
+	var p rollupState
 	r := res.Milliseconds()
-	for _, w := range ws {
-		dst = binary.AppendUvarint(dst, uint64(w.End-bucketStart))
-		var flags byte
-		if w.HasStale() {
-			flags |= windowHasStale
+	for i, w := range ws {
+		if i == 0 {
+			dst = binary.AppendUvarint(dst, uint64(w.End-bucketStart))
+		} else {
+			dst = binary.AppendUvarint(dst, uint64((w.End-p.end)/r-1))
 		}
-		if w.Count > 0 {
-			flags |= windowHasSamples
-		}
+		p.end = w.End
+		flags := windowFlags(w)
 		dst = append(dst, flags)
 		if w.Count > 0 {
-			dst = binary.AppendUvarint(dst, w.Count)
-			dst = binary.AppendUvarint(dst, uint64(w.FirstT-(w.End-r)))
-			dst = binary.AppendUvarint(dst, uint64(w.End-w.LastT))
-			for i, f := range [6]float64{w.Sum, w.Min, w.Max, w.FirstV, w.LastV, w.Resets} {
-				dst = appendXORFloat(dst, prev[i], f)
-				prev[i] = f
+			firstOff, lastOff := w.FirstT-(w.End-r), w.End-w.LastT
+			dst = binary.AppendVarint(dst, int64(w.Count-p.count))
+			dst = binary.AppendVarint(dst, firstOff-p.firstOff)
+			dst = binary.AppendVarint(dst, lastOff-p.lastOff)
+			p.count, p.firstOff, p.lastOff = w.Count, firstOff, lastOff
+			dst = appendXORFloat(dst, p.lastV, w.FirstV)
+			dst = appendXORFloat(dst, w.FirstV, w.LastV)
+			p.lastV = w.LastV
+			if flags&(windowMinIsFirst|windowMinIsLast) == 0 {
+				dst = appendXORFloat(dst, p.min, w.Min)
 			}
+			if flags&(windowMaxIsFirst|windowMaxIsLast) == 0 {
+				dst = appendXORFloat(dst, p.max, w.Max)
+			}
+			if flags&windowSumIsFirst == 0 {
+				dst = appendXORFloat(dst, p.sum, w.Sum)
+			}
+			if flags&windowNoResets == 0 {
+				dst = appendXORFloat(dst, p.res, w.Resets)
+			}
+			p.min, p.max, p.sum, p.res = w.Min, w.Max, w.Sum, w.Resets
 		}
 		if w.HasStale() {
 			dst = binary.AppendUvarint(dst, uint64(w.End-w.StaleT))
@@ -318,12 +361,45 @@ func EncodeRollupWindows(dst []byte, bucketStart int64, res time.Duration, ws []
 	return dst
 }
 
+// windowFlags are the flags EncodeRollupWindows writes for w.
+func windowFlags(w RollupWindow) byte {
+	var flags byte
+	if w.HasStale() {
+		flags |= windowHasStale
+	}
+	if w.Count == 0 {
+		return flags
+	}
+	flags |= windowHasSamples
+	same := func(a, b float64) bool { return math.Float64bits(a) == math.Float64bits(b) }
+	switch {
+	case same(w.Min, w.FirstV):
+		flags |= windowMinIsFirst
+	case same(w.Min, w.LastV):
+		flags |= windowMinIsLast
+	}
+	switch {
+	case same(w.Max, w.FirstV):
+		flags |= windowMaxIsFirst
+	case same(w.Max, w.LastV):
+		flags |= windowMaxIsLast
+	}
+	if math.Float64bits(w.Resets) == 0 {
+		flags |= windowNoResets
+	}
+	if same(w.Sum, w.FirstV) {
+		flags |= windowSumIsFirst
+	}
+	return flags
+}
+
 // DecodeRollupWindows decodes a rollup cell's value written by
 // EncodeRollupWindows for the same bucketStart and res, appending to dst (whose
 // windows it does not look at: the parts of one window in consecutive buckets
 // have the same End). It fails, wrapping ErrMalformed, on a value that does
 // not decode, or not from bytes EncodeRollupWindows writes (an empty value,
-// an overlong varint, a float with a zero byte it would have left out).
+// an overlong varint, a float with a zero byte it would have left out, a flag
+// it would have set differently).
 func DecodeRollupWindows(dst []RollupWindow, b []byte, bucketStart int64, res time.Duration) ([]RollupWindow, error) {
 	d := rollupDecoder{b: b}
 	n := d.uvarint()
@@ -333,22 +409,56 @@ func DecodeRollupWindows(dst []RollupWindow, b []byte, bucketStart int64, res ti
 	if n > uint64(len(b)) {
 		return dst, fmt.Errorf("schema: rollup cell claims %d windows in %d bytes: %w", n, len(b), ErrMalformed)
 	}
-	var prev [6]float64
+	var p rollupState
 	r := res.Milliseconds()
-	first := len(dst) // windows before it are the caller's, in no order to check
-	for range n {
-		w := RollupWindow{End: bucketStart + int64(d.uvarint()), StaleT: -1}
+	for i := range n {
+		var w RollupWindow
+		if i == 0 {
+			w.End = bucketStart + int64(d.uvarint())
+		} else {
+			k := d.uvarint()
+			if k >= uint64(math.MaxInt64/r) || p.end > math.MaxInt64-int64(k+1)*r {
+				d.fail("window end out of range")
+			}
+			w.End = p.end + int64(k+1)*r
+		}
+		p.end = w.End
+		w.StaleT = -1
 		flags := d.byte()
 		if flags&windowHasSamples != 0 {
-			w.Count = d.uvarint()
-			w.FirstT = w.End - r + int64(d.uvarint())
-			w.LastT = w.End - int64(d.uvarint())
-			var fs [6]float64
-			for i := range fs {
-				fs[i] = d.xorFloat(prev[i])
-				prev[i] = fs[i]
+			w.Count = p.count + uint64(d.varint())
+			firstOff := p.firstOff + d.varint()
+			lastOff := p.lastOff + d.varint()
+			p.count, p.firstOff, p.lastOff = w.Count, firstOff, lastOff
+			w.FirstT, w.LastT = w.End-r+firstOff, w.End-lastOff
+			w.FirstV = d.xorFloat(p.lastV)
+			w.LastV = d.xorFloat(w.FirstV)
+			p.lastV = w.LastV
+			switch {
+			case flags&windowMinIsFirst != 0:
+				w.Min = w.FirstV
+			case flags&windowMinIsLast != 0:
+				w.Min = w.LastV
+			default:
+				w.Min = d.xorFloat(p.min)
 			}
-			w.Sum, w.Min, w.Max, w.FirstV, w.LastV, w.Resets = fs[0], fs[1], fs[2], fs[3], fs[4], fs[5]
+			switch {
+			case flags&windowMaxIsFirst != 0:
+				w.Max = w.FirstV
+			case flags&windowMaxIsLast != 0:
+				w.Max = w.LastV
+			default:
+				w.Max = d.xorFloat(p.max)
+			}
+			if flags&windowSumIsFirst != 0 {
+				w.Sum = w.FirstV
+			} else {
+				w.Sum = d.xorFloat(p.sum)
+			}
+			if flags&windowNoResets == 0 {
+				w.Resets = d.xorFloat(p.res)
+			}
+			p.min, p.max, p.sum, p.res = w.Min, w.Max, w.Sum, w.Resets
 		}
 		if flags&windowHasStale != 0 {
 			w.StaleT = w.End - int64(d.uvarint())
@@ -356,13 +466,10 @@ func DecodeRollupWindows(dst []RollupWindow, b []byte, bucketStart int64, res ti
 		if d.err != nil {
 			return dst, fmt.Errorf("schema: rollup cell of bucket %d: %w", bucketStart, d.err)
 		}
-		if flags&^(windowHasStale|windowHasSamples) != 0 || flags == 0 || w.Count == 0 && flags&windowHasSamples != 0 ||
+		if flags == 0 || flags != windowFlags(w) || w.End%r != 0 ||
 			(w.Count > 0 && (w.FirstT > w.LastT || w.FirstT <= w.End-r || w.LastT > w.End)) ||
 			(flags&windowHasStale != 0 && (!w.HasStale() || w.StaleT <= w.End-r || w.StaleT > w.End || (w.Count > 0 && w.StaleT <= w.LastT))) {
 			return dst, fmt.Errorf("schema: rollup cell of bucket %d: inconsistent window ending %d: %w", bucketStart, w.End, ErrMalformed)
-		}
-		if len(dst) > first && dst[len(dst)-1].End >= w.End {
-			return dst, fmt.Errorf("schema: rollup cell of bucket %d: windows not ascending at %d: %w", bucketStart, w.End, ErrMalformed)
 		}
 		dst = append(dst, w)
 	}
@@ -410,6 +517,28 @@ func (d *rollupDecoder) uvarint() uint64 {
 	}
 	d.off += n
 	return v
+}
+
+// varint reads a signed varint, refusing what AppendVarint never writes and
+// values beyond ±2^61 (no field of a window needs more).
+func (d *rollupDecoder) varint() int64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Varint(d.b[d.off:])
+	if n <= 0 || v > math.MaxInt64/4 || v < math.MinInt64/4 || n > 1 && d.b[d.off+n-1] == 0 {
+		d.err = fmt.Errorf("bad varint at byte %d: %w", d.off, ErrMalformed)
+		return 0
+	}
+	d.off += n
+	return v
+}
+
+// fail records a malformed value, if nothing did before.
+func (d *rollupDecoder) fail(msg string) {
+	if d.err == nil {
+		d.err = fmt.Errorf("%s at byte %d: %w", msg, d.off, ErrMalformed)
+	}
 }
 
 func (d *rollupDecoder) byte() byte {

@@ -228,29 +228,30 @@ func TestEncodeRollupWindowsLayout(t *testing.T) {
 	want := []byte{
 		0x01,             // one window
 		0xe0, 0xa7, 0x12, // End - bucketStart = 300000
-		0x02,       // flags: samples
-		0x02,       // Count
-		0xe8, 0x07, // FirstT - (End - 5m) = 1000
-		0x00,             // End - LastT
-		0x02, 0x40, 0x08, // Sum 3: no leading zero byte, 2 significant bytes
-		0x02, 0x3f, 0xf0, // Min 1
-		0x01, 0x40, // Max 2
-		0x02, 0x3f, 0xf0, // FirstV 1
-		0x01, 0x40, // LastV 2
-		0x00, // Resets 0: equal to the previous (0)
+		0x66,             // flags: samples, Min = FirstV, Max = LastV, no resets
+		0x04,             // Count - 0 = 2, zigzag
+		0xd0, 0x0f,       // FirstT - (End - 5m) = 1000, minus 0, zigzag
+		0x00,             // End - LastT = 0, minus 0
+		0x02, 0x3f, 0xf0, // FirstV 1 ^ 0: no leading zero byte, 2 significant bytes
+		0x02, 0x7f, 0xf0, // LastV 2 ^ FirstV 1
+		0x02, 0x40, 0x08, // Sum 3 ^ 0
 	}
 	if !bytes.Equal(got, want) {
 		t.Fatalf("EncodeRollupWindows = % x\nwant                 % x", got, want)
 	}
-	// The next window repeats every float: a byte each. A stale window with no
-	// sample is its End, flags and End-StaleT.
+	// The next window, one resolution later, with the same count and sum: its
+	// end is a byte, its phase a delta, its sum a byte. A stale window with no
+	// sample is its end, flags and End-StaleT.
 	w2 := w
 	w2.End, w2.FirstT, w2.LastT, w2.StaleT = 600_000, 300_001, 599_000, 599_999
 	w3 := schema.RollupWindow{End: 900_000, StaleT: 600_001}
 	got = schema.EncodeRollupWindows(got[:0], 0, 5*time.Minute, []schema.RollupWindow{w, w2, w3})
 	tail := []byte{
-		0xc0, 0xcf, 0x24, 0x03, 0x02, 0x01, 0xe8, 0x07, 0, 0, 0, 0, 0, 0, 0x01, // w2 and its stale marker 1 ms before End
-		0xa0, 0xf7, 0x36, 0x01, 0xdf, 0xa7, 0x12, // w3: End 900000, stale, End-StaleT = 299999
+		0x00, 0x67, 0x00, // w2: the next window, flags as w's and stale, same count
+		0xcd, 0x0f, 0xd0, 0x0f, // FirstT offset 1 (1 - 1000 = -999), End - LastT 1000 (+1000)
+		0x02, 0x7f, 0xf0, 0x02, 0x7f, 0xf0, 0x00, // FirstV 1 ^ prev LastV 2, LastV 2 ^ 1, Sum 3 ^ 3
+		0x01,                         // stale marker 1 ms before End
+		0x00, 0x01, 0xdf, 0xa7, 0x12, // w3: the next window, stale only, End-StaleT = 299999
 	}
 	if want := append(append([]byte{0x03}, want[1:]...), tail...); !bytes.Equal(got, want) {
 		t.Fatalf("EncodeRollupWindows of 3 windows = % x\nwant                             % x", got, want)
@@ -381,8 +382,12 @@ func TestDecodeRollupWindowsRejectsMalformed(t *testing.T) {
 			"schema: rollup cell of bucket 0: float of bytes 003f at byte 8 is not canonical: malformed"},
 		{"float with a trailing zero byte", window(0x02, 0x01, 0x01, 0x00, 0x02, 0x3f, 0x00, 0, 0, 0, 0, 0),
 			"schema: rollup cell of bucket 0: float of bytes 3f00 at byte 8 is not canonical: malformed"},
-		{"windows not ascending", []byte{0x02, 0xe0, 0xa7, 0x12, 0x01, 0x01, 0xe0, 0xa7, 0x12, 0x01, 0x01},
-			"schema: rollup cell of bucket 0: windows not ascending at 300000: malformed"},
+		{"window end not a multiple of the resolution", []byte{0x01, 0x02, 0x01, 0x01},
+			"schema: rollup cell of bucket 0: inconsistent window ending 2: malformed"},
+		{"a derived flag not set", window(0x42, 0x02, 0x02, 0x00, 0x02, 0x3f, 0xf0, 0x00, 0x02, 0x3f, 0xf0, 0x00, 0x00),
+			"schema: rollup cell of bucket 0: inconsistent window ending 300000: malformed"},
+		{"two derived flags for one field", window(0x56, 0x02, 0x02, 0x00, 0x02, 0x3f, 0xf0, 0x00, 0x00, 0x00),
+			"schema: rollup cell of bucket 0: inconsistent window ending 300000: malformed"},
 		{"trailing bytes", append(slices.Clone(valid), 0x00), "schema: rollup cell of bucket 0: 1 trailing bytes: malformed"},
 	} {
 		ws, err := schema.DecodeRollupWindows(nil, tc.b, 0, res)
