@@ -458,3 +458,88 @@ func TestRetentionServedFromRollups(t *testing.T) {
 		t.Errorf("the expired part is not served: %v", got)
 	}
 }
+
+// TestRetentionOnHBase: the same on a real HBase, whose TTL is real time: raw
+// data kept 2 minutes, a 1m rollup kept forever, one-minute buckets. Samples
+// written 90 s to 5 s ago are compacted (rollups written; the oldest sample has
+// 30 s left), then the test waits for HBase to expire the oldest raw samples;
+// an aligned query then answers from the rollup what the samples written give,
+// and an unaligned one says that raw samples expired.
+func TestRetentionOnHBase(t *testing.T) {
+	b := schematest.Backends()[1]
+	if !b.Available() {
+		t.Skip("no HBase: set TSDB_TEST_HBASE_ZK")
+	}
+	t.Parallel()
+	b.Settings.BucketWidth = time.Minute
+	b.TableOptions.RawRetention = 2 * time.Minute
+	b.TableOptions.Rollups = []schema.Rollup{{Resolution: time.Minute}}
+	st := b.Store(t)
+	d, err := db.Open(context.Background(), db.Options{Store: st, Settings: b.Settings,
+		Rollups: b.TableOptions.Rollups, RawRetention: b.TableOptions.RawRetention})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	now := time.Now()
+	first := now.Add(-90 * time.Second).UnixMilli()
+	s := write.Series{Labels: labels.FromStrings("__name__", "x", "instance", "h")}
+	for ts := first; ts < now.Add(-5*time.Second).UnixMilli(); ts += 1000 {
+		s.Samples = append(s.Samples, schema.Sample{T: ts, V: float64(ts % 7919)})
+	}
+	if _, err := d.Write(context.Background(), &write.Request{Series: []write.Series{s}}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := downsample.NewCompactor(st, b.Settings, downsample.Options{Rollups: b.TableOptions.Rollups, Grace: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stats, err := c.Compact(context.Background()); err != nil || stats.RollupCells == 0 {
+		t.Fatalf("compact: %+v, %v", stats, err)
+	}
+	// Whole minutes around the data, so that the range spans more than
+	// RollupMinBuckets buckets.
+	start := time.UnixMilli(first).Truncate(time.Minute)
+	end := start.Add(3 * time.Minute)
+	const aligned = "max_over_time(x[1m])"
+	// What raw data answers, computed from the samples written.
+	before := promql.Matrix{{Metric: labels.FromStrings("instance", "h")}}
+	for at := start; !at.After(end); at = at.Add(time.Minute) {
+		found, maxV := false, 0.0
+		for _, x := range s.Samples {
+			if x.T > at.UnixMilli()-60_000 && x.T <= at.UnixMilli() && (!found || x.V > maxV) {
+				found, maxV = true, x.V
+			}
+		}
+		if found {
+			before[0].Floats = append(before[0].Floats, promql.FPoint{T: at.UnixMilli(), F: maxV})
+		}
+	}
+
+	// HBase hides a cell once its timestamp is older than now - TTL: wait for
+	// the first sample to go (about 30 s after it was written).
+	for {
+		got, err := d.Reader().Samples(context.Background(), s.Labels, first, first)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) == 0 {
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	after, infos := runPromQL(t, d, aligned, start, end, time.Minute, query.ResolutionAuto)
+	if err := sameMatrix(before, after); err != nil {
+		t.Errorf("%s after raw expiry: %v (infos %q)", aligned, err, infos)
+	}
+	if !servedFromRollup(infos) {
+		t.Errorf("%s after raw expiry: infos %q, want served from the rollup", aligned, infos)
+	}
+	got, infos := runPromQL(t, d, "x", start.Add(7*time.Second), end, 7*time.Second, query.ResolutionAuto)
+	if len(infos) != 1 || !strings.Contains(infos[0], "have expired (raw retention 2m); that part of the range is served from the 1m rollup") {
+		t.Errorf("unaligned query after raw expiry: infos %q", infos)
+	}
+	if len(got) != 1 || got[0].Floats[0].T > first+60_000 {
+		t.Errorf("unaligned query after raw expiry: the expired part is not served: %v", got)
+	}
+}
