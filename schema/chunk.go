@@ -5,17 +5,18 @@ import (
 	"time"
 )
 
-// Chunks: family FamilyChunk of the data table. The format is defined here so
-// that readers merge chunk cells wherever they exist (query's Select and
-// ChunkQuerier do); nothing writes them yet: compaction, which will seal a bucket
-// into chunks and delete the raw cells they cover, is planned (downsample/).
+// Chunks: family FamilyChunk of the data table, written by compaction
+// (downsample/), which seals a bucket into one chunk and deletes the raw cells
+// it covers; every reader merges chunk cells with raw cells (DecodeDataRow).
 //
 //	qualifier = offset(4)          big-endian uint32, ms from the row's bucketStart
 //	                               to the start of the chunk's window: 0, as a
 //	                               chunk holds the whole bucket (BucketChunkCell)
 //	value     = encoding(1) | data Prometheus chunk encoding (chunkenc.Encoding,
 //	                               EncXOR = 1) followed by the chunk's bytes as
-//	                               chunkenc.Chunk.Bytes returns them
+//	                               chunkenc.Chunk.Bytes returns them; or
+//	                               EncDecimal (0x40) and a decimal chunk
+//	                               (decimal.go), whichever is smaller
 //	timestamp = the bucket's last millisecond, bucketStart + width - 1
 //
 // Invariants:

@@ -69,6 +69,18 @@ func DecodeDataRow(row kv.Row, width time.Duration, mint, maxt int64) (RowSample
 			}
 		case FamilyChunk:
 			out.ChunkCells++
+			if enc, data, err := DecodeChunkValue(c.Value); err == nil && enc == EncDecimal {
+				n := len(fromChunks)
+				var total int
+				if fromChunks, total, err = DecodeDecimalChunk(fromChunks, data, mint, maxt); err != nil {
+					return out, fmt.Errorf("schema: chunk of bucket %d: %w", bucketStart, err)
+				}
+				// Not a Prometheus chunk: a reader that serves chunks encodes
+				// the samples itself.
+				chunks = append(chunks, nil)
+				cut = cut || len(fromChunks)-n != total
+				continue
+			}
 			chk, err := DecodeChunkCell(c)
 			if err != nil {
 				return out, fmt.Errorf("schema: chunk of bucket %d: %w", bucketStart, err)
@@ -87,7 +99,7 @@ func DecodeDataRow(row kv.Row, width time.Duration, mint, maxt int64) (RowSample
 	case len(raw) == 0:
 		slices.SortStableFunc(fromChunks, func(a, b Sample) int { return cmp.Compare(a.T, b.T) })
 		out.Samples = keepLast(fromChunks)
-		if len(chunks) == 1 && !cut && len(out.Samples) == chunks[0].NumSamples() {
+		if len(chunks) == 1 && chunks[0] != nil && !cut && len(out.Samples) == chunks[0].NumSamples() {
 			out.Chunk = chunks[0]
 		}
 	default:
@@ -138,7 +150,8 @@ const MaxChunkSamples = 1<<16 - 1
 
 // BucketChunkCell returns the chunk cell (family FamilyChunk, chunk.go) that
 // holds samples — ascending, one per timestamp, all in the bucket starting at
-// bucketStart — as one XOR chunk: qualifier offset 0, timestamp the bucket's last
+// bucketStart — as one chunk, Prometheus' XOR or a decimal chunk (decimal.go),
+// whichever is smaller: qualifier offset 0, timestamp the bucket's last
 // millisecond. It fails, wrapping kv.ErrInvalidArgument, on no samples, samples
 // out of order or outside the bucket, or more than MaxChunkSamples.
 func BucketChunkCell(samples []Sample, bucketStart int64, width time.Duration) (kv.Cell, error) {
@@ -167,8 +180,11 @@ func BucketChunkCell(samples []Sample, bucketStart int64, width time.Duration) (
 	if err != nil {
 		return kv.Cell{}, err
 	}
-	return kv.Cell{Family: FamilyChunk, Qualifier: q, Timestamp: bucketStart + width.Milliseconds() - 1,
-		Value: AppendChunkValue(nil, byte(chunkenc.EncXOR), chk.Bytes())}, nil
+	value := AppendChunkValue(nil, byte(chunkenc.EncXOR), chk.Bytes())
+	if dec, ok := AppendDecimalChunk(nil, samples); ok && len(dec) < len(value) {
+		value = dec
+	}
+	return kv.Cell{Family: FamilyChunk, Qualifier: q, Timestamp: bucketStart + width.Milliseconds() - 1, Value: value}, nil
 }
 
 // appendChunkSamples appends the samples of chk in [mint, maxt].

@@ -249,3 +249,57 @@ func FuzzDecodeRollupWindows(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDecodeDecimalChunk: decoding never panics and fails only with
+// ErrMalformed; what decodes is ascending, within [mint, maxt], and encodes
+// back (when it has a decimal form, which every decoded value has unless it is
+// beyond the encoder's scale) to a chunk that decodes to the same samples.
+func FuzzDecodeDecimalChunk(f *testing.F) {
+	for _, ss := range [][]schema.Sample{
+		{{T: 0, V: 1}},
+		{{T: 10, V: 1.5}, {T: 25, V: 2.25}, {T: 40, V: 3}},
+		{{T: 1_700_000_000_000, V: 1e12}, {T: 1_700_000_015_000, V: -7}, {T: 1_700_000_031_000, V: 0.001}},
+	} {
+		b, ok := schema.AppendDecimalChunk(nil, ss)
+		if !ok {
+			f.Fatalf("seed %v has no decimal form", ss)
+		}
+		f.Add(b[1:], int64(0), int64(math.MaxInt64))
+	}
+	f.Fuzz(func(t *testing.T, b []byte, mint, maxt int64) {
+		got, n, err := schema.DecodeDecimalChunk(nil, b, mint, maxt)
+		if err != nil {
+			if !errors.Is(err, schema.ErrMalformed) {
+				t.Fatalf("DecodeDecimalChunk(%x) failed without ErrMalformed: %v", b, err)
+			}
+			return
+		}
+		all, total, err := schema.DecodeDecimalChunk(nil, b, math.MinInt64, math.MaxInt64)
+		if err != nil || total != n || len(all) != n || len(got) > n {
+			t.Fatalf("DecodeDecimalChunk(%x): %d of %d samples in range, %d in all (%d), %v", b, len(got), n, len(all), total, err)
+		}
+		for i, s := range all {
+			if s.T < 0 || i > 0 && s.T <= all[i-1].T {
+				t.Fatalf("DecodeDecimalChunk(%x): sample %d at %d", b, i, s.T)
+			}
+		}
+		for _, s := range got {
+			if s.T < mint || s.T > maxt {
+				t.Fatalf("DecodeDecimalChunk(%x, %d, %d) returned a sample at %d", b, mint, maxt, s.T)
+			}
+		}
+		enc, ok := schema.AppendDecimalChunk(nil, all)
+		if !ok {
+			return
+		}
+		again, _, err := schema.DecodeDecimalChunk(nil, enc[1:], math.MinInt64, math.MaxInt64)
+		if err != nil || len(again) != len(all) {
+			t.Fatalf("re-encoding %x: %d samples, %v", b, len(again), err)
+		}
+		for i := range all {
+			if again[i].T != all[i].T || math.Float64bits(again[i].V) != math.Float64bits(all[i].V) {
+				t.Fatalf("re-encoding %x: sample %d is %v@%d, want %v@%d", b, i, again[i].V, again[i].T, all[i].V, all[i].T)
+			}
+		}
+	})
+}
