@@ -228,9 +228,9 @@ func TestEncodeRollupWindowsLayout(t *testing.T) {
 	want := []byte{
 		0x01,             // one window
 		0xe0, 0xa7, 0x12, // End - bucketStart = 300000
-		0x66,             // flags: samples, Min = FirstV, Max = LastV, no resets
-		0x04,             // Count - 0 = 2, zigzag
-		0xd0, 0x0f,       // FirstT - (End - 5m) = 1000, minus 0, zigzag
+		0x66,       // flags: samples, Min = FirstV, Max = LastV, no resets
+		0x04,       // Count - 0 = 2, zigzag
+		0xd0, 0x0f, // FirstT - (End - 5m) = 1000, minus 0, zigzag
 		0x00,             // End - LastT = 0, minus 0
 		0x02, 0x3f, 0xf0, // FirstV 1 ^ 0: no leading zero byte, 2 significant bytes
 		0x02, 0x7f, 0xf0, // LastV 2 ^ FirstV 1
