@@ -277,37 +277,35 @@ func TestRollupsAnswerAsRaw(t *testing.T) {
 }
 
 func testRollupsAnswerAsRaw(t *testing.T, d *db.DB, steps []time.Duration) {
-	{
-		start := rollupDay0.Add(3 * time.Hour)
-		end := rollupDay0.Add(rollupWindow)
-		for _, step := range steps {
-			for _, tc := range rollupQueries {
-				qStart := start
-				if step == 7*time.Minute {
-					qStart = start.Add(time.Minute) // unaligned start too
-				}
-				qEnd := end
-				if step == 0 {
-					qEnd = qStart
-				}
-				want, rawInfos := runPromQL(t, d, tc.expr, qStart, qEnd, step, query.ResolutionRaw)
-				got, infos := runPromQL(t, d, tc.expr, qStart, qEnd, step, query.ResolutionAuto)
-				if err := sameMatrix(want, got); err != nil {
-					t.Errorf("%s at step %s: %v (infos %q)", tc.expr, step, err, infos)
-				}
-				if servedFromRollup(rawInfos) {
-					t.Errorf("%s at step %s: resolution=raw says %q", tc.expr, step, rawInfos)
-				}
-				wantRollup := tc.rollup && (step == time.Hour || step == 5*time.Minute)
-				if step == 0 {
-					wantRollup = tc.instant
-				}
-				if wantRollup != servedFromRollup(infos) {
-					t.Errorf("%s at step %s: served from a rollup = %v, want %v (infos %q)", tc.expr, step, servedFromRollup(infos), wantRollup, infos)
-				}
-				if len(want) == 0 {
-					t.Errorf("%s at step %s: no data", tc.expr, step)
-				}
+	start := rollupDay0.Add(3 * time.Hour)
+	end := rollupDay0.Add(rollupWindow)
+	for _, step := range steps {
+		for _, tc := range rollupQueries {
+			qStart := start
+			if step == 7*time.Minute {
+				qStart = start.Add(time.Minute) // unaligned start too
+			}
+			qEnd := end
+			if step == 0 {
+				qEnd = qStart
+			}
+			want, rawInfos := runPromQL(t, d, tc.expr, qStart, qEnd, step, query.ResolutionRaw)
+			got, infos := runPromQL(t, d, tc.expr, qStart, qEnd, step, query.ResolutionAuto)
+			if err := sameMatrix(want, got); err != nil {
+				t.Errorf("%s at step %s: %v (infos %q)", tc.expr, step, err, infos)
+			}
+			if servedFromRollup(rawInfos) {
+				t.Errorf("%s at step %s: resolution=raw says %q", tc.expr, step, rawInfos)
+			}
+			wantRollup := tc.rollup && (step == time.Hour || step == 5*time.Minute)
+			if step == 0 {
+				wantRollup = tc.instant
+			}
+			if wantRollup != servedFromRollup(infos) {
+				t.Errorf("%s at step %s: served from a rollup = %v, want %v (infos %q)", tc.expr, step, servedFromRollup(infos), wantRollup, infos)
+			}
+			if len(want) == 0 {
+				t.Errorf("%s at step %s: no data", tc.expr, step)
 			}
 		}
 	}
