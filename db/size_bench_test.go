@@ -60,7 +60,7 @@ import (
 // Like Prometheus' remote write, sizeShards shards each own a share of the series and
 // send requests of sizeBatch samples in time order; each request goes through
 // db.DB.Write (no limits: the day is in the past) into a fresh store whose tables keep
-// data forever (RawRetention 0). Then the store is compacted: the embedded store
+// data forever (RawRetention 0, rollups too). Then the store is compacted: the embedded store
 // flushes and compacts its whole key space (embedded.Store.Compact) and is measured by
 // Pebble (live sstable bytes; each table's share is Pebble's estimate over its key
 // range, which counts whole data blocks where two tables meet, so an empty table can
@@ -320,6 +320,11 @@ func openSizeStore(b *testing.B, backend string) sizeStore {
 	}
 	opts := schema.DefaultTableOptions()
 	opts.RawRetention = 0
+	// The day is in the past: rollups kept forever too, or HBase's major
+	// compaction would drop the 5m rollup (90d) before it is measured.
+	for i := range opts.Rollups {
+		opts.Rollups[i].Retention = 0
+	}
 	opts.SaltBuckets = st.settings.SaltBuckets
 	schematest.CreateWith(b, st.Store, st.settings, opts)
 	return st
