@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/promql"
 
 	"github.com/hbtsdb/hbtsdb/db"
 	"github.com/hbtsdb/hbtsdb/downsample"
@@ -39,8 +40,11 @@ func BenchmarkRollupQuery30d(b *testing.B) {
 				b.Skip("no HBase: set TSDB_TEST_HBASE_ZK")
 			}
 			ctx := context.Background()
-			st := be.Store(b)
-			d, err := db.Open(ctx, db.Options{Store: st, Settings: be.Settings, Now: func() time.Time { return now },
+			// The production layout (16 salts on HBase), measured as
+			// BytesPerSample measures: so the store can be compacted too.
+			ss := openSizeStore(b, be.Name)
+			st, settings := ss.Store, ss.settings
+			d, err := db.Open(ctx, db.Options{Store: st, Settings: settings, Now: func() time.Time { return now },
 				Rollups: schema.DefaultRollups(), RawRetention: schema.DefaultRawRetention})
 			if err != nil {
 				b.Fatal(err)
@@ -68,7 +72,7 @@ func BenchmarkRollupQuery30d(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			c, err := downsample.NewCompactor(st, be.Settings, downsample.Options{Rollups: schema.DefaultRollups(), Now: func() time.Time { return now }})
+			c, err := downsample.NewCompactor(st, settings, downsample.Options{Rollups: schema.DefaultRollups(), Now: func() time.Time { return now }})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -76,13 +80,11 @@ func BenchmarkRollupQuery30d(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			// Embedded: Pebble's own compaction, as time does, so the deleted raw
-			// cells' tombstones are gone (on HBase they stay until a major
-			// compaction: the numbers there are those of freshly compacted data).
-			if es, ok := st.(interface{ Compact(context.Context) error }); ok {
-				if err := es.Compact(ctx); err != nil {
-					b.Fatal(err)
-				}
+			// The store's own compaction, as time does (Pebble's; HBase's flush
+			// and major compaction), so the deleted raw cells' tombstones are
+			// gone, as they are for data older than a few days.
+			if _, _, _, err := ss.measure(ctx); err != nil {
+				b.Fatal(err)
 			}
 			b.Logf("loaded and compacted %d samples in %s", stats.Samples, time.Since(loadStart).Round(time.Second))
 			start, end := day0.Add(24*time.Hour), day0.Add(days*24*time.Hour)
@@ -90,8 +92,10 @@ func BenchmarkRollupQuery30d(b *testing.B) {
 				for _, res := range []query.Resolution{query.ResolutionRaw, query.ResolutionAuto} {
 					b.Run(fmt.Sprintf("%s/%s", expr, res), func(b *testing.B) {
 						points := 0
+						var infos []string
 						for b.Loop() {
-							m, _ := runPromQL(b, d, expr, start, end, time.Hour, res)
+							var m promql.Matrix
+							m, infos = runPromQL(b, d, expr, start, end, time.Hour, res)
 							points = 0
 							for _, s := range m {
 								points += len(s.Floats)
@@ -99,6 +103,7 @@ func BenchmarkRollupQuery30d(b *testing.B) {
 						}
 						b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/query")
 						b.ReportMetric(float64(points), "points")
+						b.Logf("%s, resolution=%s: %q", expr, res, infos)
 					})
 				}
 			}

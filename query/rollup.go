@@ -20,10 +20,10 @@ import (
 // or with late samples) may have no rollup cell or a stale one: its windows are
 // computed from the data row itself (chunk and raw cells, schema.DecodeDataRow)
 // with the same code compaction uses (schema.AggregateWindows). A key-only scan
-// of the series' data rows finds those buckets, and the compacted buckets that
-// have no rollup cell (compacted before the resolution was configured); the
-// others are read from the rollup table. Either way the windows are those of
-// all the bucket's samples.
+// of the series' raw family finds those buckets; the others are read from the
+// rollup table, and a bucket found in neither (no data, or compacted before the
+// resolution was configured) by a point read of its data row. Either way the
+// windows are those of all the bucket's samples.
 
 // readPlanned reads one series as p says: raw rows, or rollup samples (as one
 // bucketSamples) followed by the raw rows from p.rawFrom on.
@@ -103,9 +103,13 @@ func (r *Reader) readWindows(ctx context.Context, s *series, ro schema.Rollup, m
 	firstBucket := schema.BucketStart(firstEnd-res.Milliseconds()+1, width)
 	lastBucket := schema.BucketStart(lastEnd, width)
 
-	dirty, chunked, err := r.dataBuckets(ctx, s, firstBucket, lastBucket)
+	dirty, err := r.bucketsWithRaw(ctx, s, firstBucket, lastBucket)
 	if err != nil {
 		return nil, err
+	}
+	isDirty := make(map[int64]bool, len(dirty))
+	for _, b := range dirty {
+		isDirty[b] = true
 	}
 	type bucketWindows struct {
 		start int64
@@ -129,7 +133,7 @@ func (r *Reader) readWindows(ctx context.Context, s *series, ro schema.Rollup, m
 				sc.Close()
 				return nil, err
 			}
-			if b < firstBucket || b > lastBucket || slices.Contains(dirty, b) {
+			if b < firstBucket || b > lastBucket || isDirty[b] {
 				continue
 			}
 			ws, err := schema.DecodeRollupWindows(nil, c.Value, b, res)
@@ -145,23 +149,27 @@ func (r *Reader) readWindows(ctx context.Context, s *series, ro schema.Rollup, m
 	if err != nil {
 		return nil, err
 	}
-	// A compacted bucket without a rollup cell (compacted before this
-	// resolution was configured) is summarised from its chunk too.
+	// A bucket with neither raw cells nor a rollup cell has no data, or was
+	// compacted before this resolution was configured: its data row, if any,
+	// is read too (a point read per such bucket; the data table's row bloom
+	// filter answers the absent ones).
 	rolled := make(map[int64]bool, len(buckets))
 	for _, b := range buckets {
 		rolled[b.start] = true
 	}
-	for _, b := range chunked {
-		if !rolled[b] && !slices.Contains(dirty, b) {
+	for b := firstBucket; b <= lastBucket; b += width.Milliseconds() {
+		if !rolled[b] && !isDirty[b] {
 			dirty = append(dirty, b)
 		}
 	}
 	slices.Sort(dirty)
 
-	// Buckets with raw cells: their data rows, aggregated here.
-	if len(dirty) > 0 {
-		keys := make([][]byte, len(dirty))
-		for i, b := range dirty {
+	// Those buckets' data rows, aggregated here.
+	for len(dirty) > 0 {
+		batch := dirty[:min(len(dirty), labelsBatch)]
+		dirty = dirty[len(batch):]
+		keys := make([][]byte, len(batch))
+		for i, b := range batch {
 			keys[i] = schema.DataRowKey(nil, schema.DataKey{Salt: s.salt, Host: s.host, Metric: s.metric, SeriesID: s.id, BucketStart: b})
 		}
 		rows, err := r.st.GetRows(ctx, schema.TableData, keys, kv.Families(schema.FamilyChunk, schema.FamilyRaw))
@@ -172,11 +180,11 @@ func (r *Reader) readWindows(ctx context.Context, s *series, ro schema.Rollup, m
 			if len(row.Cells) == 0 {
 				continue
 			}
-			rs, err := schema.DecodeDataRow(row, width, dirty[i], dirty[i]+width.Milliseconds()-1)
+			rs, err := schema.DecodeDataRow(row, width, batch[i], batch[i]+width.Milliseconds()-1)
 			if err != nil {
 				return nil, err
 			}
-			buckets = append(buckets, bucketWindows{dirty[i], schema.AggregateWindows(rs.Samples, res)})
+			buckets = append(buckets, bucketWindows{batch[i], schema.AggregateWindows(rs.Samples, res)})
 		}
 	}
 
@@ -197,37 +205,25 @@ func (r *Reader) readWindows(ctx context.Context, s *series, ro schema.Rollup, m
 	return out, nil
 }
 
-// dataBuckets returns the starts of the buckets of s in [first, last] whose
-// data rows hold raw cells (dirty), and of those holding a chunk (chunked),
-// ascending: one key-only scan of both families.
-func (r *Reader) dataBuckets(ctx context.Context, s *series, first, last int64) (dirty, chunked []int64, err error) {
+// bucketsWithRaw returns the starts of the buckets of s in [first, last] whose
+// data rows hold raw cells, ascending: one key-only scan of the raw family.
+func (r *Reader) bucketsWithRaw(ctx context.Context, s *series, first, last int64) ([]int64, error) {
 	start, stop := schema.SeriesRowRange(s.salt, s.host, s.metric, s.id, first, last)
-	sc := r.st.Scan(ctx, schema.TableData, start, stop, kv.Families(schema.FamilyRaw, schema.FamilyChunk),
-		kv.WithFilter(kv.KeyOnlyFilter{}))
+	sc := r.st.Scan(ctx, schema.TableData, start, stop, kv.Families(schema.FamilyRaw), kv.WithFilter(kv.KeyOnlyFilter{}))
 	defer sc.Close()
+	var out []int64
 	for sc.Next() {
-		row := sc.Row()
-		_, b, err := schema.ParseDataRowTail(row.Key)
+		_, b, err := schema.ParseDataRowTail(sc.Row().Key)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
-		var raw, chunk bool
-		for _, c := range row.Cells {
-			raw = raw || c.Family == schema.FamilyRaw
-			chunk = chunk || c.Family == schema.FamilyChunk
-		}
-		if raw {
-			dirty = append(dirty, b)
-		} else if chunk {
-			chunked = append(chunked, b)
-		}
+		out = append(out, b)
 	}
 	if err := sc.Err(); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	slices.Sort(dirty)
-	slices.Sort(chunked)
-	return dirty, chunked, nil
+	slices.Sort(out)
+	return out, nil
 }
 
 func cmpInt64(a, b int64) int {
