@@ -61,6 +61,11 @@ const (
 	// has and is written to. Unlike the settings, it may change:
 	// schema/provision records each change (rollups.go).
 	QualifierRollups = "rollups"
+	// QualifierRawRetention is the raw data's retention, the TTL of the data
+	// table's families, as --retention.raw writes it ("400d"; "0" for
+	// forever): recorded when the store is created, compared at every start
+	// (provision/retention.go).
+	QualifierRawRetention = "raw_retention"
 )
 
 // Settings are the layout parameters a store is created with. They never change

@@ -135,7 +135,7 @@ func (s *oldStore) check(t *testing.T) (sealedRaw, openRaw, chunks int) {
 
 func TestDownsampleOnceCompactsSealedBuckets(t *testing.T) {
 	s := newOldStore(t)
-	code, out, stderr := tsdb(t, "downsample", "--once", s.storage())
+	code, out, stderr := tsdb(t, "downsample", "--once", s.storage(), "--retention.raw=0")
 	// A rollup cell per row and resolution (5m and 1h, the default).
 	want := fmt.Sprintf("buckets_compacted: %d\nsamples: %d\nraw_cells_deleted: %d\nrollup_cells_written: %d\nbuckets_left_raw: 0\n"+
 		"salts_done: 1\nsalts_busy: 0\nsalts_failed: 0\nduration: ", oldRows, oldSamples, oldSamples, 2*oldRows)
@@ -149,7 +149,7 @@ func TestDownsampleOnceCompactsSealedBuckets(t *testing.T) {
 		t.Errorf("after downsample --once: %d raw cells in sealed buckets, %d in the open one, %d chunks; want 0, 1 and %d",
 			sealedRaw, openRaw, chunks, oldRows)
 	}
-	if code, out, stderr := tsdb(t, "downsample", "--once", s.storage()); code != 0 || !strings.HasPrefix(out, "buckets_compacted: 0\n") {
+	if code, out, stderr := tsdb(t, "downsample", "--once", s.storage(), "--retention.raw=0"); code != 0 || !strings.HasPrefix(out, "buckets_compacted: 0\n") {
 		t.Fatalf("a second downsample --once: exit %d, stdout %q, stderr %s; want nothing done", code, out, stderr)
 	}
 }
@@ -181,7 +181,7 @@ func TestDownsampleRunsUntilStopped(t *testing.T) {
 	var stderr syncBuffer
 	done := make(chan int, 1)
 	go func() {
-		done <- run(ctx, []string{"downsample", s.storage(), "--compact.interval=1h"}, &strings.Builder{}, &stderr)
+		done <- run(ctx, []string{"downsample", s.storage(), "--retention.raw=0", "--compact.interval=1h"}, &strings.Builder{}, &stderr)
 	}()
 	logLen, lastChange := -1, time.Now()
 	for !strings.Contains(stderr.String(), `msg="compaction round"`) {
@@ -215,7 +215,7 @@ func TestDownsampleRunsUntilStopped(t *testing.T) {
 // before it closes the store.
 func TestServeCompacts(t *testing.T) {
 	s := newOldStore(t)
-	srv := startServe(t, s.storage())
+	srv := startServe(t, s.storage(), "--retention.raw=0")
 	srv.waitLog(t, `msg="compaction round"`)
 	if err := srv.stop(t); err != nil {
 		t.Fatalf("serve exited with %v after SIGTERM; log:\n%s", err, srv.log())
@@ -235,7 +235,7 @@ func TestServeCompacts(t *testing.T) {
 // the worker's start line proves it never started.
 func TestServeWithoutCompaction(t *testing.T) {
 	s := newOldStore(t)
-	srv := startServe(t, s.storage(), "--compact.enabled=false")
+	srv := startServe(t, s.storage(), "--retention.raw=0", "--compact.enabled=false")
 	srv.waitFor(t, "/-/ready", 200)
 	if err := srv.stop(t); err != nil {
 		t.Fatalf("serve exited with %v after SIGTERM; log:\n%s", err, srv.log())

@@ -98,13 +98,14 @@ func TestSchemaRollupsEmbedded(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("schema create: exit %d: %s", code, stderr)
 	}
-	if got := logLines(stderr); len(got) != 4 || got[0] != `level=INFO msg="rollup resolutions recorded" rollups=5m:90d,1h:5y` ||
-		got[1] != `level=INFO msg="rollup table created" table=rollup-5m retention=90d` ||
-		got[2] != `level=INFO msg="rollup table created" table=rollup-1h retention=5y` {
+	if got := logLines(stderr); len(got) != 5 || got[0] != `level=INFO msg="raw retention recorded" retention=400d` ||
+		got[1] != `level=INFO msg="rollup resolutions recorded" rollups=5m:90d,1h:5y` ||
+		got[2] != `level=INFO msg="rollup table created" table=rollup-5m retention=90d` ||
+		got[3] != `level=INFO msg="rollup table created" table=rollup-1h retention=5y` {
 		t.Errorf("schema create logged:\n%s", stderr)
 	}
 	code, out, stderr := tsdb(t, "schema", "check", "--print", store)
-	want := "format_version: 1\nbucket_width: 1h0m0s\nsalt_buckets: 1\nrollups: 5m:90d,1h:5y\ntables: data index meta rollup-1h rollup-5m series\n"
+	want := "format_version: 1\nbucket_width: 1h0m0s\nsalt_buckets: 1\nrollups: 5m:90d,1h:5y\nraw_retention: 400d\ntables: data index meta rollup-1h rollup-5m series\n"
 	if code != 0 || !strings.HasSuffix(out, want) {
 		t.Fatalf("schema check --print: exit %d, %q (stderr %s); want it to end with %q", code, out, stderr, want)
 	}
@@ -123,7 +124,7 @@ func TestSchemaRollupsEmbedded(t *testing.T) {
 		t.Errorf("schema create with 15m logged:\n%s\nwant first:\n%s", stderr, strings.Join(wantLog, "\n"))
 	}
 	code, out, _ = tsdb(t, "schema", "check", "--print", store)
-	want = "rollups: 5m:90d,15m:30d\nrollups_configured: 5m:90d,1h:5y (tsdb serve records it at start)\n" +
+	want = "rollups: 5m:90d,15m:30d\nrollups_configured: 5m:90d,1h:5y (tsdb serve records it at start)\nraw_retention: 400d\n" +
 		"tables: data index meta rollup-15m rollup-1h rollup-5m series\n"
 	if code != 0 || !strings.HasSuffix(out, want) {
 		t.Fatalf("schema check --print: exit %d, %q; want it to end with %q", code, out, want)
@@ -185,16 +186,16 @@ func rollupCells(t *testing.T, dir string, res time.Duration) (cells int, sample
 func TestDownsampleWritesRollups(t *testing.T) {
 	s := newOldStore(t)
 	rollups := "--rollups=5m:90d,15m:0,1h:5y" // 15m kept forever, so that the 2024 cells are visible
-	code, _, stderr := tsdb(t, "downsample", "--once", s.storage(), rollups)
+	code, _, stderr := tsdb(t, "downsample", "--once", s.storage(), "--retention.raw=0", rollups)
 	want := "tsdb downsample: schema: rollup table rollup-15m of --rollups=5m:90d,15m:0,1h:5y does not exist: " +
 		"run `tsdb schema create` with the same --rollups, or enable schema auto-create: schema not created\n"
 	if code != 1 || stderr != want {
 		t.Fatalf("downsample with a resolution without its table: exit %d, stderr %q\nwant %q", code, stderr, want)
 	}
-	if code, _, stderr := tsdb(t, "schema", "create", s.storage(), rollups); code != 0 {
+	if code, _, stderr := tsdb(t, "schema", "create", s.storage(), "--retention.raw=0", rollups); code != 0 {
 		t.Fatalf("schema create: exit %d: %s", code, stderr)
 	}
-	code, out, stderr := tsdb(t, "downsample", "--once", s.storage(), rollups)
+	code, out, stderr := tsdb(t, "downsample", "--once", s.storage(), "--retention.raw=0", rollups)
 	if code != 0 || !strings.Contains(out, "\nrollup_cells_written: 36\n") {
 		t.Fatalf("downsample --once: exit %d, stdout %s\nstderr %s\nwant 36 rollup cells (12 rows, 3 resolutions)", code, out, stderr)
 	}
@@ -210,7 +211,7 @@ func TestDownsampleWritesRollups(t *testing.T) {
 // their rollups.
 func TestServeWritesRollups(t *testing.T) {
 	s := newOldStore(t)
-	srv := startServe(t, s.storage(), "--rollups=5m:90d,15m:0,1h:5y")
+	srv := startServe(t, s.storage(), "--retention.raw=0", "--rollups=5m:90d,15m:0,1h:5y")
 	srv.waitLog(t, `msg="compaction round"`)
 	if err := srv.stop(t); err != nil {
 		t.Fatalf("serve exited with %v after SIGTERM; log:\n%s", err, srv.log())

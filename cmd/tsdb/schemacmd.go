@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/prometheus/common/model"
+
 	"context"
 	"fmt"
 	"io"
@@ -88,7 +90,7 @@ func checkSchema(ctx context.Context, w io.Writer, c *commonFlags, print bool, l
 	if err != nil {
 		return err
 	}
-	st, err := c.openStore(ctx, addr, logger)
+	st, err := c.openExistingStore(ctx, addr, logger)
 	if err != nil {
 		return err
 	}
@@ -98,6 +100,10 @@ func checkSchema(ctx context.Context, w io.Writer, c *commonFlags, print bool, l
 		return err
 	}
 	recorded, ok, err := provision.ReadRollups(ctx, st)
+	if err != nil {
+		return err
+	}
+	rawRetention, rawRecorded, err := provision.ReadRawRetention(ctx, st)
 	if err != nil {
 		return err
 	}
@@ -115,7 +121,17 @@ func checkSchema(ctx context.Context, w io.Writer, c *commonFlags, print bool, l
 		if configured := schema.FormatRollups(opts.Rollups); !ok || configured != rollups {
 			fmt.Fprintf(w, "rollups_configured: %s (tsdb serve records it at start)\n", configured)
 		}
+		if rawRecorded {
+			fmt.Fprintf(w, "raw_retention: %s\n", model.Duration(rawRetention))
+		} else {
+			fmt.Fprintf(w, "raw_retention: (not recorded; tsdb serve records --retention.raw=%s at start)\n", model.Duration(opts.RawRetention))
+		}
 		fmt.Fprintf(w, "tables: %s\n", strings.Join(tables, " "))
+	}
+	if rawRecorded {
+		if err := provision.RawRetentionError(rawRetention, opts.RawRetention, opts, c.provisionOptions(addr, logger)...); err != nil {
+			return err
+		}
 	}
 	if ok {
 		// What tsdb serve would refuse.

@@ -28,12 +28,24 @@ func (c *commonFlags) resolve() (backend.Address, schema.Settings, error) {
 
 // openStore opens the store --storage names.
 func (c *commonFlags) openStore(ctx context.Context, addr backend.Address, logger *slog.Logger) (kv.Store, error) {
-	return backend.Open(ctx, addr, backend.Options{
+	return backend.Open(ctx, addr, c.backendOptions(logger))
+}
+
+// openExistingStore opens the store --storage names without creating an
+// embedded one (for commands that only look at a store).
+func (c *commonFlags) openExistingStore(ctx context.Context, addr backend.Address, logger *slog.Logger) (kv.Store, error) {
+	o := c.backendOptions(logger)
+	o.MustExist = true
+	return backend.Open(ctx, addr, o)
+}
+
+func (c *commonFlags) backendOptions(logger *slog.Logger) backend.Options {
+	return backend.Options{
 		HBaseTablePrefix:      *c.hbaseTablePrefix,
 		HBaseZooKeeperTimeout: *c.hbaseZKTimeout,
 		HBaseRPCTimeout:       *c.hbaseRPCTimeout,
 		Logger:                logger,
-	})
+	}
 }
 
 // schemaSettings are the schema settings this process is configured with; the salt

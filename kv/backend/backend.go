@@ -6,8 +6,11 @@ package backend
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -71,7 +74,14 @@ type Options struct {
 	// HBaseRPCTimeout bounds one region lookup or read before gohbase retries [30s].
 	HBaseRPCTimeout time.Duration
 	Logger          *slog.Logger
+	// MustExist refuses to create an embedded store: a directory that does not
+	// exist is an error wrapping ErrNoStore (for commands that only look).
+	MustExist bool
 }
+
+// ErrNoStore is returned by Open with MustExist for an embedded directory that
+// does not exist.
+var ErrNoStore = errors.New("no store")
 
 // Open opens the store at addr. An unreachable HBase is an error wrapping
 // kv.ErrUnavailable (so a server can wait and retry); a locked embedded
@@ -82,6 +92,11 @@ func Open(ctx context.Context, addr Address, opts Options) (kv.Store, error) {
 		dir, err := filepath.Abs(addr.Dir)
 		if err != nil {
 			return nil, fmt.Errorf("embedded store %s: %w", addr.Dir, err)
+		}
+		if opts.MustExist {
+			if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+				return nil, fmt.Errorf("embedded store %s: the directory does not exist: %w", dir, ErrNoStore)
+			}
 		}
 		return embedded.Open(ctx, dir, embedded.Options{Logger: opts.Logger})
 	case HBase:

@@ -52,10 +52,16 @@ func Create(ctx context.Context, st kv.Store, want schema.Settings, opts schema.
 		}
 		return err
 	}
+	_, readErr := Read(ctx, st)
+	existed := readErr == nil
 	if err := createSettings(ctx, st, want, opts); err != nil {
 		return err
 	}
-	return reconcileRollups(ctx, st, opts, true, newConfig(options))
+	c := newConfig(options)
+	if err := reconcileRawRetention(ctx, st, opts, !existed, c); err != nil {
+		return err
+	}
+	return reconcileRollups(ctx, st, opts, true, c)
 }
 
 // checkOptions validates want and opts for each other, and returns opts with
@@ -184,8 +190,9 @@ func Check(ctx context.Context, st kv.Store, want schema.Settings) (schema.Setti
 	return got, schema.CompareSettings(got, want)
 }
 
-// Open prepares a store for use with settings want and the resolution list
-// opts.Rollups: it checks the meta row, and if the schema was not created and
+// Open prepares a store for use with settings want, the raw retention
+// opts.RawRetention and the resolution list opts.Rollups: it checks the meta
+// row, refuses a raw retention other than the one recorded (retention.go), and if the schema was not created and
 // autoCreate is set, creates it with want and opts (see Create). On a store
 // that exists, it records the resolution list and creates the tables of the
 // resolutions added (unless autoCreate is off: then they must exist), and
@@ -198,7 +205,11 @@ func Open(ctx context.Context, st kv.Store, want schema.Settings, opts schema.Ta
 		if opts, err = checkOptions(want, opts); err != nil {
 			return got, err
 		}
-		return got, reconcileRollups(ctx, st, opts, autoCreate, newConfig(options))
+		c := newConfig(options)
+		if err := reconcileRawRetention(ctx, st, opts, false, c); err != nil {
+			return got, err
+		}
+		return got, reconcileRollups(ctx, st, opts, autoCreate, c)
 	case !autoCreate || !errors.Is(err, schema.ErrNotCreated):
 		return got, err
 	}

@@ -135,6 +135,7 @@ func testCreateMakesTablesAndAReadableMetaRow(t *testing.T, newStore func(*testi
 		"m:host_labels":     "host,instance",
 		"m:claim":           "format_version=1 bucket_width_ms=7200000 salt_buckets=4 host_labels=host,instance",
 		"m:rollups":         "5m:90d,1h:5y",
+		"m:raw_retention":   "400d",
 	}
 	if len(got) != len(wantCells) {
 		t.Errorf("meta row %v, want %v", got, wantCells)
