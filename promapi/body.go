@@ -3,63 +3,157 @@ package promapi
 import (
 	"bytes"
 	"compress/gzip"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/golang/snappy"
 
 	"github.com/hbtsdb/hbtsdb/write"
 )
 
-// bufferPool recycles request-body buffers. Buffers that grew past maxPooledBuffer
-// are dropped rather than kept, so one huge request does not pin its memory.
 // errEmptyBody: a write request without a body. (An empty remote-write message is
 // not an empty body: its snappy encoding takes one byte.)
 var errEmptyBody = fmt.Errorf("%w: empty request body", write.ErrInvalid)
 
-var bufferPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+// bufferPool recycles request-body buffers. Buffers that grew past maxPooledBuffer
+// are dropped rather than kept, so one huge request does not pin its memory.
+var bufferPool = sync.Pool{New: func() any { return new([]byte) }}
 
-const maxPooledBuffer = 4 << 20
+const (
+	maxPooledBuffer = 4 << 20
+	// initialBodyBuffer is the most a body buffer is given before bytes arrive,
+	// whatever Content-Length announces: buffers grow (doubling) as bytes arrive,
+	// so that a sender announcing 16 MiB and sending nothing costs nothing.
+	initialBodyBuffer = 64 << 10
+)
 
-func getBuffer() *bytes.Buffer {
-	b := bufferPool.Get().(*bytes.Buffer)
-	b.Reset()
+func getBuffer() *[]byte {
+	b := bufferPool.Get().(*[]byte)
+	*b = (*b)[:0]
 	return b
 }
 
-func putBuffer(b *bytes.Buffer) {
-	if b.Cap() <= maxPooledBuffer {
+func putBuffer(b *[]byte) {
+	if cap(*b) <= maxPooledBuffer {
 		bufferPool.Put(b)
 	}
 }
 
-// readBody reads the whole request body into buf, refusing a body over
-// limits.MaxBodyBytes (by its Content-Length before reading anything, or once
-// that many bytes were read) and an empty one.
-func (h *writeHandler) readBody(r *http.Request, buf *bytes.Buffer) error {
+// readBody reads the whole request body into buf within the limits: a body over
+// limits.MaxBodyBytes is refused (by its Content-Length before anything is read,
+// or once that many bytes arrived; 413), as is an empty one (400), one that does
+// not arrive within limits.BodyReadTimeout (400) and one whose bytes do not fit
+// in the in-flight byte budget (429). Every byte read is reserved in res.
+func (h *writeHandler) readBody(w http.ResponseWriter, r *http.Request, buf *[]byte, res *reservation) error {
 	limit := h.limits.MaxBodyBytes
 	if r.ContentLength > limit {
+		closeConnection(w)
 		return fmt.Errorf("%w: Content-Length %d bytes is over the limit of %d bytes (--write.max-body-bytes)",
 			errContentTooLarge, r.ContentLength, limit)
 	}
-	if r.ContentLength > 0 {
-		buf.Grow(int(r.ContentLength))
+	if r.Body == nil {
+		return errEmptyBody
 	}
-	n, err := buf.ReadFrom(io.LimitReader(r.Body, limit+1))
-	if err != nil {
+	lift := h.bodyDeadline(w)
+	data, over, err := readGrowing(r.Body, *buf, limit, r.ContentLength, res)
+	*buf = data
+	if err != nil || over {
+		// The rest of the body is not wanted: without this, net/http would read
+		// it (up to 256 KiB) before answering, with no deadline, to keep the
+		// connection alive; and an expired deadline stays expired.
+		closeConnection(w)
+	} else {
+		lift()
+	}
+	switch {
+	case errors.Is(err, errOverloaded):
+		return err
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return fmt.Errorf("%w: request body not received within %v (--write.body-read-timeout); %d bytes arrived",
+			write.ErrInvalid, h.limits.BodyReadTimeout, len(data))
+	case err != nil:
 		return fmt.Errorf("%w: read request body: %v", write.ErrInvalid, err)
-	}
-	if n > limit {
+	case over:
 		return fmt.Errorf("%w: request body is over the limit of %d bytes (--write.max-body-bytes)", errContentTooLarge, limit)
-	}
-	if n == 0 {
+	case len(data) == 0:
 		return errEmptyBody
 	}
 	return nil
+}
+
+// bodyDeadline sets the connection's read deadline to limits.BodyReadTimeout from
+// now and returns the function that lifts it once the body is read (a deadline
+// left in place would make the server's background read of the connection
+// cancel the request while it is written). A ResponseWriter that has no
+// connection deadline (a test's recorder) reads without one.
+func (h *writeHandler) bodyDeadline(w http.ResponseWriter) (lift func()) {
+	rc := http.NewResponseController(w)
+	if err := rc.SetReadDeadline(time.Now().Add(h.limits.BodyReadTimeout)); err != nil {
+		return func() {}
+	}
+	return func() { _ = rc.SetReadDeadline(time.Time{}) }
+}
+
+// closeConnection asks net/http to close the connection after the answer
+// instead of reading what is left of the request body to keep it alive: for
+// requests answered before their body was read to its end.
+func closeConnection(w http.ResponseWriter) {
+	w.Header().Set("Connection", "close")
+}
+
+// readGrowing reads src to its end into buf[:0], growing buf only as bytes
+// arrive: by doubling, from at most initialBodyBuffer, never past expected (a
+// Content-Length, 0 when unknown) while fewer bytes arrived, nor past limit+1.
+// Each byte read is reserved in res first; over reports more than limit bytes
+// (reading stops there).
+func readGrowing(src io.Reader, buf []byte, limit, expected int64, res *reservation) (_ []byte, over bool, _ error) {
+	buf = buf[:0]
+	var probe [1]byte
+	for {
+		var dst []byte
+		probing := false
+		switch {
+		case len(buf) < cap(buf):
+			dst = buf[len(buf):min(int64(cap(buf)), limit+1)]
+		case expected > 0 && int64(len(buf)) >= expected:
+			// All that was announced is here: look for the end without growing.
+			dst, probing = probe[:], true
+		default:
+			grow := max(cap(buf), initialBodyBuffer)
+			if expected > 0 {
+				grow = min(grow, int(expected)-len(buf))
+			}
+			grow = int(min(int64(grow), limit+1-int64(len(buf))))
+			buf = slices.Grow(buf, grow)
+			dst = buf[len(buf):min(int64(cap(buf)), limit+1)]
+		}
+		n, err := src.Read(dst)
+		if rerr := res.reserve(int64(n)); rerr != nil {
+			return buf, false, rerr
+		}
+		if probing {
+			buf = append(buf, dst[:n]...)
+		} else {
+			buf = buf[:len(buf)+n]
+		}
+		if int64(len(buf)) > limit {
+			return buf, true, nil
+		}
+		if err == io.EOF {
+			return buf, false, nil
+		}
+		if err != nil {
+			return buf, false, err
+		}
+	}
 }
 
 // snappyFramedMagic starts a body in snappy's framed (stream) format, which both
@@ -67,11 +161,31 @@ func (h *writeHandler) readBody(r *http.Request, buf *bytes.Buffer) error {
 // MUST NOT be used"); recognising it gives the sender a precise error.
 var snappyFramedMagic = []byte("\xff\x06\x00\x00sNaPpY")
 
+// maxSnappyExpansion bounds what one byte of a snappy block can decode to: the
+// densest element, a copy with a 2-byte offset, takes 3 bytes for 64 bytes of
+// output (literals take more than they give, 1-byte-offset copies 2 bytes for at
+// most 11, 4-byte-offset copies 5 for 64).
+const (
+	snappyMaxCopyLen     = 64
+	snappyMinCopyElement = 3
+)
+
+// maxSnappyDecodedLen is the most a snappy block of len(body) bytes can decode
+// to, whatever its header claims.
+func maxSnappyDecodedLen(body []byte) int64 {
+	_, hdr := binary.Uvarint(body)
+	if hdr <= 0 {
+		return 0
+	}
+	return int64(len(body)-hdr) * snappyMaxCopyLen / snappyMinCopyElement
+}
+
 // decodeSnappy decodes a snappy block-format body into dst (reused when large
 // enough). The decoded length, which a block states in its header, is checked
-// against limits.MaxDecompressedBytes before anything is allocated, so a small
-// body cannot make the server allocate gigabytes.
-func (h *writeHandler) decodeSnappy(dst *bytes.Buffer, body []byte) ([]byte, error) {
+// against limits.MaxDecompressedBytes and against what a block of that size can
+// hold before anything is allocated, so a small body cannot make the server
+// allocate gigabytes; then it is reserved in res (429 when it does not fit).
+func (h *writeHandler) decodeSnappy(dst *[]byte, body []byte, res *reservation) ([]byte, error) {
 	if bytes.HasPrefix(body, snappyFramedMagic) {
 		return nil, fmt.Errorf("%w: body is in snappy's framed format; remote write requires the block format", write.ErrInvalid)
 	}
@@ -79,35 +193,51 @@ func (h *writeHandler) decodeSnappy(dst *bytes.Buffer, body []byte) ([]byte, err
 	if err != nil {
 		return nil, fmt.Errorf("%w: body is not snappy block-compressed: %v", write.ErrInvalid, err)
 	}
-	if limit := h.limits.MaxDecompressedBytes; int64(n) > limit {
+	limit := h.limits.MaxDecompressedBytes
+	if int64(n) > limit {
 		return nil, fmt.Errorf("%w: snappy-decoded body of %d bytes is over the limit of %d bytes (--write.max-decompressed-bytes)",
 			write.ErrInvalid, n, limit)
 	}
-	dst.Grow(n)
-	out, err := snappy.Decode(dst.Bytes()[:n], body)
+	if most := maxSnappyDecodedLen(body); int64(n) > most {
+		return nil, fmt.Errorf("%w: snappy block of %d bytes claims a decoded length of %d bytes, more than the %d bytes "+
+			"a block of that size can hold (the limit is %d bytes, --write.max-decompressed-bytes)",
+			write.ErrInvalid, len(body), n, most, limit)
+	}
+	if err := res.reserve(int64(n)); err != nil {
+		return nil, err
+	}
+	if cap(*dst) < n {
+		*dst = make([]byte, n)
+	}
+	out, err := snappy.Decode((*dst)[:n], body)
 	if err != nil {
 		return nil, fmt.Errorf("%w: body is not snappy block-compressed: %v", write.ErrInvalid, err)
 	}
+	*dst = out
 	return out, nil
 }
 
 // decodeGzip decompresses a gzip body into dst, refusing more than
 // limits.MaxDecompressedBytes of output (gzip does not state its decoded length
-// up front, so the bound is enforced while decoding).
-func (h *writeHandler) decodeGzip(dst *bytes.Buffer, body []byte) ([]byte, error) {
+// up front, so the bound is enforced while decoding, reading one byte past it to
+// tell); the output is reserved in res as it grows.
+func (h *writeHandler) decodeGzip(dst *[]byte, body []byte, res *reservation) ([]byte, error) {
 	zr, err := gzip.NewReader(bytes.NewReader(body))
 	if err != nil {
 		return nil, fmt.Errorf("%w: body is not gzip-compressed: %v", write.ErrInvalid, err)
 	}
 	limit := h.limits.MaxDecompressedBytes
-	n, err := dst.ReadFrom(io.LimitReader(zr, limit+1))
-	if err != nil {
+	out, over, err := readGrowing(io.LimitReader(zr, limit+1), *dst, limit, 0, res)
+	*dst = out
+	switch {
+	case errors.Is(err, errOverloaded):
+		return nil, err
+	case err != nil:
 		return nil, fmt.Errorf("%w: body is not valid gzip: %v", write.ErrInvalid, err)
-	}
-	if n > limit {
+	case over:
 		return nil, fmt.Errorf("%w: gzip-decoded body is over the limit of %d bytes (--write.max-decompressed-bytes)", write.ErrInvalid, limit)
 	}
-	return dst.Bytes(), nil
+	return out, nil
 }
 
 // contentEncoding returns the request's Content-Encoding, lower-cased, "" when

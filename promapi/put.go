@@ -1,7 +1,6 @@
 package promapi
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -36,18 +35,21 @@ type putSummary struct {
 // OpenTSDB's error object, or the summary (with "errors" under ?details). A
 // store failure is a 5xx and nothing is acknowledged.
 func (h *writeHandler) put() http.Handler {
-	return h.limitConcurrency(http.HandlerFunc(h.servePut), h.failPut)
+	return http.HandlerFunc(h.servePut)
 }
 
 func (h *writeHandler) servePut(w http.ResponseWriter, r *http.Request) {
 	raw, decoded := getBuffer(), getBuffer()
 	defer putBuffer(raw)
 	defer putBuffer(decoded)
-	body, err := h.readPutBody(r, raw, decoded)
+	res := &reservation{budget: h.bytes}
+	defer res.release()
+	body, release, err := h.readPutBody(w, r, raw, decoded, res)
 	if err != nil {
 		h.failPut(w, r, err)
 		return
 	}
+	defer release()
 	p, err := wire.DecodePut(body)
 	if err != nil {
 		h.failPut(w, r, err)
@@ -115,33 +117,45 @@ func putStatus(sum putSummary) int {
 	return http.StatusOK
 }
 
-// readPutBody reads the body within the limits; it may be gzip-compressed, as
-// scollector sends it.
-func (h *writeHandler) readPutBody(r *http.Request, raw, decoded *bytes.Buffer) ([]byte, error) {
+// readPutBody reads the body within the limits (see readBody), takes a
+// concurrency slot once it has all arrived, and gunzips it when it is
+// gzip-encoded, as scollector sends it. On success the caller gives the slot
+// back with release.
+func (h *writeHandler) readPutBody(w http.ResponseWriter, r *http.Request, raw, decoded *[]byte, res *reservation) (_ []byte, release func(), _ error) {
 	enc := contentEncoding(r)
 	if enc != "" && enc != "identity" && enc != "gzip" {
-		return nil, fmt.Errorf("%w: Content-Encoding %q is not accepted; /api/put takes gzip or none", errUnsupportedMedia, enc)
+		closeConnection(w)
+		return nil, nil, fmt.Errorf("%w: Content-Encoding %q is not accepted; /api/put takes gzip or none", errUnsupportedMedia, enc)
 	}
-	if err := h.readBody(r, raw); err != nil {
+	if err := h.readBody(w, r, raw, res); err != nil {
 		if errors.Is(err, errEmptyBody) {
-			return nil, fmt.Errorf("%w: Missing message content", write.ErrInvalid)
+			return nil, nil, fmt.Errorf("%w: Missing message content", write.ErrInvalid)
 		}
-		return nil, err
+		return nil, nil, err
 	}
+	if err := h.acquireSlot(); err != nil {
+		return nil, nil, err
+	}
+	body := *raw
 	if enc == "gzip" {
-		return h.decodeGzip(decoded, raw.Bytes())
-	}
-	if int64(raw.Len()) > h.limits.MaxDecompressedBytes {
-		return nil, fmt.Errorf("%w: request body is over the limit of %d bytes (--write.max-decompressed-bytes)",
+		var err error
+		if body, err = h.decodeGzip(decoded, body, res); err != nil {
+			h.inflight.release()
+			return nil, nil, err
+		}
+	} else if int64(len(body)) > h.limits.MaxDecompressedBytes {
+		h.inflight.release()
+		return nil, nil, fmt.Errorf("%w: request body is over the limit of %d bytes (--write.max-decompressed-bytes)",
 			write.ErrInvalid, h.limits.MaxDecompressedBytes)
 	}
-	return raw.Bytes(), nil
+	return body, h.inflight.release, nil
 }
 
 // failPut answers an /api/put request that failed as a whole, with OpenTSDB's
 // error object.
 func (h *writeHandler) failPut(w http.ResponseWriter, r *http.Request, err error) {
 	status := statusOf(err)
+	h.setRetryAfter(w, status)
 	logWriteFailure(h.logger, r, status, err)
 	writePutJSON(w, status, openTSDBError(status, strings.TrimPrefix(err.Error(), write.ErrInvalid.Error()+": "), ""))
 }

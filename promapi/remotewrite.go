@@ -23,14 +23,12 @@ const (
 	headerExemplarsWritten  = "X-Prometheus-Remote-Write-Exemplars-Written"
 )
 
-// remoteWrite is the handler of POST /api/v1/write: the concurrency limit, then
-// client_golang's remote-write handler (content negotiation, the Written headers)
-// with our snappy middleware in front of our Store.
+// remoteWrite is the handler of POST /api/v1/write: client_golang's remote-write
+// handler (content negotiation, the Written headers) with our snappy middleware,
+// which reads the body within the limits and takes the concurrency slot, in
+// front of our Store.
 func (h *writeHandler) remoteWrite() http.Handler {
-	rw := remoteapi.NewWriteHandler(h, acceptedMessages, remoteapi.WithWriteHandlerMiddlewares(h.snappyMiddleware))
-	return h.limitConcurrency(rw, func(w http.ResponseWriter, r *http.Request, err error) {
-		h.failRemote(w, r, "", err)
-	})
+	return remoteapi.NewWriteHandler(h, acceptedMessages, remoteapi.WithWriteHandlerMiddlewares(h.snappyMiddleware))
 }
 
 // negotiate reads what the request says it carries. "Receivers MUST use the
@@ -72,7 +70,8 @@ func negotiate(r *http.Request) (remoteapi.WriteMessageType, error) {
 	return msgType, nil
 }
 
-// snappyMiddleware negotiates the message, reads the body within the limits and
+// snappyMiddleware negotiates the message, reads the body within the limits (see
+// readBody), takes a concurrency slot once the whole body has arrived, and
 // decodes snappy's block format, handing the decoded bytes to the remoteapi
 // handler. It replaces remoteapi.SnappyDecodeMiddleware, whose limit is a fixed
 // 32 MiB and which reads a body before looking at its Content-Type.
@@ -80,17 +79,25 @@ func (h *writeHandler) snappyMiddleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		msgType, err := negotiate(r)
 		if err != nil {
+			closeConnection(w)
 			h.failRemote(w, r, msgType, err)
 			return
 		}
 		compressed, decoded := getBuffer(), getBuffer()
 		defer putBuffer(compressed)
 		defer putBuffer(decoded)
-		if err := h.readBody(r, compressed); err != nil {
+		res := &reservation{budget: h.bytes}
+		defer res.release()
+		if err := h.readBody(w, r, compressed, res); err != nil {
 			h.failRemote(w, r, msgType, err)
 			return
 		}
-		data, err := h.decodeSnappy(decoded, compressed.Bytes())
+		if err := h.acquireSlot(); err != nil {
+			h.failRemote(w, r, msgType, err)
+			return
+		}
+		defer h.inflight.release()
+		data, err := h.decodeSnappy(decoded, *compressed, res)
 		if err != nil {
 			h.failRemote(w, r, msgType, err)
 			return
@@ -111,6 +118,7 @@ func (h *writeHandler) failRemote(w http.ResponseWriter, r *http.Request, msgTyp
 			w.Header().Set(k, "0")
 		}
 	}
+	h.setRetryAfter(w, status)
 	logWriteFailure(h.logger, r, status, err, "proto", string(msgType))
 	http.Error(w, err.Error(), status)
 }
@@ -124,6 +132,9 @@ func (h *writeHandler) Store(r *http.Request, msgType remoteapi.WriteMessageType
 	fail := func(err error) (*remoteapi.WriteResponse, error) {
 		status := statusOf(err)
 		resp.SetStatusCode(status)
+		if status == http.StatusTooManyRequests {
+			resp.SetExtraHeader("Retry-After", h.limits.retryAfter())
+		}
 		logWriteFailure(h.logger, r, status, err, "proto", string(msgType),
 			"samples_written", resp.Samples)
 		return resp, err

@@ -3,12 +3,13 @@ package promapi
 import "log/slog"
 
 // writeHandler serves the write endpoints, /api/v1/write and /api/put, which share
-// one store, one set of limits and one concurrency bound.
+// one store, one set of limits, one concurrency bound and one byte budget.
 type writeHandler struct {
 	store    Provider
 	limits   WriteLimits
 	logger   *slog.Logger
 	inflight *limiter
+	bytes    *byteBudget
 }
 
 func newWriteHandler(opts Options) *writeHandler {
@@ -18,6 +19,7 @@ func newWriteHandler(opts Options) *writeHandler {
 		limits:   limits,
 		logger:   opts.Logger,
 		inflight: newLimiter(limits.MaxConcurrentRequests),
+		bytes:    &byteBudget{max: limits.MaxInflightBytes},
 	}
 }
 
