@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"strconv"
 	"unicode/utf8"
 
@@ -182,6 +184,11 @@ func parsePutDatapoint(raw json.RawMessage) (dp putDatapoint, shown any, t int64
 	if err := json.Unmarshal(raw, &in); err != nil {
 		return dp, raw, 0, 0, "Unable to parse the datapoint: " + err.Error()
 	}
+	if esc, ok := loneSurrogate(raw); ok {
+		// encoding/json would store U+FFFD in its place: a label other than
+		// the one sent. Jackson, behind OpenTSDB, refuses it.
+		return dp, raw, 0, 0, fmt.Sprintf("Unable to parse the datapoint: invalid Unicode escape %s (a lone UTF-16 surrogate)", esc)
+	}
 	dp = putDatapoint{Tags: in.Tags}
 	if in.Metric != nil {
 		dp.Metric = *in.Metric
@@ -202,6 +209,17 @@ func parsePutDatapoint(raw json.RawMessage) (dp putDatapoint, shown any, t int64
 		return dp, dp, 0, 0, "Empty value"
 	case len(in.Tags) < 1:
 		return dp, dp, 0, 0, "Missing tags"
+	}
+	// OpenTSDB's Tags.validateString: a tag with an empty name or value is
+	// refused (a Prometheus label with an empty value is no label at all, so
+	// storing it would drop the tag).
+	for _, k := range slices.Sorted(maps.Keys(in.Tags)) {
+		switch {
+		case k == "":
+			return dp, dp, 0, 0, "Invalid tag name: empty string"
+		case in.Tags[k] == "":
+			return dp, dp, 0, 0, fmt.Sprintf("Invalid tag value for tag %q: empty string", k)
+		}
 	}
 	v, err := strconv.ParseFloat(dp.Value, 64)
 	if err != nil && !isRangeError(err) {
@@ -254,4 +272,70 @@ func putValueText(raw json.RawMessage) string {
 		}
 	}
 	return string(raw)
+}
+
+// loneSurrogate reports the first \uXXXX escape of a JSON text that is a UTF-16
+// surrogate not paired with its other half: encoding/json decodes it as U+FFFD.
+func loneSurrogate(raw []byte) (string, bool) {
+	inString := false
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		if !inString {
+			inString = c == '"'
+			continue
+		}
+		switch c {
+		case '"':
+			inString = false
+		case '\\':
+			if i+1 >= len(raw) {
+				return "", false
+			}
+			if raw[i+1] != 'u' {
+				i++ // an escaped character: skip it
+				continue
+			}
+			r, ok := hex4(raw, i+2)
+			if !ok {
+				return "", false
+			}
+			switch {
+			case r >= 0xD800 && r < 0xDC00:
+				if i+12 <= len(raw) && raw[i+6] == '\\' && raw[i+7] == 'u' {
+					if lo, ok := hex4(raw, i+8); ok && lo >= 0xDC00 && lo < 0xE000 {
+						i += 11
+						continue
+					}
+				}
+				return string(raw[i : i+6]), true
+			case r >= 0xDC00 && r < 0xE000:
+				return string(raw[i : i+6]), true
+			}
+			i += 5
+		}
+	}
+	return "", false
+}
+
+// hex4 decodes the 4 hex digits at raw[i:i+4].
+func hex4(raw []byte, i int) (rune, bool) {
+	if i+4 > len(raw) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range raw[i : i+4] {
+		var d byte
+		switch {
+		case c >= '0' && c <= '9':
+			d = c - '0'
+		case c >= 'a' && c <= 'f':
+			d = c - 'a' + 10
+		case c >= 'A' && c <= 'F':
+			d = c - 'A' + 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(d)
+	}
+	return r, true
 }

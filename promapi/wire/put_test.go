@@ -167,3 +167,36 @@ func TestDecodePutErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodePutRefusesWhatOpenTSDBRefuses: a lone UTF-16 surrogate escape
+// (which encoding/json turns into U+FFFD) and a tag with an empty name or
+// value (which would be stored as no tag) fail their datapoint; a valid pair
+// of surrogates is a character like any other.
+func TestDecodePutRefusesWhatOpenTSDBRefuses(t *testing.T) {
+	for _, tc := range []struct{ body, want string }{
+		{`{"metric":"m","timestamp":1700000000,"value":1,"tags":{"host":"a\ud800"}}`,
+			`Unable to parse the datapoint: invalid Unicode escape \ud800 (a lone UTF-16 surrogate)`},
+		{`{"metric":"m\udc00x","timestamp":1700000000,"value":1,"tags":{"host":"a"}}`,
+			`Unable to parse the datapoint: invalid Unicode escape \udc00 (a lone UTF-16 surrogate)`},
+		{`{"metric":"m","timestamp":1700000000,"value":1,"tags":{"host":"\uD83D\u0041"}}`,
+			`Unable to parse the datapoint: invalid Unicode escape \uD83D (a lone UTF-16 surrogate)`},
+		{`{"metric":"m","timestamp":1700000000,"value":1,"tags":{"host":""}}`, `Invalid tag value for tag "host": empty string`},
+		{`{"metric":"m","timestamp":1700000000,"value":1,"tags":{"":"a"}}`, `Invalid tag name: empty string`},
+		{`{"metric":"m","timestamp":1700000000,"value":1,"tags":{"host":"\\ud800 \uD83D\uDE00"}}`, ``},
+	} {
+		p, err := DecodePut([]byte(tc.body))
+		if err != nil {
+			t.Fatalf("DecodePut(%s): %v", tc.body, err)
+		}
+		if got := p.Datapoints[0].Error; got != tc.want {
+			t.Errorf("DecodePut(%s): datapoint error %q, want %q", tc.body, got, tc.want)
+		}
+		if n := len(p.Request.Series); (tc.want == "") != (n == 1) {
+			t.Errorf("DecodePut(%s): %d series in the request", tc.body, n)
+		}
+	}
+	p, _ := DecodePut([]byte(`{"metric":"m","timestamp":1700000000,"value":1,"tags":{"host":"\\ud800 \uD83D\uDE00"}}`))
+	if got := p.Request.Series[0].Labels.Get("host"); got != `\ud800 😀` {
+		t.Errorf("host = %q", got)
+	}
+}
