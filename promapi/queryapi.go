@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gorilla/mux"
+	"github.com/grafana/regexp"
 	"github.com/prometheus/common/route"
 	"github.com/prometheus/prometheus/config"
 	"github.com/prometheus/prometheus/model/exemplar"
@@ -33,9 +34,26 @@ type QueryOptions struct {
 	// MaxConcurrent bounds the queries executed at once [20]; more wait in a
 	// queue (within Timeout), as in Prometheus.
 	MaxConcurrent int
-	// RemoteReadSampleLimit bounds the samples of one SAMPLES remote-read query
-	// [50e6]; over it the request fails, as in Prometheus.
+	// MaxQueryLength bounds the bytes of a PromQL expression (the query
+	// parameter) and of each match[] selector [16 KiB], checked before anything
+	// parses them: the parser takes time quadratic in a chain of binary
+	// operators (32 KiB of "1+1+..." parse in seconds). Over it: 400 bad_data.
+	MaxQueryLength int
+	// FormatMaxDepth bounds the nesting depth of an expression that
+	// /api/v1/format_query pretty-prints [256]: Prometheus' pretty-printer takes
+	// time cubic in it (1 000 nested "+" take seconds). Over it: 400 bad_data.
+	FormatMaxDepth int
+	// CORSOrigin is the origins (an anchored regular expression) whose browser
+	// requests the Prometheus API answers with Access-Control-Allow-Origin, as
+	// Prometheus' --web.cors.origin; nil is Prometheus' default ".*" (any).
+	CORSOrigin *regexp.Regexp
+	// RemoteReadSampleLimit bounds the samples of one SAMPLES remote-read
+	// request, summed over its queries [50e6]; over it the request fails with
+	// 400 "exceeded sample limit", as Prometheus answers (per query) there.
 	RemoteReadSampleLimit int
+	// RemoteReadMaxQueries bounds the queries of one remote-read request [100];
+	// over it: 400 before any is run.
+	RemoteReadMaxQueries int
 	// RemoteReadConcurrency bounds the remote-read requests served at once [10].
 	RemoteReadConcurrency int
 	// RemoteReadMaxBytesInFrame bounds one frame of a STREAMED_XOR_CHUNKS
@@ -52,7 +70,10 @@ func DefaultQueryOptions() QueryOptions {
 		MaxSamples:                50_000_000,
 		Timeout:                   2 * time.Minute,
 		MaxConcurrent:             20,
+		MaxQueryLength:            16 << 10,
+		FormatMaxDepth:            256,
 		RemoteReadSampleLimit:     50_000_000,
+		RemoteReadMaxQueries:      100,
 		RemoteReadConcurrency:     10,
 		RemoteReadMaxBytesInFrame: 1 << 20,
 		LastMaxN:                  1000,
@@ -66,7 +87,13 @@ func (o QueryOptions) withDefaults() QueryOptions {
 	setDefault(&o.MaxSamples, d.MaxSamples)
 	setDefault(&o.Timeout, d.Timeout)
 	setDefault(&o.MaxConcurrent, d.MaxConcurrent)
+	setDefault(&o.MaxQueryLength, d.MaxQueryLength)
+	setDefault(&o.FormatMaxDepth, d.FormatMaxDepth)
+	if o.CORSOrigin == nil {
+		o.CORSOrigin = anyOrigin
+	}
 	setDefault(&o.RemoteReadSampleLimit, d.RemoteReadSampleLimit)
+	setDefault(&o.RemoteReadMaxQueries, d.RemoteReadMaxQueries)
 	setDefault(&o.RemoteReadConcurrency, d.RemoteReadConcurrency)
 	setDefault(&o.RemoteReadMaxBytesInFrame, d.RemoteReadMaxBytesInFrame)
 	setDefault(&o.LastMaxN, d.LastMaxN)
@@ -82,7 +109,10 @@ func (o QueryOptions) Validate() error {
 		notNegative("QueryOptions.MaxSamples", o.MaxSamples),
 		notNegative("QueryOptions.Timeout", o.Timeout),
 		notNegative("QueryOptions.MaxConcurrent", o.MaxConcurrent),
+		notNegative("QueryOptions.MaxQueryLength", o.MaxQueryLength),
+		notNegative("QueryOptions.FormatMaxDepth", o.FormatMaxDepth),
 		notNegative("QueryOptions.RemoteReadSampleLimit", o.RemoteReadSampleLimit),
+		notNegative("QueryOptions.RemoteReadMaxQueries", o.RemoteReadMaxQueries),
 		notNegative("QueryOptions.RemoteReadConcurrency", o.RemoteReadConcurrency),
 		notNegative("QueryOptions.RemoteReadMaxBytesInFrame", o.RemoteReadMaxBytesInFrame),
 		notNegative("QueryOptions.LastMaxN", o.LastMaxN),
@@ -158,9 +188,9 @@ func registerPrometheusAPI(r *mux.Router, q storage.SampleAndChunkQueryable, eng
 		}
 	}
 	noConfig := func() config.Config { return config.Config{} }
-	api := v1.NewAPI(engine, q, nil, emptyExemplars{}, nil, nil, nil, noConfig, map[string]string{},
+	api := v1.NewAPI(timeoutEngine{engine}, q, nil, emptyExemplars{}, nil, nil, nil, noConfig, map[string]string{},
 		v1.GlobalURLOptions{}, ready, nil, "", false, false, 0, logger, nil,
-		opts.RemoteReadSampleLimit, opts.RemoteReadConcurrency, opts.RemoteReadMaxBytesInFrame, false, nil,
+		opts.RemoteReadSampleLimit, opts.RemoteReadConcurrency, opts.RemoteReadMaxBytesInFrame, false, opts.CORSOrigin,
 		nil, &build, nil, nil, nil, nil, nil, false, nil, false, false, false,
 		opts.LookbackDelta, false, false, nil, nil, v1.OpenAPIOptions{}, parser.NewParser(parser.Options{}), false,
 		opts.Timeout)
@@ -173,8 +203,13 @@ func registerPrometheusAPI(r *mux.Router, q storage.SampleAndChunkQueryable, eng
 			h = withResolution(true, prom)
 		case "/query_range":
 			h = withResolution(false, prom)
+		case "/format_query":
+			h = boundFormatDepth(opts.FormatMaxDepth, prom)
 		}
-		r.Handle("/api/v1"+p.path, h).Methods(p.methods...)
+		// The length bound comes first: everything after it may parse the query.
+		h = boundQueryLength(opts.MaxQueryLength, h)
+		// OPTIONS is a browser's CORS preflight, answered by Prometheus' handler.
+		r.Handle("/api/v1"+p.path, h).Methods(append(p.methods, http.MethodOptions)...)
 	}
 }
 

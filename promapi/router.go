@@ -102,8 +102,12 @@ func (opts Options) ping(ctx context.Context) error {
 	return nil
 }
 
-// recoverPanics turns a panic in a handler into a 500 and a log line: a bug must
-// never take the process down or hand a client a broken connection without a status.
+// recoverPanics turns a panic in a handler into a 500 with Prometheus' error
+// envelope (errorType internal) and one log line with the stack: a bug must
+// never take the process down or hand a client a broken connection without a
+// status. http.ErrAbortHandler (a handler aborting a response it has started,
+// as the streamed remote read does) is passed on to net/http, which drops the
+// connection without a log line.
 func recoverPanics(logger *slog.Logger, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		defer func() {
@@ -112,7 +116,7 @@ func recoverPanics(logger *slog.Logger, next http.Handler) http.Handler {
 					panic(p)
 				}
 				logger.Error("panic serving request", "method", r.Method, "path", r.URL.Path, "panic", p, "stack", string(debug.Stack()))
-				http.Error(w, "internal server error", http.StatusInternalServerError)
+				respondError(w, errInternalType, errors.New("internal server error"))
 			}
 		}()
 		next.ServeHTTP(w, r)

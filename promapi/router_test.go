@@ -1,6 +1,7 @@
 package promapi
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/hbtsdb/hbtsdb/kv"
@@ -100,10 +102,20 @@ func TestNewRouterRefusesInvalidOptions(t *testing.T) {
 	}
 }
 
+// TestPanicBecomes500: a handler's panic is a 500 in Prometheus' error envelope
+// and one log line that names the request and the panic.
 func TestPanicBecomes500(t *testing.T) {
-	h := recoverPanics(slog.New(slog.DiscardHandler), http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("boom") }))
-	if code, body := get(t, h, "/boom"); code != 500 || body != "internal server error\n" {
-		t.Fatalf("panicking handler = %d %q, want 500", code, body)
+	var log bytes.Buffer
+	h := recoverPanics(slog.New(slog.NewTextHandler(&log, nil)), http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("boom") }))
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/boom", nil))
+	want := `{"status":"error","errorType":"internal","error":"internal server error"}`
+	if rec.Code != 500 || rec.Body.String() != want || rec.Header().Get("Content-Type") != "application/json" {
+		t.Fatalf("panicking handler = %d %q %v, want 500 %s", rec.Code, rec.Body.String(), rec.Header(), want)
+	}
+	line := log.String()
+	if strings.Count(line, "\n") != 1 || !strings.Contains(line, `msg="panic serving request" method=GET path=/boom panic=boom stack=`) {
+		t.Fatalf("log = %q, want one line naming the request and the panic", line)
 	}
 }
 

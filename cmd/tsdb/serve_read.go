@@ -3,6 +3,9 @@ package main
 import (
 	"fmt"
 	"runtime"
+	"strings"
+
+	"github.com/grafana/regexp"
 
 	"github.com/hbtsdb/hbtsdb/promapi"
 	"github.com/hbtsdb/hbtsdb/query"
@@ -21,9 +24,19 @@ func (o *serveOptions) registerQueryFlags() {
 		"included; over it: 503 (errorType timeout). A request's own timeout parameter can only shorten it.", &q.Timeout)
 	b.int("query.max-concurrency", "promapi: QueryOptions.MaxConcurrent", "PromQL queries executed at once; more wait "+
 		"for a slot within --query.timeout.", &q.MaxConcurrent)
+	bytesFlag(b, "query.max-length", "promapi: QueryOptions.MaxQueryLength", "Longest PromQL expression (the query "+
+		"parameter) and match[] selector accepted, checked before parsing; over it: 400 (errorType bad_data).",
+		&q.MaxQueryLength)
+	b.int("query.format-max-depth", "promapi: QueryOptions.FormatMaxDepth", "Deepest nesting of an expression "+
+		"that /api/v1/format_query pretty-prints (its time grows with the cube of the depth); over it: 400.",
+		&q.FormatMaxDepth)
+	b.flag("web.cors.origin", "", `Regex for CORS origin of the Prometheus API, fully anchored, as Prometheus' `+
+		`--web.cors.origin. Example: 'https?://(domain1|domain2)\.com'`).Default(".*").SetValue(corsValue{&q.CORSOrigin})
 	b.int("remote-read.sample-limit", "promapi: QueryOptions.RemoteReadSampleLimit", "Most samples one remote-read "+
-		"query may return in a SAMPLES response (streamed chunk responses are bounded per frame instead).",
-		&q.RemoteReadSampleLimit)
+		"request may return in a SAMPLES response, summed over its queries; over it: 400 (streamed chunk responses "+
+		"are bounded per frame instead).", &q.RemoteReadSampleLimit)
+	b.int("remote-read.max-queries", "promapi: QueryOptions.RemoteReadMaxQueries", "Most queries one remote-read "+
+		"request may hold; over it: 400 before any runs.", &q.RemoteReadMaxQueries)
 	b.int("remote-read.concurrent-limit", "promapi: QueryOptions.RemoteReadConcurrency", "Remote-read requests "+
 		"(POST /api/v1/read) served at once; more wait.", &q.RemoteReadConcurrency)
 	bytesFlag(b, "remote-read.max-bytes-in-frame", "promapi: QueryOptions.RemoteReadMaxBytesInFrame", "Largest frame "+
@@ -58,6 +71,26 @@ func (v resolutionValue) String() string {
 		return "auto"
 	}
 	return v.r.String()
+}
+
+// corsValue is a kingpin value for --web.cors.origin.
+type corsValue struct{ re **regexp.Regexp }
+
+func (v corsValue) Set(s string) error {
+	re, err := promapi.CompileCORSOrigin(s)
+	if err != nil {
+		return fmt.Errorf("--web.cors.origin: %w", err)
+	}
+	*v.re = re
+	return nil
+}
+
+func (v corsValue) String() string {
+	if v.re == nil || *v.re == nil {
+		return ".*"
+	}
+	s := (*v.re).String()
+	return strings.TrimSuffix(strings.TrimPrefix(s, "^(?:"), ")$")
 }
 
 // buildInfo is /api/v1/status/buildinfo's answer. version is the Prometheus
