@@ -18,7 +18,7 @@ import (
 // Validation.
 //
 // What Write checks, and the Rejection.Reason it gives (s is the series as sent,
-// names and values over 128 bytes shortened):
+// names and values over 128 bytes shortened, labels after about 1 KiB left out):
 //
 //	label name "" is empty in series s
 //	label name "n" is not valid UTF-8 in series s
@@ -269,25 +269,39 @@ func quote(s string) string {
 	return strconv.Quote(s[:cut]) + "…"
 }
 
+// maxDescribed is about how many bytes of a series' labels a Reason writes;
+// the labels after that are left out ("…").
+const maxDescribed = 1024
+
 // describe writes a series as labels.Labels.String does ({__name__="up",
 // job="node"}; names quoted when they are not classic label names), with long
-// names and values shortened.
+// names and values shortened and the labels after the first maxDescribed
+// bytes left out, so that a reason stays short whatever was sent.
 func describe(ls labels.Labels) string {
 	var b strings.Builder
 	b.WriteByte('{')
 	i := 0
 	ls.Range(func(l labels.Label) {
+		if b.Len() > maxDescribed {
+			return
+		}
 		if i > 0 {
 			b.WriteString(", ")
 		}
 		i++
-		if model.LegacyValidation.IsValidLabelName(l.Name) {
+		switch {
+		case model.LegacyValidation.IsValidLabelName(l.Name) && len(l.Name) <= maxQuoted:
 			b.WriteString(l.Name)
-		} else {
+		case model.LegacyValidation.IsValidLabelName(l.Name):
+			b.WriteString(l.Name[:maxQuoted] + "…")
+		default:
 			b.WriteString(quote(l.Name))
 		}
 		b.WriteByte('=')
 		b.WriteString(quote(l.Value))
+		if b.Len() > maxDescribed && i < ls.Len() {
+			b.WriteString(", …")
+		}
 	})
 	b.WriteByte('}')
 	return b.String()
