@@ -56,32 +56,6 @@ const (
 	defaultSelectMaxSamples = 500_000_000
 )
 
-// registerWriteFlags binds the limits of the write endpoints (/api/v1/write,
-// /api/put): the HTTP side (promapi.WriteLimits) and what one request may carry
-// (write.Limits).
-func (o *serveOptions) registerWriteFlags() {
-	b, h, l := o.flags, &o.http.WriteLimits, &o.writeLimits
-	bytesFlag(b, "write.max-body-bytes", "promapi: WriteLimits.MaxBodyBytes", "Largest write request body as sent "+
-		"(snappy- or gzip-compressed); larger is answered 413 before it is read.", &h.MaxBodyBytes)
-	bytesFlag(b, "write.max-decompressed-bytes", "promapi: WriteLimits.MaxDecompressedBytes", "Largest write request "+
-		"body once decompressed; larger is answered 400 before it is decoded.", &h.MaxDecompressedBytes)
-	b.int("write.max-concurrent-requests", "promapi: WriteLimits.MaxConcurrentRequests", "Write requests served at "+
-		"once; one more is answered 429 with Retry-After before its body is read.", &h.MaxConcurrentRequests)
-	b.int("write.max-series-per-request", "write: Limits.MaxSeriesPerRequest", "Most series in one write request; "+
-		"over it the request is rejected whole (400). 0: no limit.", &l.MaxSeriesPerRequest)
-	b.int("write.max-samples-per-request", "write: Limits.MaxSamplesPerRequest", "Most samples in one write request; "+
-		"over it the request is rejected whole (400). 0: no limit.", &l.MaxSamplesPerRequest)
-	b.int("write.max-labels-per-series", "write: Limits.MaxLabelsPerSeries", "Most labels (with __name__) of one "+
-		"series; a series over it is rejected. 0: no limit.", &l.MaxLabelsPerSeries)
-	b.int("write.max-label-name-length", "write: Limits.MaxLabelNameLength", "Longest label name in bytes; a series "+
-		"over it is rejected. 0: no limit.", &l.MaxLabelNameLength)
-	b.int("write.max-label-value-length", "write: Limits.MaxLabelValueLength", "Longest label value in bytes; a "+
-		"series over it is rejected. 0: no limit.", &l.MaxLabelValueLength)
-	b.duration("write.max-future-skew", "write: Limits.MaxFutureSkew", "Samples further than this ahead of the "+
-		"server's clock are rejected. Samples older than --retention.raw are rejected too: they would expire at once.",
-		&l.MaxFutureSkew)
-}
-
 // validate checks every options struct the flags were bound into, with the
 // structs' own Validate, and names the flags in the error.
 func (o *serveOptions) validate() error {

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bufio"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -81,5 +83,47 @@ func TestServeRefusesUnworkableWriteLimits(t *testing.T) {
 		"--write.max-label-value-length must not be negative (0 means no limit), got -3\n"
 	if code != 1 || stderr != want {
 		t.Fatalf("exit %d, stderr:\n%s\nwant:\n%s", code, stderr, want)
+	}
+}
+
+// TestServeBindsTheWriteBodyBounds: --write.body-read-timeout reaches the
+// write endpoints, and --write.max-inflight-bytes is refused when one request
+// of the largest size could not fit, naming the flags.
+func TestServeBindsTheWriteBodyBounds(t *testing.T) {
+	code, _, stderr := tsdb(t, "serve", "--storage=embedded:"+t.TempDir(), "--write.max-inflight-bytes=1MiB",
+		"--listen=127.0.0.1:0")
+	want := "tsdb serve: --write.max-inflight-bytes (1048576) must be at least --write.max-body-bytes + " +
+		"--write.max-decompressed-bytes (16777216 + 67108864 = 83886080), or a request of the largest size could never be served\n"
+	if code != 1 || stderr != want {
+		t.Errorf("exit %d, stderr:\n%s\nwant:\n%s", code, stderr, want)
+	}
+
+	t.Setenv("TSDB_WRITE_MAX_INFLIGHT_BYTES", "100MiB")
+	s := startServe(t, "--storage=embedded:"+t.TempDir(), "--write.body-read-timeout=200ms")
+	s.waitFor(t, "/-/ready", 200)
+	c, err := net.Dial("tcp", s.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Write([]byte("POST /api/v1/write HTTP/1.1\r\nHost: tsdb\r\nContent-Type: application/x-protobuf\r\n" +
+		"Content-Encoding: snappy\r\nContent-Length: 1000\r\n\r\nx")); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SetReadDeadline(time.Now().Add(30 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("no answer to a body that stops: %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	wantBody := "invalid write request: request body not received within 200ms (--write.body-read-timeout); 1 bytes arrived\n"
+	if resp.StatusCode != 400 || string(body) != wantBody {
+		t.Errorf("a body that stops: %d %q, want 400 %q", resp.StatusCode, body, wantBody)
+	}
+	if err := s.stop(t); err != nil {
+		t.Fatalf("serve exited with %v after SIGTERM; log:\n%s", err, s.log())
 	}
 }
