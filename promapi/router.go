@@ -102,8 +102,9 @@ func (opts Options) ping(ctx context.Context) error {
 	return nil
 }
 
-// recoverPanics turns a panic in a handler into a 500 with Prometheus' error
-// envelope (errorType internal) and one log line with the stack: a bug must
+// recoverPanics turns a panic in a handler into a 500 and one log line with the
+// stack; the 500 is in Prometheus' error envelope (errorType internal) except
+// on the write and remote-read paths, whose other errors are plain text too: a bug must
 // never take the process down or hand a client a broken connection without a
 // status. http.ErrAbortHandler (a handler aborting a response it has started,
 // as the streamed remote read does) is passed on to net/http, which drops the
@@ -116,7 +117,13 @@ func recoverPanics(logger *slog.Logger, next http.Handler) http.Handler {
 					panic(p)
 				}
 				logger.Error("panic serving request", "method", r.Method, "path", r.URL.Path, "panic", p, "stack", string(debug.Stack()))
-				respondError(w, errInternalType, errors.New("internal server error"))
+				switch r.URL.Path {
+				case "/api/v1/write", "/api/put", "/api/v1/read":
+					// Protocols whose other errors are plain text too.
+					http.Error(w, "internal server error", http.StatusInternalServerError)
+				default:
+					respondError(w, errInternalType, errors.New("internal server error"))
+				}
 			}
 		}()
 		next.ServeHTTP(w, r)

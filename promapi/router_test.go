@@ -103,7 +103,8 @@ func TestNewRouterRefusesInvalidOptions(t *testing.T) {
 }
 
 // TestPanicBecomes500: a handler's panic is a 500 in Prometheus' error envelope
-// and one log line that names the request and the panic.
+// (plain text on the write and remote-read paths) and one log line that names
+// the request and the panic.
 func TestPanicBecomes500(t *testing.T) {
 	var log bytes.Buffer
 	h := recoverPanics(slog.New(slog.NewTextHandler(&log, nil)), http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("boom") }))
@@ -113,9 +114,16 @@ func TestPanicBecomes500(t *testing.T) {
 	if rec.Code != 500 || rec.Body.String() != want || rec.Header().Get("Content-Type") != "application/json" {
 		t.Fatalf("panicking handler = %d %q %v, want 500 %s", rec.Code, rec.Body.String(), rec.Header(), want)
 	}
-	line := log.String()
-	if strings.Count(line, "\n") != 1 || !strings.Contains(line, `msg="panic serving request" method=GET path=/boom panic=boom stack=`) {
-		t.Fatalf("log = %q, want one line naming the request and the panic", line)
+	for _, path := range []string{"/api/v1/write", "/api/put", "/api/v1/read"} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, path, nil))
+		if rec.Code != 500 || rec.Body.String() != "internal server error\n" {
+			t.Errorf("panicking handler on %s = %d %q, want 500 in plain text", path, rec.Code, rec.Body.String())
+		}
+	}
+	lines := strings.Split(strings.TrimSuffix(log.String(), "\n"), "\n")
+	if len(lines) != 4 || !strings.Contains(lines[0], `msg="panic serving request" method=GET path=/boom panic=boom stack=`) {
+		t.Fatalf("log = %q, want one line per request naming the request and the panic", log.String())
 	}
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"net/http"
 	"net/url"
 	"strings"
 	"testing"
@@ -84,5 +85,49 @@ func TestSchemaHostLabelsFlag(t *testing.T) {
 	want := "the store was created with node,instance, this process is configured with host,instance: start with --schema.host-labels=node,instance"
 	if code != 1 || !strings.Contains(stderr, want) {
 		t.Fatalf("schema check with the default host labels: exit %d, stderr %q, want %q", code, stderr, want)
+	}
+}
+
+// TestServeReadBoundsFlags checks that --web.cors.origin, --query.max-length
+// and --query.format-max-depth reach the Prometheus API, and that a bad CORS
+// expression is refused at start.
+func TestServeReadBoundsFlags(t *testing.T) {
+	s := startServe(t, "--storage=embedded:"+t.TempDir(), `--web.cors.origin=https://ok\.example`,
+		"--query.max-length=10B", "--query.format-max-depth=3")
+	s.waitFor(t, "/-/ready", 200)
+	for _, tc := range []struct{ origin, allowed string }{{"https://ok.example", "https://ok.example"}, {"https://evil.example", ""}} {
+		req, err := http.NewRequest(http.MethodGet, "http://"+s.addr+"/api/v1/query?query=1%2B1", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Origin", tc.origin)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 || resp.Header.Get("Access-Control-Allow-Origin") != tc.allowed {
+			t.Errorf("Origin %s: %d, Access-Control-Allow-Origin %q, want 200 %q", tc.origin, resp.StatusCode,
+				resp.Header.Get("Access-Control-Allow-Origin"), tc.allowed)
+		}
+	}
+	for _, tc := range []struct {
+		path string
+		code int
+		body string
+	}{
+		{"/api/v1/parse_query?query=" + url.QueryEscape("1+1+1+1+1+1"), 400,
+			`{"status":"error","errorType":"bad_data","error":"invalid parameter \"query\": the query is 11 bytes long, more than the limit of 10 (--query.max-length)"}`},
+		{"/api/v1/format_query?query=" + url.QueryEscape("1+1+1+1"), 400,
+			`{"status":"error","errorType":"bad_data","error":"invalid parameter \"query\": the expression nests 4 deep, more than format_query's limit of 3 (--query.format-max-depth)"}`},
+		{"/api/v1/format_query?query=" + url.QueryEscape("1+1+1"), 200, `{"status":"success","data":"1 + 1 + 1"}`},
+	} {
+		if code, body := s.get(tc.path); code != tc.code || body != tc.body {
+			t.Errorf("%s: %d %s\nwant %d %s", tc.path, code, body, tc.code, tc.body)
+		}
+	}
+	code, _, stderr := tsdb(t, "serve", "--storage=embedded:"+t.TempDir(), "--web.cors.origin=(", "--listen=127.0.0.1:0")
+	if code == 0 || !strings.Contains(stderr, "--web.cors.origin: CORS origin \"(\": error parsing regexp: missing closing )") {
+		t.Errorf("--web.cors.origin=(: exit %d, stderr %q", code, stderr)
 	}
 }
