@@ -17,7 +17,8 @@
 //     writehandler.go.
 //   - Read endpoints: readhandler.go, last.go, metadata.go, respond.go (ours, in
 //     Prometheus' envelope), queryapi.go (Prometheus' web/api/v1), remoteread.go
-//     (Prometheus' storage/remote read handler).
+//     (Prometheus' storage/remote read handler), read_bounds.go (the read
+//     side's bounds), resolution.go (rollup resolution of PromQL queries).
 //
 // # Errors and status codes
 //
@@ -181,8 +182,21 @@
 // (SAMPLES and STREAMED_XOR_CHUNKS, --remote-read.* limits). The write
 // endpoints and /-/healthy, /-/ready stay ours, on the same gorilla/mux router.
 //
+// # Bounds, whatever a client does
+//
 // Both write endpoints share one concurrency bound and the body limits (see
-// WriteLimits); what a decoded request may carry is bounded by write.Limits in the
-// write pipeline. A rejected or failed request is logged in one line (warn for the
-// client's fault, error for the server's), never one line per sample.
+// WriteLimits); a slot is taken only once a body has arrived, within
+// --write.body-read-timeout, so slow senders hold no slot; the bytes of bodies
+// in flight (received and decompressed, reserved as they arrive, never from
+// Content-Length or a snappy length claim) share --write.max-inflight-bytes;
+// over a bound the answer is 429 with Retry-After. What a decoded request may
+// carry is bounded by write.Limits in the write pipeline. On the read side
+// (read_bounds.go): remote read counts samples per request across its queries
+// and bounds the queries per request; PromQL text is bounded in length before
+// anything parses it, format_query in nesting depth; a deadline the store runs
+// into is a 503 timeout. /query and /query_range tell the read path the
+// query's evaluation times and its resolution parameter (resolution.go). A
+// panic in a handler is a 500 and one log line. A rejected or failed request
+// is logged in one line (warn for the client's fault, error for the server's),
+// never one line per sample.
 package promapi
