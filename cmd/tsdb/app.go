@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
+	"github.com/alecthomas/units"
 	"github.com/prometheus/common/model"
 
 	"github.com/hbtsdb/hbtsdb/schema"
@@ -91,6 +92,7 @@ type commonFlags struct {
 	hbaseTablePrefix *string
 	hbaseZKTimeout   *time.Duration
 	hbaseRPCTimeout  *time.Duration
+	minFreeBytes     *units.Base2Bytes
 
 	bucketWidth  *time.Duration
 	saltBuckets  *int
@@ -111,6 +113,9 @@ func registerCommonFlags(kp *kingpin.Application) *commonFlags {
 		hbaseTablePrefix: flag(kp, "hbase.table-prefix", "Prefix of hbtsdb's table names in HBase's default namespace.").
 			Default("tsdb-").String(),
 		hbaseZKTimeout: durationFlag(flag(kp, "hbase.zookeeper-timeout", "ZooKeeper session timeout."), "30s"),
+		minFreeBytes: flag(kp, "storage.min-free-bytes", "Free space an embedded store keeps on its disk: under it, writes are "+
+			"answered 503 (Prometheus retries them) and /-/ready is false until space is freed, instead of the store stalling; "+
+			"0 disables the check.").Default("256MiB").Bytes(),
 		hbaseRPCTimeout: durationFlag(flag(kp, "hbase.rpc-timeout", "How long one HBase region call (lookup or read) may take "+
 			"before it is retried elsewhere."), "30s"),
 

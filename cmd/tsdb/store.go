@@ -44,6 +44,7 @@ func (c *commonFlags) backendOptions(logger *slog.Logger) backend.Options {
 		HBaseTablePrefix:      *c.hbaseTablePrefix,
 		HBaseZooKeeperTimeout: *c.hbaseZKTimeout,
 		HBaseRPCTimeout:       *c.hbaseRPCTimeout,
+		EmbeddedMinFreeBytes:  int64(*c.minFreeBytes),
 		Logger:                logger,
 	}
 }

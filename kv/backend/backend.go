@@ -74,6 +74,9 @@ type Options struct {
 	// HBaseRPCTimeout bounds one region lookup or read before gohbase retries [30s].
 	HBaseRPCTimeout time.Duration
 	Logger          *slog.Logger
+	// EmbeddedMinFreeBytes is the free space an embedded store keeps
+	// (embedded.Options.MinFreeBytes; 0 disables the check here).
+	EmbeddedMinFreeBytes int64
 	// MustExist refuses to create an embedded store: a directory that does not
 	// exist is an error wrapping ErrNoStore (for commands that only look).
 	MustExist bool
@@ -98,7 +101,11 @@ func Open(ctx context.Context, addr Address, opts Options) (kv.Store, error) {
 				return nil, fmt.Errorf("embedded store %s: the directory does not exist: %w", dir, ErrNoStore)
 			}
 		}
-		return embedded.Open(ctx, dir, embedded.Options{Logger: opts.Logger})
+		minFree := opts.EmbeddedMinFreeBytes
+		if minFree == 0 {
+			minFree = -1 // off
+		}
+		return embedded.Open(ctx, dir, embedded.Options{Logger: opts.Logger, MinFreeBytes: minFree})
 	case HBase:
 		return hbase.Open(ctx, hbase.Options{
 			Quorum:              addr.Quorum,

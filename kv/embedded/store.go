@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -46,6 +47,12 @@ type Options struct {
 	// Clock is the store's "now": it decides TTL expiry and the timestamp of the
 	// cells Increment writes [time.Now]. Tests inject a fake one.
 	Clock func() time.Time
+	// MinFreeBytes is the free space kept on the store's file system: under it,
+	// writes and Ping fail with kv.ErrUnavailable until space is freed
+	// (space.go) [256 MiB]; negative disables the check.
+	MinFreeBytes int64
+	// SpaceCheckInterval is how often free space is read [1s].
+	SpaceCheckInterval time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -60,6 +67,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Clock == nil {
 		o.Clock = time.Now
+	}
+	if o.MinFreeBytes == 0 {
+		o.MinFreeBytes = DefaultMinFreeBytes
+	}
+	if o.SpaceCheckInterval <= 0 {
+		o.SpaceCheckInterval = DefaultSpaceCheckInterval
 	}
 	return o
 }
@@ -93,6 +106,13 @@ type Store struct {
 
 	stopSweep context.CancelFunc
 	sweepDone chan struct{}
+
+	// space refuses writes while the disk is nearly full (space.go); nil when
+	// Options.MinFreeBytes is negative. closedFlag mirrors closed for Ping,
+	// which must answer while a write holds mu.
+	space      *spaceMonitor
+	spaceDone  chan struct{}
+	closedFlag atomic.Bool
 }
 
 var _ kv.Store = (*Store)(nil)
@@ -146,6 +166,12 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 	s.stopSweep = stop
 	s.sweepDone = make(chan struct{})
 	go s.sweepLoop(sweepCtx, opts.SweepInterval)
+	if opts.MinFreeBytes > 0 {
+		s.space = &spaceMonitor{dir: abs, min: opts.MinFreeBytes, free: freeBytes}
+		s.space.check()
+		s.spaceDone = make(chan struct{})
+		go s.space.run(sweepCtx, opts.SpaceCheckInterval, s.spaceDone)
+	}
 	return s, nil
 }
 
@@ -243,17 +269,17 @@ func (s *Store) getMeta(name string) ([]byte, error) {
 // Dir is the absolute path of the store directory.
 func (s *Store) Dir() string { return s.dir }
 
-// Ping reports nil unless the store is closed or ctx is done.
+// Ping reports nil unless the store is closed, ctx is done, or the disk is
+// under its free-space reserve (space.go).
 func (s *Store) Ping(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("embedded: ping: %w", err)
 	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.closed {
+	// Without mu: a write stuck in Pebble holds it.
+	if s.closedFlag.Load() {
 		return fmt.Errorf("embedded: ping: %w", kv.ErrClosed)
 	}
-	return nil
+	return s.space.err()
 }
 
 // Close stops the sweeper and waits for it, ends open scanners (their Err wraps
@@ -267,10 +293,14 @@ func (s *Store) Close() error {
 	}
 	// From here on every method sees closed; calls that hold mu have returned.
 	s.closed = true
+	s.closedFlag.Store(true)
 	s.mu.Unlock()
 
 	s.stopSweep()
 	<-s.sweepDone
+	if s.spaceDone != nil {
+		<-s.spaceDone
+	}
 	s.syncing.Wait()
 
 	s.scMu.Lock()

@@ -19,6 +19,9 @@ func (s *Store) Apply(ctx context.Context, tableName string, mutations []kv.Muta
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("embedded: apply %s: %w", tableName, err)
 	}
+	if err := s.space.err(); err != nil {
+		return fmt.Errorf("embedded: apply %s: %w", tableName, err)
+	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	t, err := s.tableLocked(tableName)
@@ -134,6 +137,9 @@ func (s *Store) Increment(ctx context.Context, tableName string, row []byte, fam
 	if err := ctx.Err(); err != nil {
 		return 0, fmt.Errorf("embedded: increment %s: %w", tableName, err)
 	}
+	if err := s.space.err(); err != nil {
+		return 0, fmt.Errorf("embedded: increment %s: %w", tableName, err)
+	}
 	sum, pending, err := s.incrementLocked(tableName, row, familyName, qualifier, delta)
 	if err == nil {
 		err = pending.wait()
@@ -179,6 +185,9 @@ func (s *Store) CheckAndPut(ctx context.Context, tableName string, expected []by
 	}
 	if put.Kind != kv.KindPut {
 		return false, fmt.Errorf("embedded: check and put %s: %w: mutation is a %s, not a put", tableName, kv.ErrInvalidArgument, put.Kind)
+	}
+	if err := s.space.err(); err != nil {
+		return false, fmt.Errorf("embedded: check and put %s: %w", tableName, err)
 	}
 	won, pending, err := s.checkAndPutLocked(tableName, expected, put)
 	if err == nil {

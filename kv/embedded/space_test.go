@@ -1,0 +1,89 @@
+package embedded_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hbtsdb/hbtsdb/kv"
+	"github.com/hbtsdb/hbtsdb/kv/embedded"
+)
+
+// TestFullDiskRefusesWritesAtOnce: on a small tmpfs (mounted by the test, as
+// root), a store whose file system gets under its free-space reserve refuses
+// writes and Ping at once with kv.ErrUnavailable naming the free space, keeps
+// answering reads, and takes writes again once space is freed.
+func TestFullDiskRefusesWritesAtOnce(t *testing.T) {
+	mnt := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", mnt).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs to fill (needs root on Linux): %v: %s", err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("umount", mnt).CombinedOutput(); err != nil {
+			t.Errorf("umount %s: %v: %s", mnt, err, out)
+		}
+	})
+	ctx := context.Background()
+	st, err := embedded.Open(ctx, filepath.Join(mnt, "store"), embedded.Options{SweepInterval: -1,
+		MinFreeBytes: 16 << 20, SpaceCheckInterval: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if _, err := st.EnsureTable(ctx, kv.TableSpec{Name: "t", Families: []kv.FamilySpec{{Name: "f"}}}); err != nil {
+		t.Fatal(err)
+	}
+	put := []kv.Mutation{kv.Put([]byte("r"), "f", []byte("q"), 1, []byte("v"))}
+	if err := st.Apply(ctx, "t", put); err != nil {
+		t.Fatalf("Apply with space: %v", err)
+	}
+
+	// Fill the file system to 8 MiB free, under the 16 MiB reserve.
+	filler := filepath.Join(mnt, "filler")
+	f, err := os.Create(filler)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(make([]byte, 64<<20-8<<20-2<<20)); err != nil && !strings.Contains(err.Error(), "no space") {
+		t.Fatal(err)
+	}
+	f.Close()
+	var pingErr error
+	for pingErr == nil { // the monitor sees it within a few checks
+		time.Sleep(10 * time.Millisecond)
+		pingErr = st.Ping(ctx)
+	}
+	if !errors.Is(pingErr, kv.ErrUnavailable) || !strings.Contains(pingErr.Error(), "under the reserve of 16777216 (--storage.min-free-bytes): writes are refused until space is freed") {
+		t.Errorf("Ping on a full disk: %v", pingErr)
+	}
+	for _, write := range []func() error{
+		func() error { return st.Apply(ctx, "t", put) },
+		func() error { _, err := st.Increment(ctx, "t", []byte("r"), "f", []byte("n"), 1); return err },
+		func() error {
+			_, err := st.CheckAndPut(ctx, "t", nil, kv.Put([]byte("r"), "f", []byte("c"), 1, []byte("v")))
+			return err
+		},
+	} {
+		if err := write(); !errors.Is(err, kv.ErrUnavailable) || !strings.Contains(err.Error(), "bytes free, under the reserve") {
+			t.Errorf("a write on a full disk: %v", err)
+		}
+	}
+	if row, err := st.Get(ctx, "t", []byte("r")); err != nil || len(row.Cells) != 1 {
+		t.Errorf("a read on a full disk: %v, %v", row, err)
+	}
+
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	for st.Ping(ctx) != nil {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := st.Apply(ctx, "t", put); err != nil {
+		t.Errorf("Apply once space is freed: %v", err)
+	}
+}
