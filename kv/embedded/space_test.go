@@ -87,3 +87,43 @@ func TestFullDiskRefusesWritesAtOnce(t *testing.T) {
 		t.Errorf("Apply once space is freed: %v", err)
 	}
 }
+
+// TestStoreFilesArePrivate: the directory the store creates is 0700 and every
+// file in it 0600, whatever the umask: it holds what writers sent.
+func TestStoreFilesArePrivate(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "store")
+	ctx := context.Background()
+	st, err := embedded.Open(ctx, dir, embedded.Options{SweepInterval: -1, MinFreeBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.EnsureTable(ctx, kv.TableSpec{Name: "t", Families: []kv.FamilySpec{{Name: "f"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Apply(ctx, "t", []kv.Mutation{kv.Put([]byte("r"), "f", []byte("q"), 1, []byte("v"))}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Compact(ctx); err != nil { // sstables too
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	info, err := os.Stat(dir)
+	if err != nil || info.Mode().Perm() != 0o700 {
+		t.Errorf("store directory: %v, %v; want 0700", info.Mode(), err)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil || len(entries) == 0 {
+		t.Fatalf("read %s: %v (%d entries)", dir, err, len(entries))
+	}
+	for _, e := range entries {
+		fi, err := e.Info()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !fi.IsDir() && fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s: mode %v, want 0600", e.Name(), fi.Mode().Perm())
+		}
+	}
+}

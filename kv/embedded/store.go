@@ -129,7 +129,7 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("embedded: open %s: %w", dir, err)
 	}
-	if err := os.MkdirAll(abs, 0o755); err != nil {
+	if err := os.MkdirAll(abs, dirMode); err != nil {
 		return nil, fmt.Errorf("embedded: open %s: %w", abs, err)
 	}
 	lock, err := lockDir(abs)
@@ -139,6 +139,7 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 	cache := pebble.NewCache(opts.CacheSize)
 	defer cache.Unref()
 	db, err := pebble.Open(abs, &pebble.Options{
+		FS:                 privateFS{vfs.Default},
 		Cache:              cache,
 		Lock:               lock,
 		Logger:             pebbleLogger{opts.Logger.With("component", "pebble", "dir", abs)},
@@ -179,7 +180,7 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 // error a second opener gets can say what to do.
 func lockDir(dir string) (*pebble.Lock, error) {
 	file := filepath.Join(dir, "LOCK")
-	lock, err := pebble.LockDirectory(dir, vfs.Default)
+	lock, err := pebble.LockDirectory(dir, privateFS{vfs.Default})
 	var pathErr *os.PathError
 	switch {
 	case err == nil:
