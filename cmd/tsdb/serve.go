@@ -43,6 +43,8 @@ type serveOptions struct {
 	// when compactEnabled; Owner and Logger are set at start.
 	compactEnabled bool
 	compact        downsample.WorkerOptions
+	// web is TLS and authentication (--web.config.file, --web.read-only-users).
+	web webOptions
 
 	flags *binder
 }
@@ -96,6 +98,7 @@ func registerServe(a *app) {
 		"store.", &o.shutdownTimeout)
 	o.flags.duration("storage.retry-max-backoff", "", "Longest wait between attempts to reach an unavailable store "+
 		"at start.", &o.retryMax)
+	o.web.register(cmd)
 	o.registerWriteFlags()
 	o.registerQueryFlags()
 	o.registerCompactionFlags()
@@ -127,6 +130,9 @@ func serve(ctx context.Context, c *commonFlags, o *serveOptions, logger *slog.Lo
 	if err := o.selectLimits.Resolution.Validate(tables.Rollups); err != nil {
 		return fmt.Errorf("--query.resolution: %w", err)
 	}
+	if err := o.web.check(logger); err != nil {
+		return err
+	}
 	rdb := &readyDB{}
 	httpOpts := o.http
 	httpOpts.Store, httpOpts.Logger, httpOpts.BuildInfo = rdb.Store, logger, buildInfo()
@@ -139,13 +145,13 @@ func serve(ctx context.Context, c *commonFlags, o *serveOptions, logger *slog.Lo
 		return fmt.Errorf("listen on %s: %w (is another tsdb running? choose another --listen)", o.listen, err)
 	}
 	srv := &http.Server{
-		Handler:           handler,
+		Handler:           o.web.handler(handler),
 		ReadHeaderTimeout: 30 * time.Second,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(ln) }()
-	logger.Info("listening", "address", ln.Addr().String(), "storage", addr.String())
+	go func() { serveErr <- o.web.serve(ln, srv, logger) }()
+	logger.Info("listening", "address", ln.Addr().String(), "storage", addr.String(), "web_config_file", o.web.configFile)
 
 	openCtx, cancelOpen := context.WithCancel(ctx)
 	defer cancelOpen()

@@ -1,0 +1,362 @@
+package main
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/golang/snappy"
+	config_util "github.com/prometheus/common/config"
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/prompb"
+	"github.com/prometheus/prometheus/storage/remote"
+	"golang.org/x/crypto/bcrypt"
+)
+
+// testPKI is a CA made at test time and the server and client certificates it
+// signed, as PEM files in one directory.
+type testPKI struct {
+	dir                   string
+	caFile                string
+	serverCert, serverKey string
+	clientCert, clientKey string
+	pool                  *x509.CertPool
+	clientPair            tls.Certificate
+}
+
+func newTestPKI(t *testing.T) *testPKI {
+	t.Helper()
+	p := &testPKI{dir: t.TempDir(), pool: x509.NewCertPool()}
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	notBefore := time.Now().Add(-time.Hour)
+	caTmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "hbtsdb test CA"},
+		NotBefore: notBefore, NotAfter: notBefore.Add(48 * time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, err := x509.ParseCertificate(caDER)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.pool.AddCert(ca)
+	p.caFile = p.write(t, "ca.pem", "CERTIFICATE", caDER)
+	issue := func(name string, serial int64, usage x509.ExtKeyUsage) (string, string) {
+		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tmpl := &x509.Certificate{
+			SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: name},
+			NotBefore: notBefore, NotAfter: notBefore.Add(48 * time.Hour),
+			KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage},
+			IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, DNSNames: []string{"localhost"},
+		}
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.write(t, name+".pem", "CERTIFICATE", der), p.write(t, name+"-key.pem", "PRIVATE KEY", keyDER)
+	}
+	p.serverCert, p.serverKey = issue("server", 2, x509.ExtKeyUsageServerAuth)
+	p.clientCert, p.clientKey = issue("client", 3, x509.ExtKeyUsageClientAuth)
+	if p.clientPair, err = tls.LoadX509KeyPair(p.clientCert, p.clientKey); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func (p *testPKI) write(t *testing.T, name, typ string, der []byte) string {
+	t.Helper()
+	path := filepath.Join(p.dir, name)
+	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// client returns an HTTPS client that trusts the test CA, presenting the client
+// certificate when withCert.
+func (p *testPKI) client(withCert bool) *http.Client {
+	cfg := &tls.Config{RootCAs: p.pool, MinVersion: tls.VersionTLS12}
+	if withCert {
+		cfg.Certificates = []tls.Certificate{p.clientPair}
+	}
+	return &http.Client{Transport: &http.Transport{TLSClientConfig: cfg}}
+}
+
+// bcryptHash is the hash of password for basic_auth_users (the lowest cost:
+// the tests check the mechanism, not the hash's strength).
+func bcryptHash(t *testing.T, password string) string {
+	t.Helper()
+	h, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(h)
+}
+
+func writeWebConfig(t *testing.T, path, content string) string {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// do sends one request and returns its status and body; user "" sends no
+// credentials. An error (no answer at all) fails the test.
+func do(t *testing.T, c *http.Client, method, rawURL, user, pass, body string) (int, string) {
+	t.Helper()
+	code, text, err := try(c, method, rawURL, user, pass, body)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, rawURL, err)
+	}
+	return code, text
+}
+
+func try(c *http.Client, method, rawURL, user, pass, body string) (int, string, error) {
+	req, err := http.NewRequest(method, rawURL, strings.NewReader(body))
+	if err != nil {
+		return 0, "", err
+	}
+	if user != "" {
+		req.SetBasicAuth(user, pass)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), err
+}
+
+// now is a sample time the store accepts (within the raw retention), in seconds.
+var now = time.Now().Unix()
+
+var putBody = fmt.Sprintf(`{"metric":"sys.cpu.user","timestamp":%d,"value":1,"tags":{"host":"a"}}`, now)
+
+func TestServeBasicAuth(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeWebConfig(t, filepath.Join(dir, "web.yml"), "basic_auth_users:\n"+
+		"  alice: "+bcryptHash(t, "s3cret-alice")+"\n"+
+		"  bob: "+bcryptHash(t, "s3cret-bob")+"\n")
+	s := startServe(t, "--storage=embedded:"+t.TempDir(), "--web.config.file="+cfg, "--web.read-only-users=bob")
+	s.waitLog(t, `msg="store ready"`)
+	c := http.DefaultClient
+	base := "http://" + s.addr
+	buildinfo := base + "/api/v1/status/buildinfo"
+
+	if code, _ := do(t, c, "GET", buildinfo, "", "", ""); code != 401 {
+		t.Errorf("no credentials: %d, want 401", code)
+	}
+	if code, _ := do(t, c, "GET", buildinfo, "alice", "wrong", ""); code != 401 {
+		t.Errorf("wrong password: %d, want 401", code)
+	}
+	if code, _ := do(t, c, "GET", buildinfo, "mallory", "s3cret-alice", ""); code != 401 {
+		t.Errorf("unknown user: %d, want 401", code)
+	}
+	if code, _ := do(t, c, "POST", base+"/api/put", "alice", "wrong", putBody); code != 401 {
+		t.Errorf("put with a wrong password: %d, want 401", code)
+	}
+	if code, body := do(t, c, "GET", buildinfo, "alice", "s3cret-alice", ""); code != 200 || !strings.Contains(body, `"status":"success"`) {
+		t.Errorf("right password: %d %q, want 200", code, body)
+	}
+	if code, body := do(t, c, "POST", base+"/api/put", "alice", "s3cret-alice", putBody); code != 204 {
+		t.Errorf("put with the right password: %d %q, want 204", code, body)
+	}
+
+	// A read-only user reads, and cannot write.
+	if code, body := do(t, c, "GET", base+"/api/v1/query?query="+url.QueryEscape(`{__name__="sys.cpu.user"}`)+fmt.Sprintf("&time=%d", now), "bob", "s3cret-bob", ""); code != 200 ||
+		!strings.Contains(body, `"host":"a"`) {
+		t.Errorf("read-only user's query: %d %q, want 200 with the series alice wrote", code, body)
+	}
+	for _, path := range []string{"/api/put", "/api/v1/write", "/api/v1/admin/tsdb/delete_series"} {
+		if code, body := do(t, c, "POST", base+path, "bob", "s3cret-bob", putBody); code != 403 {
+			t.Errorf("read-only user's POST %s: %d %q, want 403", path, code, body)
+		}
+	}
+	if code, _ := do(t, c, "POST", base+"/api/put", "bob", "wrong", putBody); code != 401 {
+		t.Errorf("read-only user with a wrong password: %d, want 401 before any 403", code)
+	}
+
+	// The file is read on every request: a new password applies without a restart.
+	writeWebConfig(t, cfg, "basic_auth_users:\n  alice: "+bcryptHash(t, "s3cret-new")+"\n")
+	if code, _ := do(t, c, "GET", buildinfo, "alice", "s3cret-alice", ""); code != 401 {
+		t.Errorf("old password after the change: %d, want 401", code)
+	}
+	if code, _ := do(t, c, "GET", buildinfo, "alice", "s3cret-new", ""); code != 200 {
+		t.Errorf("new password after the change: %d, want 200", code)
+	}
+	if log := s.log(); strings.Contains(log, "s3cret-alice") || strings.Contains(log, "s3cret-new") || strings.Contains(log, "sys.cpu") {
+		t.Errorf("the log holds a password or a body:\n%s", log)
+	}
+	if err := s.stop(t); err != nil {
+		t.Fatalf("serve exited with %v after SIGTERM; log:\n%s", err, s.log())
+	}
+}
+
+func TestServeTLS(t *testing.T) {
+	p := newTestPKI(t)
+	cfg := writeWebConfig(t, filepath.Join(p.dir, "web.yml"), "tls_server_config:\n"+
+		"  cert_file: server.pem\n  key_file: server-key.pem\n"+ // relative to the file, as in Prometheus
+		"basic_auth_users:\n  alice: "+bcryptHash(t, "s3cret-alice")+"\n")
+	s := startServe(t, "--storage=embedded:"+t.TempDir(), "--web.config.file="+cfg)
+	s.waitLog(t, `msg="store ready"`)
+	s.waitLog(t, `msg="TLS is enabled."`)
+
+	// Plain HTTP to the TLS listener is not served: Go's TLS server answers the
+	// plain request 400 and closes the connection.
+	if code, body := do(t, http.DefaultClient, "GET", "http://"+s.addr+"/-/ready", "alice", "s3cret-alice", ""); code != 400 ||
+		!strings.Contains(body, "Client sent an HTTP request to an HTTPS server") {
+		t.Errorf("plain HTTP to the TLS listener: %d %q, want 400 refusing it", code, body)
+	}
+	// A client that does not trust the CA does not get through the handshake.
+	if _, _, err := try(&http.Client{}, "GET", "https://"+s.addr+"/-/ready", "alice", "s3cret-alice", ""); err == nil ||
+		!strings.Contains(err.Error(), "certificate") {
+		t.Errorf("HTTPS without trusting the CA: %v, want a certificate error", err)
+	}
+	c := p.client(false)
+	if code, body := do(t, c, "GET", "https://"+s.addr+"/-/ready", "alice", "s3cret-alice", ""); code != 200 {
+		t.Errorf("HTTPS trusting the CA: %d %q, want 200", code, body)
+	}
+	if code, _ := do(t, c, "GET", "https://"+s.addr+"/-/ready", "alice", "wrong", ""); code != 401 {
+		t.Errorf("HTTPS with a wrong password: %d, want 401", code)
+	}
+	if code, body := do(t, c, "POST", "https://"+s.addr+"/api/put", "alice", "s3cret-alice", putBody); code != 204 {
+		t.Errorf("put over HTTPS: %d %q, want 204", code, body)
+	}
+
+	// Prometheus' own remote-write client, configured as remote_write's
+	// basic_auth and tls_config are, writes successfully.
+	u, err := url.Parse("https://" + s.addr + "/api/v1/write")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wc, err := remote.NewWriteClient("tsdb", &remote.ClientConfig{
+		URL:     &config_util.URL{URL: u},
+		Timeout: model.Duration(time.Minute),
+		HTTPClientConfig: config_util.HTTPClientConfig{
+			BasicAuth: &config_util.BasicAuth{Username: "alice", Password: "s3cret-alice"},
+			TLSConfig: config_util.TLSConfig{CAFile: p.caFile},
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := (&prompb.WriteRequest{Timeseries: []prompb.TimeSeries{{
+		Labels:  []prompb.Label{{Name: "__name__", Value: "up"}, {Name: "job", Value: "tls"}},
+		Samples: []prompb.Sample{{Timestamp: now * 1000, Value: 1}},
+	}}}).Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := wc.Store(context.Background(), snappy.Encode(nil, raw), 0); err != nil {
+		t.Errorf("Prometheus' remote-write client with basic_auth and tls_config: %v", err)
+	}
+	if code, body := do(t, c, "GET", "https://"+s.addr+fmt.Sprintf("/api/v1/query?query=up&time=%d", now), "alice", "s3cret-alice", ""); code != 200 ||
+		!strings.Contains(body, `"job":"tls"`) {
+		t.Errorf("the remote-written sample: %d %q", code, body)
+	}
+	if err := s.stop(t); err != nil {
+		t.Fatalf("serve exited with %v after SIGTERM; log:\n%s", err, s.log())
+	}
+}
+
+func TestServeClientCertificates(t *testing.T) {
+	p := newTestPKI(t)
+	cfg := writeWebConfig(t, filepath.Join(p.dir, "web.yml"), "tls_server_config:\n"+
+		"  cert_file: "+p.serverCert+"\n  key_file: "+p.serverKey+"\n"+
+		"  client_auth_type: RequireAndVerifyClientCert\n  client_ca_file: "+p.caFile+"\n")
+	s := startServe(t, "--storage=embedded:"+t.TempDir(), "--web.config.file="+cfg)
+	s.waitLog(t, `msg="store ready"`)
+	s.waitLog(t, `msg="TLS is enabled."`)
+	ready := "https://" + s.addr + "/-/ready"
+	if code, body, err := try(p.client(false), "GET", ready, "", "", ""); err == nil {
+		t.Errorf("HTTPS without a client certificate: %d %q, want the handshake to fail", code, body)
+	}
+	// A certificate the CA did not sign (the server's own CA trusts only its CA).
+	other := newTestPKI(t)
+	if code, body, err := try(&http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{
+		RootCAs: p.pool, Certificates: []tls.Certificate{other.clientPair}}}}, "GET", ready, "", "", ""); err == nil {
+		t.Errorf("HTTPS with a client certificate of another CA: %d %q, want the handshake to fail", code, body)
+	}
+	if code, body := do(t, p.client(true), "GET", ready, "", "", ""); code != 200 {
+		t.Errorf("HTTPS with a client certificate: %d %q, want 200", code, body)
+	}
+	if err := s.stop(t); err != nil {
+		t.Fatalf("serve exited with %v after SIGTERM; log:\n%s", err, s.log())
+	}
+}
+
+func TestServeRefusesBadWebConfig(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "missing.yml")
+	badYAML := writeWebConfig(t, filepath.Join(dir, "bad.yml"), "basic_auth_users: [unclosed\n")
+	unknownKey := writeWebConfig(t, filepath.Join(dir, "unknown.yml"), "basic_auth_user:\n  alice: x\n")
+	notBcrypt := writeWebConfig(t, filepath.Join(dir, "plain.yml"), "basic_auth_users:\n  alice: plaintext\n")
+	noCert := writeWebConfig(t, filepath.Join(dir, "nocert.yml"), "tls_server_config:\n  cert_file: nope.pem\n  key_file: nope-key.pem\n")
+	users := writeWebConfig(t, filepath.Join(dir, "users.yml"), "basic_auth_users:\n  alice: "+bcryptHash(t, "x")+"\n")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--web.config.file=" + missing}, "--web.config.file " + missing + ": "},
+		{[]string{"--web.config.file=" + badYAML}, "--web.config.file " + badYAML + ": yaml"},
+		{[]string{"--web.config.file=" + unknownKey}, "--web.config.file " + unknownKey + ": yaml"},
+		{[]string{"--web.config.file=" + notBcrypt}, "--web.config.file " + notBcrypt + ": "},
+		{[]string{"--web.config.file=" + noCert}, "--web.config.file " + noCert + ": "},
+		{[]string{"--web.read-only-users=bob"}, "--web.read-only-users needs --web.config.file"},
+		{[]string{"--web.config.file=" + users, "--web.read-only-users=alice,bob"},
+			`--web.read-only-users: user "bob" is not in the basic_auth_users of --web.config.file ` + users},
+	} {
+		storeDir := t.TempDir()
+		s := startServe(t, append([]string{"--storage=embedded:" + storeDir}, tc.args...)...)
+		if err := s.waitExit(t); err == nil || !strings.Contains(s.log(), tc.want) {
+			t.Errorf("serve %v exited with %v; want a failure with %q; log:\n%s", tc.args, err, tc.want, s.log())
+		}
+		if strings.Contains(s.log(), "listening") {
+			t.Errorf("serve %v listened before refusing its web config:\n%s", tc.args, s.log())
+		}
+	}
+}
+
+func TestReadEndpoint(t *testing.T) {
+	for path, want := range map[string]bool{
+		"/api/v1/query": true, "/api/v1/query_range": true, "/api/v1/read": true, "/api/v1/label/job/values": true,
+		"/api/v1/status/buildinfo": true, "/-/ready": true, "/api/v1/last": true,
+		"/api/v1/write": false, "/api/put": false, "/api/v1/admin/tsdb/snapshot": false, "/api/v1/label/job/x": false,
+		"/api/v1/label//values": false, "/api/v1/status/a/b": false, "/api/v1/query/../write": false, "/": false,
+	} {
+		if got := readEndpoint(path); got != want {
+			t.Errorf("readEndpoint(%q) = %v, want %v", path, got, want)
+		}
+	}
+}
