@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hbtsdb/hbtsdb/db"
+	"github.com/hbtsdb/hbtsdb/query"
 	"github.com/hbtsdb/hbtsdb/schema"
 	"github.com/hbtsdb/hbtsdb/schema/schematest"
 	"github.com/hbtsdb/hbtsdb/write"
@@ -110,4 +111,29 @@ func TestResolutionParameter(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzQueryParams: the parsers of the parameters promapi reads itself
+// (resolution, time, start/end, step) never panic, and what they accept is
+// consistent: a time parses to the same instant twice, a resolution prints
+// back to text that parses to the same resolution.
+func FuzzQueryParams(f *testing.F) {
+	for _, s := range []string{"", "auto", "raw", "5m", "1h", "1700000000", "1700000000.123", "2026-11-20T00:00:00Z",
+		"-1", "NaN", "Inf", "1e300", "15s", "0.5", "9223372036854775807", "1y2w"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if res, err := query.ParseResolution(s); err == nil {
+			again, err := query.ParseResolution(res.String())
+			if err != nil || again != res {
+				t.Fatalf("ParseResolution(%q) = %v, which prints as %q and parses to %v, %v", s, res, res.String(), again, err)
+			}
+		}
+		if tm, err := parsePromTime(s); err == nil {
+			if again, _ := parsePromTime(s); !again.Equal(tm) {
+				t.Fatalf("parsePromTime(%q) = %v, then %v", s, tm, again)
+			}
+		}
+		_, _ = parsePromDuration(s)
+	})
 }
