@@ -68,7 +68,27 @@ func (l Lease) ExpiredAt(now int64) bool { return l.Expiry <= now }
 // LeaseJobPrefix returns the prefix of the lease rows of job: the range of all
 // its salts.
 func LeaseJobPrefix(dst []byte, job string) []byte {
-	return append(append(append(dst, LeaseRowPrefix...), job...), 0x00)
+	return jobPrefix(dst, LeaseRowPrefix, job)
+}
+
+// jobPrefix appends rowPrefix, job and 0x00: the range of the rows of one job
+// of the per-job-and-salt meta rows (leases, watermarks).
+func jobPrefix(dst []byte, rowPrefix, job string) []byte {
+	return append(append(append(dst, rowPrefix...), job...), 0x00)
+}
+
+// parseJobSaltRow decodes a rowPrefix | job 0x00 | salt(1) key; kind names the
+// row in errors ("lease", "watermark").
+func parseJobSaltRow(b []byte, rowPrefix, kind string) (job string, salt byte, err error) {
+	rest, ok := bytes.CutPrefix(b, []byte(rowPrefix))
+	if !ok || len(rest) < 3 || rest[len(rest)-2] != 0x00 {
+		return "", 0, fmt.Errorf("schema: %q is not a %s row: %w", b, kind, ErrMalformed)
+	}
+	job = string(rest[:len(rest)-2])
+	if err := ValidLeaseJob(job); err != nil {
+		return "", 0, fmt.Errorf("schema: %s row %q: %w", kind, b, err)
+	}
+	return job, rest[len(rest)-1], nil
 }
 
 // LeaseRow appends the lease row key of job and salt to dst. job must pass
@@ -80,15 +100,7 @@ func LeaseRow(dst []byte, job string, salt byte) []byte {
 // ParseLeaseRow decodes a lease row key. It fails, wrapping ErrMalformed, on
 // another kind of row, an invalid job name or a key of the wrong length.
 func ParseLeaseRow(b []byte) (job string, salt byte, err error) {
-	rest, ok := bytes.CutPrefix(b, []byte(LeaseRowPrefix))
-	if !ok || len(rest) < 3 || rest[len(rest)-2] != 0x00 {
-		return "", 0, fmt.Errorf("schema: %q is not a lease row: %w", b, ErrMalformed)
-	}
-	job = string(rest[:len(rest)-2])
-	if err := ValidLeaseJob(job); err != nil {
-		return "", 0, fmt.Errorf("schema: lease row %q: %w", b, err)
-	}
-	return job, rest[len(rest)-1], nil
+	return parseJobSaltRow(b, LeaseRowPrefix, "lease")
 }
 
 // LeaseJobChars are the bytes a job name is made of.

@@ -10,33 +10,51 @@ import (
 	"github.com/hbtsdb/hbtsdb/schema"
 )
 
-func TestLeaseRow(t *testing.T) {
-	for _, tc := range []struct {
-		job  string
-		salt byte
-		key  string
+// TestJobSaltRows: lease and watermark rows share one key shape, prefix |
+// job 0x00 | salt, under their own prefix.
+func TestJobSaltRows(t *testing.T) {
+	for _, kind := range []struct {
+		name   string
+		row    func([]byte, string, byte) []byte
+		prefix func([]byte, string) []byte
+		parse  func([]byte) (string, byte, error)
 	}{
-		{schema.LeaseJobCompact, 0, "lease\x00compact\x00\x00"},
-		{schema.LeaseJobCompact, 3, "lease\x00compact\x00\x03"},
-		{"rollup-5m", 0xff, "lease\x00rollup-5m\x00\xff"},
+		{"lease", schema.LeaseRow, schema.LeaseJobPrefix, schema.ParseLeaseRow},
+		{"watermark", schema.WatermarkRow, schema.WatermarkJobPrefix, schema.ParseWatermarkRow},
 	} {
-		key := schema.LeaseRow(nil, tc.job, tc.salt)
-		if string(key) != tc.key {
-			t.Errorf("LeaseRow(%q, %d) = %q, want %q", tc.job, tc.salt, key, tc.key)
+		for _, tc := range []struct {
+			job  string
+			salt byte
+			key  string
+		}{
+			{schema.LeaseJobCompact, 0, kind.name + "\x00compact\x00\x00"},
+			{schema.LeaseJobCompact, 3, kind.name + "\x00compact\x00\x03"},
+			{"rollup-5m", 0xff, kind.name + "\x00rollup-5m\x00\xff"},
+		} {
+			key := kind.row(nil, tc.job, tc.salt)
+			if string(key) != tc.key {
+				t.Errorf("%s row (%q, %d) = %q, want %q", kind.name, tc.job, tc.salt, key, tc.key)
+			}
+			if !bytes.HasPrefix(key, kind.prefix(nil, tc.job)) {
+				t.Errorf("%s row (%q, %d) = %q lacks its job prefix", kind.name, tc.job, tc.salt, key)
+			}
+			job, salt, err := kind.parse(key)
+			if err != nil || job != tc.job || salt != tc.salt {
+				t.Errorf("parse %s row %q = %q, %d, %v", kind.name, key, job, salt, err)
+			}
 		}
-		if !bytes.HasPrefix(key, schema.LeaseJobPrefix(nil, tc.job)) {
-			t.Errorf("LeaseRow(%q, %d) = %q lacks its job prefix", tc.job, tc.salt, key)
-		}
-		job, salt, err := schema.ParseLeaseRow(key)
-		if err != nil || job != tc.job || salt != tc.salt {
-			t.Errorf("ParseLeaseRow(%q) = %q, %d, %v", key, job, salt, err)
+		other := map[string]string{"lease": "watermark", "watermark": "lease"}[kind.name]
+		for _, key := range []string{"", kind.name, kind.name + "\x00", kind.name + "\x00\x00\x01", kind.name + "\x00compact\x00",
+			kind.name + "\x00compact\x00\x01\x02", kind.name + "\x00Compact\x00\x01", kind.name + "\x00com\x00pact\x00\x01",
+			other + "\x00compact\x00\x01", "schema", "metadata\x00up"} {
+			if job, salt, err := kind.parse([]byte(key)); !errors.Is(err, schema.ErrMalformed) {
+				t.Errorf("parse %s row %q = %q, %d, %v; want ErrMalformed", kind.name, key, job, salt, err)
+			}
 		}
 	}
-	for _, key := range []string{"", "lease", "lease\x00", "lease\x00\x00\x01", "lease\x00compact\x00", "lease\x00compact\x00\x01\x02",
-		"lease\x00Compact\x00\x01", "lease\x00com\x00pact\x00\x01", "schema", "metadata\x00up"} {
-		if job, salt, err := schema.ParseLeaseRow([]byte(key)); !errors.Is(err, schema.ErrMalformed) {
-			t.Errorf("ParseLeaseRow(%q) = %q, %d, %v; want ErrMalformed", key, job, salt, err)
-		}
+	if _, _, err := schema.ParseWatermarkRow([]byte("lease\x00compact\x00\x01")); err == nil ||
+		err.Error() != `schema: "lease\x00compact\x00\x01" is not a watermark row: malformed` {
+		t.Errorf("ParseWatermarkRow of a lease row: %v", err)
 	}
 }
 

@@ -1,7 +1,6 @@
 package schema
 
 import (
-	"bytes"
 	"fmt"
 	"strconv"
 
@@ -45,7 +44,7 @@ const QualifierWatermark = "watermark"
 // WatermarkJobPrefix returns the prefix of the watermark rows of job: the range
 // of all its salts.
 func WatermarkJobPrefix(dst []byte, job string) []byte {
-	return append(append(append(dst, WatermarkRowPrefix...), job...), 0x00)
+	return jobPrefix(dst, WatermarkRowPrefix, job)
 }
 
 // WatermarkRow appends the watermark row key of job and salt to dst. job must
@@ -58,15 +57,7 @@ func WatermarkRow(dst []byte, job string, salt byte) []byte {
 // ErrMalformed, on another kind of row, an invalid job name or a key of the
 // wrong length.
 func ParseWatermarkRow(b []byte) (job string, salt byte, err error) {
-	rest, ok := bytes.CutPrefix(b, []byte(WatermarkRowPrefix))
-	if !ok || len(rest) < 3 || rest[len(rest)-2] != 0x00 {
-		return "", 0, fmt.Errorf("schema: %q is not a watermark row: %w", b, ErrMalformed)
-	}
-	job = string(rest[:len(rest)-2])
-	if err := ValidLeaseJob(job); err != nil {
-		return "", 0, fmt.Errorf("schema: watermark row %q: %w", b, err)
-	}
-	return job, rest[len(rest)-1], nil
+	return parseJobSaltRow(b, WatermarkRowPrefix, "watermark")
 }
 
 // AppendWatermarkValue appends the cell value of watermark ms to dst. It fails,

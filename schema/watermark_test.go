@@ -10,37 +10,6 @@ import (
 	"github.com/hbtsdb/hbtsdb/schema"
 )
 
-func TestWatermarkRow(t *testing.T) {
-	for _, tc := range []struct {
-		job  string
-		salt byte
-		key  string
-	}{
-		{schema.LeaseJobCompact, 0, "watermark\x00compact\x00\x00"},
-		{schema.LeaseJobCompact, 3, "watermark\x00compact\x00\x03"},
-		{"rollup-5m", 0xff, "watermark\x00rollup-5m\x00\xff"},
-	} {
-		key := schema.WatermarkRow(nil, tc.job, tc.salt)
-		if string(key) != tc.key {
-			t.Errorf("WatermarkRow(%q, %d) = %q, want %q", tc.job, tc.salt, key, tc.key)
-		}
-		if !bytes.HasPrefix(key, schema.WatermarkJobPrefix(nil, tc.job)) {
-			t.Errorf("WatermarkRow(%q, %d) = %q lacks its job prefix", tc.job, tc.salt, key)
-		}
-		job, salt, err := schema.ParseWatermarkRow(key)
-		if err != nil || job != tc.job || salt != tc.salt {
-			t.Errorf("ParseWatermarkRow(%q) = %q, %d, %v", key, job, salt, err)
-		}
-	}
-	for _, key := range []string{"", "watermark", "watermark\x00", "watermark\x00\x00\x01", "watermark\x00compact\x00",
-		"watermark\x00compact\x00\x01\x02", "watermark\x00Compact\x00\x01", "watermark\x00com\x00pact\x00\x01",
-		"lease\x00compact\x00\x01", "schema", "metadata\x00up"} {
-		if job, salt, err := schema.ParseWatermarkRow([]byte(key)); !errors.Is(err, schema.ErrMalformed) {
-			t.Errorf("ParseWatermarkRow(%q) = %q, %d, %v; want ErrMalformed", key, job, salt, err)
-		}
-	}
-}
-
 // The watermark rows are a range of their own in the meta table: no other meta
 // row falls under the watermark prefix, and no watermark row under another
 // row's prefix.
