@@ -1,6 +1,7 @@
 package query
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -188,7 +189,7 @@ func (r *Reader) readWindows(ctx context.Context, s *series, ro schema.Rollup, m
 		}
 	}
 
-	slices.SortFunc(buckets, func(a, b bucketWindows) int { return cmpInt64(a.start, b.start) })
+	slices.SortFunc(buckets, func(a, b bucketWindows) int { return cmp.Compare(a.start, b.start) })
 	var out []schema.RollupWindow
 	for _, b := range buckets {
 		for _, w := range b.ws {
@@ -224,14 +225,4 @@ func (r *Reader) bucketsWithRaw(ctx context.Context, s *series, first, last int6
 	}
 	slices.Sort(out)
 	return out, nil
-}
-
-func cmpInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
