@@ -116,7 +116,7 @@ func (o Options) Validate() error {
 	}
 	// A caller that knows the store's rollups checks the resolution against
 	// them (db.Open does); without them there is nothing to check.
-	if err := o.Resolution.validate(o.Rollups); err != nil && o.Rollups != nil {
+	if err := o.Resolution.Validate(o.Rollups); err != nil && o.Rollups != nil {
 		errs = append(errs, fmt.Errorf("query: Options.Resolution: %w", err))
 	}
 	if o.Plan > PlanHostScan {

@@ -88,8 +88,8 @@ func (r Resolution) String() string {
 	return "auto"
 }
 
-// validate reports a resolution that is none of rollups.
-func (r Resolution) validate(rollups []schema.Rollup) error {
+// Validate reports a resolution that is none of the store's rollups.
+func (r Resolution) Validate(rollups []schema.Rollup) error {
 	if r.width == 0 {
 		return nil
 	}
@@ -100,9 +100,6 @@ func (r Resolution) validate(rollups []schema.Rollup) error {
 	}
 	return fmt.Errorf("resolution %s is not one of the store's rollups (%s)", r, schema.FormatRollups(rollups))
 }
-
-// Validate reports a resolution that is none of the store's rollups.
-func (r Resolution) Validate(rollups []schema.Rollup) error { return r.validate(rollups) }
 
 // evalShape is what a Select needs to know of its PromQL query to tell whether
 // its evaluation times are window ends.

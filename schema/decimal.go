@@ -160,7 +160,7 @@ func AppendDecimalChunk(dst []byte, samples []Sample) ([]byte, bool) {
 // the chunk holds. It fails, wrapping ErrMalformed, on data AppendDecimalChunk
 // cannot have written.
 func DecodeDecimalChunk(dst []Sample, data []byte, mint, maxt int64) ([]Sample, int, error) {
-	d := rollupDecoder{b: data}
+	d := valueDecoder{b: data}
 	n := d.uvarint()
 	t := int64(d.uvarint())
 	if d.err == nil && (n == 0 || n > MaxChunkSamples || n > uint64(len(data))) {

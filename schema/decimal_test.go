@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/hbtsdb/hbtsdb/schema"
 )
@@ -77,7 +78,6 @@ func TestDecimalChunkRoundTrip(t *testing.T) {
 // decimal chunk, smaller than XOR by half or more; random float64s stay XOR;
 // either way the row decodes to the samples written.
 func TestBucketChunkCellPicksTheSmaller(t *testing.T) {
-	const width = 3_600_000
 	r := rand.New(rand.NewPCG(9, 9))
 	counter, random := make([]schema.Sample, 240), make([]schema.Sample, 240)
 	v := 1000.0
@@ -96,7 +96,7 @@ func TestBucketChunkCellPicksTheSmaller(t *testing.T) {
 		{"counter", counter, schema.EncDecimal, 240 * 2},
 		{"random", random, 1, 240 * 9},
 	} {
-		cell, err := schema.BucketChunkCell(tc.samples, 0, width*1e6)
+		cell, err := schema.BucketChunkCell(tc.samples, 0, time.Hour)
 		if err != nil {
 			t.Fatal(err)
 		}

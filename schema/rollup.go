@@ -401,7 +401,7 @@ func windowFlags(w RollupWindow) byte {
 // an overlong varint, a float with a zero byte it would have left out, a flag
 // it would have set differently).
 func DecodeRollupWindows(dst []RollupWindow, b []byte, bucketStart int64, res time.Duration) ([]RollupWindow, error) {
-	d := rollupDecoder{b: b}
+	d := valueDecoder{b: b}
 	n := d.uvarint()
 	if d.err != nil {
 		return dst, fmt.Errorf("schema: rollup cell of bucket %d: %w", bucketStart, d.err)
@@ -498,13 +498,16 @@ func appendXORFloat(dst []byte, prev, f float64) []byte {
 	return dst
 }
 
-type rollupDecoder struct {
+// valueDecoder reads the varints, bytes and XOR-coded floats of a cell value
+// (rollup cells, decimal chunks), refusing what their encoders never write; the
+// first error sticks, and later reads return zeros.
+type valueDecoder struct {
 	b   []byte
 	off int
 	err error
 }
 
-func (d *rollupDecoder) uvarint() uint64 {
+func (d *valueDecoder) uvarint() uint64 {
 	if d.err != nil {
 		return 0
 	}
@@ -521,7 +524,7 @@ func (d *rollupDecoder) uvarint() uint64 {
 
 // varint reads a signed varint, refusing what AppendVarint never writes and
 // values beyond ±2^61 (no field of a window needs more).
-func (d *rollupDecoder) varint() int64 {
+func (d *valueDecoder) varint() int64 {
 	if d.err != nil {
 		return 0
 	}
@@ -535,13 +538,13 @@ func (d *rollupDecoder) varint() int64 {
 }
 
 // fail records a malformed value, if nothing did before.
-func (d *rollupDecoder) fail(msg string) {
+func (d *valueDecoder) fail(msg string) {
 	if d.err == nil {
 		d.err = fmt.Errorf("%s at byte %d: %w", msg, d.off, ErrMalformed)
 	}
 }
 
-func (d *rollupDecoder) byte() byte {
+func (d *valueDecoder) byte() byte {
 	if d.err != nil {
 		return 0
 	}
@@ -553,7 +556,7 @@ func (d *rollupDecoder) byte() byte {
 	return d.b[d.off-1]
 }
 
-func (d *rollupDecoder) xorFloat(prev float64) float64 {
+func (d *valueDecoder) xorFloat(prev float64) float64 {
 	h := d.byte()
 	if d.err != nil || h == 0 {
 		return prev

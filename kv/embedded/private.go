@@ -20,33 +20,34 @@ const (
 type privateFS struct{ vfs.FS }
 
 func (p privateFS) Create(name string, category vfs.DiskWriteCategory) (vfs.File, error) {
-	return private(p.FS.Create(name, category))(name)
+	f, err := p.FS.Create(name, category)
+	return f, private(name, f, err)
 }
 
 func (p privateFS) OpenReadWrite(name string, category vfs.DiskWriteCategory, opts ...vfs.OpenOption) (vfs.File, error) {
-	return private(p.FS.OpenReadWrite(name, category, opts...))(name)
+	f, err := p.FS.OpenReadWrite(name, category, opts...)
+	return f, private(name, f, err)
 }
 
 func (p privateFS) ReuseForWrite(oldname, newname string, category vfs.DiskWriteCategory) (vfs.File, error) {
-	return private(p.FS.ReuseForWrite(oldname, newname, category))(newname)
+	f, err := p.FS.ReuseForWrite(oldname, newname, category)
+	return f, private(newname, f, err)
 }
 
 func (p privateFS) Lock(name string) (io.Closer, error) {
-	return private(p.FS.Lock(name))(name)
+	c, err := p.FS.Lock(name)
+	return c, private(name, c, err)
 }
 
-// private makes the file a call just created or opened (f, err) 0600; on a
-// failure it closes the file and returns the error.
-func private[F io.Closer](f F, err error) func(name string) (F, error) {
-	return func(name string) (F, error) {
-		if err != nil {
-			return f, err
-		}
-		if err := os.Chmod(name, fileMode); err != nil {
-			f.Close()
-			var zero F
-			return zero, fmt.Errorf("embedded: make %s private: %w", name, err)
-		}
-		return f, nil
+// private makes the file a call just created or opened (f, err) 0600 and
+// returns the call's error; if that fails, it closes the file and returns why.
+func private(name string, f io.Closer, err error) error {
+	if err != nil {
+		return err
 	}
+	if err := os.Chmod(name, fileMode); err != nil {
+		f.Close()
+		return fmt.Errorf("embedded: make %s private: %w", name, err)
+	}
+	return nil
 }
