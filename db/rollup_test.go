@@ -35,13 +35,21 @@ var (
 	rollupWindow = 30 * time.Hour // how much data there is
 )
 
+// The rollups compaction writes in rollupDB: none (no compaction), the store's,
+// or the 5m one only, as a store that had the 1h resolution added after its
+// data was compacted.
+var (
+	notCompacted     []schema.Rollup
+	compactedAll     = schema.DefaultRollups()
+	compactedFiveMin = schema.DefaultRollups()[:1]
+)
+
 // rollupDB opens a DB with the default rollups (5m, 1h) over random series.
-// compacted: every bucket is then compacted (chunks and rollup cells), and
-// late samples are written into some compacted buckets afterwards, so that
-// reads meet rollup cells, chunks, and buckets whose rollup is out of date.
-// With fiveMinOnly, compaction writes the 5m rollup only, as a store that had
-// the 1h resolution added after its data was compacted.
-func rollupDB(t *testing.T, b schematest.Backend, seed uint64, compacted bool, fiveMinOnly ...bool) *db.DB {
+// With compactWith not nil, every bucket is then compacted (chunks and the
+// rollup cells of compactWith), and late samples are written into some
+// compacted buckets afterwards, so that reads meet rollup cells, chunks, and
+// buckets whose rollup is out of date.
+func rollupDB(t *testing.T, b schematest.Backend, seed uint64, compactWith []schema.Rollup) *db.DB {
 	t.Helper()
 	st := b.Store(t)
 	d, err := db.Open(context.Background(), db.Options{
@@ -53,12 +61,8 @@ func rollupDB(t *testing.T, b schematest.Backend, seed uint64, compacted bool, f
 	}
 	t.Cleanup(func() { d.Close() })
 	writeRollupSeries(t, d, seed)
-	if compacted {
-		rollups := schema.DefaultRollups()
-		if len(fiveMinOnly) > 0 && fiveMinOnly[0] {
-			rollups = rollups[:1]
-		}
-		c, err := downsample.NewCompactor(st, b.Settings, downsample.Options{Rollups: rollups,
+	if compactWith != nil {
+		c, err := downsample.NewCompactor(st, b.Settings, downsample.Options{Rollups: compactWith,
 			Now: func() time.Time { return rollupNow }})
 		if err != nil {
 			t.Fatal(err)
@@ -260,18 +264,18 @@ func servedFromRollup(infos []string) bool {
 // served from a rollup (the info annotation says so).
 func TestRollupsAnswerAsRaw(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b schematest.Backend) {
-		for _, compacted := range []bool{false, true} {
-			t.Run(map[bool]string{false: "raw-cells", true: "compacted"}[compacted], func(t *testing.T) {
+		for name, compactWith := range map[string][]schema.Rollup{"raw-cells": notCompacted, "compacted": compactedAll} {
+			t.Run(name, func(t *testing.T) {
 				steps := []time.Duration{time.Hour, 5 * time.Minute, 15 * time.Second, 7 * time.Minute, 0}
 				if raceEnabled {
 					steps = []time.Duration{time.Hour, 7 * time.Minute, 0}
 				}
-				testRollupsAnswerAsRaw(t, rollupDB(t, b, 1, compacted), steps)
+				testRollupsAnswerAsRaw(t, rollupDB(t, b, 1, compactWith), steps)
 			})
 		}
 		// The 1h rollup is what this store lacks for old buckets: 1h steps.
 		t.Run("compacted-before-1h-was-added", func(t *testing.T) {
-			testRollupsAnswerAsRaw(t, rollupDB(t, b, 1, true, true), []time.Duration{time.Hour})
+			testRollupsAnswerAsRaw(t, rollupDB(t, b, 1, compactedFiveMin), []time.Duration{time.Hour})
 		})
 	})
 }
@@ -316,7 +320,7 @@ func testRollupsAnswerAsRaw(t *testing.T, d *db.DB, steps []time.Duration) {
 // within a relative 1e-12 (README's stated bound), and exactly on integers.
 func TestRollupSumWithinBound(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b schematest.Backend) {
-		d := rollupDB(t, b, 2, true)
+		d := rollupDB(t, b, 2, compactedAll)
 		start, end := rollupDay0.Add(3*time.Hour), rollupDay0.Add(rollupWindow)
 		for _, step := range []time.Duration{time.Hour, 5 * time.Minute} {
 			for _, expr := range []string{"sum_over_time(x[1h])", "sum_over_time(x[3h])", `sum_over_time(x{kind!="gauge"}[1h])`} {
@@ -356,7 +360,7 @@ func TestRollupSumWithinBound(t *testing.T) {
 // where none can.
 func TestThanosCases(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b schematest.Backend) {
-		d := rollupDB(t, b, 3, true)
+		d := rollupDB(t, b, 3, compactedAll)
 		for _, tc := range []struct {
 			name, expr string
 			start, end time.Time
