@@ -18,11 +18,17 @@ import (
 // webOptions are tsdb serve's TLS and authentication settings: Prometheus' web
 // configuration file (--web.config.file), served by exporter-toolkit exactly as
 // Prometheus serves it, and the users whose basic-auth credentials may only read
-// (--web.read-only-users).
+// (--web.read-only-users) or only write (--web.write-only-users). Users in
+// neither list may call every endpoint, the admin ones included.
 type webOptions struct {
-	configFile    string
-	readOnlyUsers []string
+	configFile     string
+	readOnlyUsers  []string
+	writeOnlyUsers []string
 }
+
+// adminNote ends both restricted-user flags' help: what neither role may call.
+const adminNote = " Endpoints that neither read nor write (admin ones, such as /debug/pprof/ with " +
+	"--web.enable-pprof) answer both read-only and write-only users 403: only users in neither list may call them."
 
 func (w *webOptions) register(cmd *kingpin.CmdClause) {
 	flag(cmd, "web.config.file", "Prometheus' web configuration file: TLS (tls_server_config, client "+
@@ -32,28 +38,53 @@ func (w *webOptions) register(cmd *kingpin.CmdClause) {
 		Default("").StringVar(&w.configFile)
 	flag(cmd, "web.read-only-users", "Comma-separated basic_auth_users of --web.config.file that may only "+
 		"read (queries, remote read, health); any other endpoint, such as remote write and /api/put, answers "+
-		"them 403.").Default("").StringsVar(&w.readOnlyUsers)
+		"them 403."+adminNote).Default("").StringsVar(&w.readOnlyUsers)
+	flag(cmd, "web.write-only-users", "Comma-separated basic_auth_users of --web.config.file that may only "+
+		"write (remote write, /api/put, health), such as the Prometheus servers that remote-write; any other "+
+		"endpoint, such as queries and remote read, answers them 403. A user may not be in both lists."+adminNote).
+		Default("").StringsVar(&w.writeOnlyUsers)
 }
 
-// check validates the web configuration file as Prometheus does at start (its
-// YAML, the bcrypt hashes, the certificates and keys it names) and the
-// read-only users against it. Errors name the file.
-func (w *webOptions) check(logger *slog.Logger) error {
+// splitUsers flattens repeated and comma-separated flag values into user names.
+func splitUsers(values []string) []string {
 	var users []string
-	for _, u := range w.readOnlyUsers {
-		for _, name := range strings.Split(u, ",") {
+	for _, v := range values {
+		for _, name := range strings.Split(v, ",") {
 			if name = strings.TrimSpace(name); name != "" {
 				users = append(users, name)
 			}
 		}
 	}
-	w.readOnlyUsers = users
+	return users
+}
+
+// check validates the web configuration file as Prometheus does at start (its
+// YAML, the bcrypt hashes, the certificates and keys it names) and the
+// restricted users against it. Errors name the file and the flag.
+func (w *webOptions) check(logger *slog.Logger) error {
+	w.readOnlyUsers, w.writeOnlyUsers = splitUsers(w.readOnlyUsers), splitUsers(w.writeOnlyUsers)
+	lists := []struct {
+		flag  string
+		users []string
+	}{{"--web.read-only-users", w.readOnlyUsers}, {"--web.write-only-users", w.writeOnlyUsers}}
 	if w.configFile == "" {
-		if len(w.readOnlyUsers) > 0 {
-			return errors.New("--web.read-only-users needs --web.config.file with basic_auth_users: " +
-				"without authentication every client could write")
+		for _, l := range lists {
+			if len(l.users) > 0 {
+				// Without authentication the user of a request is whatever
+				// it claims, so a restriction would restrict nobody.
+				return fmt.Errorf("%s needs --web.config.file with basic_auth_users: "+
+					"without authentication every client could read and write", l.flag)
+			}
 		}
 		return nil
+	}
+	for _, u := range w.readOnlyUsers {
+		if slices.Contains(w.writeOnlyUsers, u) {
+			// Either reading of "both" (may do both, may do neither) would
+			// surprise someone; an unrestricted user is one in neither list.
+			return fmt.Errorf("user %q is in both --web.read-only-users and --web.write-only-users: "+
+				"a user who may read and write belongs in neither", u)
+		}
 	}
 	if err := web.Validate(w.configFile); err != nil {
 		return fmt.Errorf("--web.config.file %s: %w", w.configFile, err)
@@ -66,10 +97,12 @@ func (w *webOptions) check(logger *slog.Logger) error {
 	if err := yaml.Unmarshal(content, &c); err != nil {
 		return fmt.Errorf("--web.config.file %s: %w", w.configFile, err)
 	}
-	for _, u := range w.readOnlyUsers {
-		if _, ok := c.Users[u]; !ok {
-			return fmt.Errorf("--web.read-only-users: user %q is not in the basic_auth_users of --web.config.file %s",
-				u, w.configFile)
+	for _, l := range lists {
+		for _, u := range l.users {
+			if _, ok := c.Users[u]; !ok {
+				return fmt.Errorf("%s: user %q is not in the basic_auth_users of --web.config.file %s",
+					l.flag, u, w.configFile)
+			}
 		}
 	}
 	if len(c.Users) > 0 && !c.TLSConfig.IsEnabled() {
@@ -79,18 +112,24 @@ func (w *webOptions) check(logger *slog.Logger) error {
 	return nil
 }
 
-// handler wraps next with the read-only users' restriction. It runs after
+// handler wraps next with the restricted users' allow-lists. It runs after
 // exporter-toolkit's authentication, so the user of the request's basic auth is
 // the authenticated one.
 func (w *webOptions) handler(next http.Handler) http.Handler {
-	if len(w.readOnlyUsers) == 0 {
+	if len(w.readOnlyUsers) == 0 && len(w.writeOnlyUsers) == 0 {
 		return next
 	}
-	readOnly := slices.Clone(w.readOnlyUsers)
+	readOnly, writeOnly := slices.Clone(w.readOnlyUsers), slices.Clone(w.writeOnlyUsers)
 	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		if user, _, ok := r.BasicAuth(); ok && slices.Contains(readOnly, user) && !readEndpoint(r.URL.Path) {
-			http.Error(rw, "403 Forbidden: this user may only read (--web.read-only-users)", http.StatusForbidden)
-			return
+		if user, _, ok := r.BasicAuth(); ok {
+			switch {
+			case slices.Contains(readOnly, user) && !readEndpoint(r.URL.Path):
+				http.Error(rw, "403 Forbidden: this user may only read (--web.read-only-users)", http.StatusForbidden)
+				return
+			case slices.Contains(writeOnly, user) && !writeEndpoint(r.URL.Path):
+				http.Error(rw, "403 Forbidden: this user may only write (--web.write-only-users)", http.StatusForbidden)
+				return
+			}
 		}
 		next.ServeHTTP(rw, r)
 	})
@@ -113,6 +152,18 @@ func readEndpoint(path string) bool {
 	}
 	if rest, ok := strings.CutPrefix(path, "/api/v1/status/"); ok {
 		return rest != "" && !strings.Contains(rest, "/")
+	}
+	return false
+}
+
+// writeEndpoint reports whether path is one of the endpoints that write, or
+// health, which a writer's load balancer or sidecar may probe. Like
+// readEndpoint it is an allow-list: an endpoint added later is closed to
+// write-only users until it is listed here.
+func writeEndpoint(path string) bool {
+	switch path {
+	case "/-/healthy", "/-/ready", "/api/v1/write", "/api/put":
+		return true
 	}
 	return false
 }
