@@ -45,6 +45,8 @@ type serveOptions struct {
 	compact        downsample.WorkerOptions
 	// web is TLS and authentication (--web.config.file, --web.read-only-users).
 	web webOptions
+	// pprof serves Go's profiles under /debug/pprof/ (--web.enable-pprof, serve_debug.go).
+	pprof bool
 
 	flags *binder
 }
@@ -102,6 +104,7 @@ func registerServe(a *app) {
 	o.registerWriteFlags()
 	o.registerQueryFlags()
 	o.registerCompactionFlags()
+	o.registerDebugFlags()
 	a.actions[cmd.FullCommand()] = func(ctx context.Context, logger *slog.Logger) error {
 		return serve(ctx, a.common, o, logger)
 	}
@@ -145,7 +148,7 @@ func serve(ctx context.Context, c *commonFlags, o *serveOptions, logger *slog.Lo
 		return fmt.Errorf("listen on %s: %w (is another tsdb running? choose another --listen)", o.listen, err)
 	}
 	srv := &http.Server{
-		Handler:           o.web.handler(handler),
+		Handler:           o.web.handler(o.withDebug(handler)),
 		ReadHeaderTimeout: 30 * time.Second,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
