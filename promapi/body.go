@@ -50,7 +50,7 @@ func putBuffer(b *[]byte) {
 // readBody reads the whole request body into buf within the limits: a body over
 // limits.MaxBodyBytes is refused (by its Content-Length before anything is read,
 // or once that many bytes arrived; 413), as is an empty one (400), one that does
-// not arrive within limits.BodyReadTimeout (400) and one whose bytes do not fit
+// not arrive within limits.BodyReadTimeout (408) and one whose bytes do not fit
 // in the in-flight byte budget (429). Every byte read is reserved in res.
 func (h *writeHandler) readBody(w http.ResponseWriter, r *http.Request, buf *[]byte, res *reservation) error {
 	limit := h.limits.MaxBodyBytes
@@ -62,7 +62,7 @@ func (h *writeHandler) readBody(w http.ResponseWriter, r *http.Request, buf *[]b
 	if r.Body == nil {
 		return errEmptyBody
 	}
-	lift := h.bodyDeadline(w)
+	lift := bodyDeadline(w, h.limits.BodyReadTimeout)
 	data, over, err := readGrowing(r.Body, *buf, limit, r.ContentLength, res)
 	*buf = data
 	if err != nil || over {
@@ -77,8 +77,8 @@ func (h *writeHandler) readBody(w http.ResponseWriter, r *http.Request, buf *[]b
 	case errors.Is(err, errOverloaded):
 		return err
 	case errors.Is(err, os.ErrDeadlineExceeded):
-		return fmt.Errorf("%w: request body not received within %v (--write.body-read-timeout); %d bytes arrived",
-			write.ErrInvalid, h.limits.BodyReadTimeout, len(data))
+		return bodyTimeout{fmt.Errorf("%w: request body not received within %v (--write.body-read-timeout); %d bytes arrived",
+			write.ErrInvalid, h.limits.BodyReadTimeout, len(data))}
 	case err != nil:
 		return fmt.Errorf("%w: read request body: %v", write.ErrInvalid, err)
 	case over:
@@ -89,14 +89,14 @@ func (h *writeHandler) readBody(w http.ResponseWriter, r *http.Request, buf *[]b
 	return nil
 }
 
-// bodyDeadline sets the connection's read deadline to limits.BodyReadTimeout from
-// now and returns the function that lifts it once the body is read (a deadline
-// left in place would make the server's background read of the connection
-// cancel the request while it is written). A ResponseWriter that has no
-// connection deadline (a test's recorder) reads without one.
-func (h *writeHandler) bodyDeadline(w http.ResponseWriter) (lift func()) {
+// bodyDeadline sets the connection's read deadline to timeout from now and
+// returns the function that lifts it once the body is read (a deadline left in
+// place would make the server's background read of the connection cancel the
+// request while it is written). A ResponseWriter that has no connection
+// deadline (a test's recorder) reads without one.
+func bodyDeadline(w http.ResponseWriter, timeout time.Duration) (lift func()) {
 	rc := http.NewResponseController(w)
-	if err := rc.SetReadDeadline(time.Now().Add(h.limits.BodyReadTimeout)); err != nil {
+	if err := rc.SetReadDeadline(time.Now().Add(timeout)); err != nil {
 		return func() {}
 	}
 	return func() { _ = rc.SetReadDeadline(time.Time{}) }

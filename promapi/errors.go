@@ -19,9 +19,12 @@ var (
 	// errContentTooLarge: the request body (as sent, before decompression) is over
 	// --write.max-body-bytes. HTTP 413.
 	errContentTooLarge = errors.New("request body too large")
-	// errOverloaded: more than --write.max-concurrent-requests write requests are
-	// in flight. HTTP 429 with Retry-After.
-	errOverloaded = errors.New("too many concurrent write requests")
+	// errInvalidRead: a remote-read request that cannot be read (not snappy, a
+	// length claim it cannot hold). HTTP 400.
+	errInvalidRead = errors.New("invalid remote-read request")
+	// errOverloaded: a bound of what is in flight (write requests, bytes of
+	// write or remote-read bodies) is reached. HTTP 429 with Retry-After.
+	errOverloaded = errors.New("overloaded")
 )
 
 // statusClientClosedRequest is nginx's status for a request whose client closed
@@ -47,11 +50,13 @@ func statusOf(err error) int {
 		return http.StatusNoContent
 	case errors.Is(err, errUnsupportedMedia):
 		return http.StatusUnsupportedMediaType
+	case errors.As(err, new(bodyTimeout)):
+		return http.StatusRequestTimeout
 	case errors.Is(err, errContentTooLarge):
 		return http.StatusRequestEntityTooLarge
 	case errors.Is(err, errOverloaded):
 		return http.StatusTooManyRequests
-	case errors.Is(err, write.ErrInvalid), errors.Is(err, kv.ErrInvalidArgument):
+	case errors.Is(err, write.ErrInvalid), errors.Is(err, errInvalidRead), errors.Is(err, kv.ErrInvalidArgument):
 		// kv.ErrInvalidArgument: the store refused the data itself (retrying
 		// "will not help", kv.go); nothing of the batch is stored.
 		return http.StatusBadRequest
@@ -82,3 +87,11 @@ func logWriteFailure(logger *slog.Logger, r *http.Request, status int, err error
 		"user_agent", r.UserAgent(), "err", err}, attrs...)
 	logger.Log(r.Context(), level, msg, attrs...)
 }
+
+// bodyTimeout is a request body that did not arrive within its read timeout:
+// 408 Request Timeout, and the connection is closed. It wraps the error that
+// says which flag bounds it (and, on the write endpoints, write.ErrInvalid: the
+// request is refused, not retried by Prometheus, whose sender is what stalled).
+type bodyTimeout struct{ error }
+
+func (e bodyTimeout) Unwrap() error { return e.error }

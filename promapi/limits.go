@@ -50,7 +50,7 @@ type WriteLimits struct {
 	// request of the largest size can be served.
 	MaxInflightBytes int64
 	// BodyReadTimeout bounds the time from the start of the handler until the
-	// whole body has arrived [30s]; a body that takes longer is answered 400 and
+	// whole body has arrived [30s]; a body that takes longer is answered 408 and
 	// its connection closed.
 	BodyReadTimeout time.Duration
 	// RetryAfter is what a 429 tells the client to wait [1s].
@@ -166,6 +166,9 @@ type byteBudget struct {
 	mu   sync.Mutex
 	used int64
 	max  int64
+	// what and flag name the bodies and the flag of max in errors
+	// ("write request bodies", "--write.max-inflight-bytes").
+	what, flag string
 }
 
 func (b *byteBudget) tryReserve(n int64) bool {
@@ -204,8 +207,8 @@ func (r *reservation) reserve(n int64) error {
 		return nil
 	}
 	if !r.budget.tryReserve(n) {
-		return fmt.Errorf("%w: more than %d bytes of write request bodies in flight (--write.max-inflight-bytes); retry later",
-			errOverloaded, r.budget.max)
+		return fmt.Errorf("%w: more than %d bytes of %s in flight (%s); retry later",
+			errOverloaded, r.budget.max, r.budget.what, r.budget.flag)
 	}
 	r.held += n
 	return nil

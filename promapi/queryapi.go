@@ -59,24 +59,39 @@ type QueryOptions struct {
 	// RemoteReadMaxBytesInFrame bounds one frame of a STREAMED_XOR_CHUNKS
 	// response [1 MiB].
 	RemoteReadMaxBytesInFrame int
+	// RemoteReadMaxInflightBytes bounds the bytes of remote-read request bodies
+	// held at once, compressed and decoded, across requests [128 MiB]; over it:
+	// 429 with Retry-After. One request may take up to 32 MiB compressed and
+	// 32 MiB decoded, twice (Prometheus' handler decodes it again).
+	RemoteReadMaxInflightBytes int64
+	// RemoteReadBodyTimeout bounds the time a remote-read request body may
+	// take to arrive [30s]; over it: 408 and the connection is closed.
+	RemoteReadBodyTimeout time.Duration
 	// LastMaxN is the largest n /api/v1/last accepts [1000].
 	LastMaxN int
+	// MaxMemory bounds, in bytes, the Go heap of the process while PromQL
+	// queries and remote reads run [0: no bound]: over it, after a forced
+	// collection, every query and remote read then running is cancelled and
+	// answered 503 (errorType unavailable) naming the bound (memoryGuard).
+	MaxMemory int64
 }
 
 // DefaultQueryOptions are Prometheus' defaults for the same settings.
 func DefaultQueryOptions() QueryOptions {
 	return QueryOptions{
-		LookbackDelta:             5 * time.Minute,
-		MaxSamples:                50_000_000,
-		Timeout:                   2 * time.Minute,
-		MaxConcurrent:             20,
-		MaxQueryLength:            16 << 10,
-		FormatMaxDepth:            256,
-		RemoteReadSampleLimit:     50_000_000,
-		RemoteReadMaxQueries:      100,
-		RemoteReadConcurrency:     10,
-		RemoteReadMaxBytesInFrame: 1 << 20,
-		LastMaxN:                  1000,
+		LookbackDelta:              5 * time.Minute,
+		MaxSamples:                 50_000_000,
+		Timeout:                    2 * time.Minute,
+		MaxConcurrent:              20,
+		MaxQueryLength:             16 << 10,
+		FormatMaxDepth:             256,
+		RemoteReadSampleLimit:      50_000_000,
+		RemoteReadMaxQueries:       100,
+		RemoteReadConcurrency:      10,
+		RemoteReadMaxBytesInFrame:  1 << 20,
+		RemoteReadMaxInflightBytes: 128 << 20,
+		RemoteReadBodyTimeout:      30 * time.Second,
+		LastMaxN:                   1000,
 	}
 }
 
@@ -96,6 +111,8 @@ func (o QueryOptions) withDefaults() QueryOptions {
 	setDefault(&o.RemoteReadMaxQueries, d.RemoteReadMaxQueries)
 	setDefault(&o.RemoteReadConcurrency, d.RemoteReadConcurrency)
 	setDefault(&o.RemoteReadMaxBytesInFrame, d.RemoteReadMaxBytesInFrame)
+	setDefault(&o.RemoteReadMaxInflightBytes, d.RemoteReadMaxInflightBytes)
+	setDefault(&o.RemoteReadBodyTimeout, d.RemoteReadBodyTimeout)
 	setDefault(&o.LastMaxN, d.LastMaxN)
 	return o
 }
@@ -115,7 +132,10 @@ func (o QueryOptions) Validate() error {
 		notNegative("QueryOptions.RemoteReadMaxQueries", o.RemoteReadMaxQueries),
 		notNegative("QueryOptions.RemoteReadConcurrency", o.RemoteReadConcurrency),
 		notNegative("QueryOptions.RemoteReadMaxBytesInFrame", o.RemoteReadMaxBytesInFrame),
+		notNegative("QueryOptions.RemoteReadMaxInflightBytes", o.RemoteReadMaxInflightBytes),
+		notNegative("QueryOptions.RemoteReadBodyTimeout", o.RemoteReadBodyTimeout),
 		notNegative("QueryOptions.LastMaxN", o.LastMaxN),
+		notNegative("QueryOptions.MaxMemory", o.MaxMemory),
 	)
 }
 
@@ -177,7 +197,7 @@ func newPromQLEngine(opts QueryOptions, logger *slog.Logger) *promql.Engine {
 // prometheusAPIPaths on r, over q and engine. storeErr, when it returns an
 // error, answers 503 (errorType "unavailable") before any handler runs.
 func registerPrometheusAPI(r *mux.Router, q storage.SampleAndChunkQueryable, engine promql.QueryEngine, opts QueryOptions,
-	build BuildInfo, storeErr func() error, logger *slog.Logger) {
+	build BuildInfo, storeErr func() error, guard *memoryGuard, logger *slog.Logger) {
 	ready := func(next http.HandlerFunc) http.HandlerFunc {
 		return func(w http.ResponseWriter, req *http.Request) {
 			if err := storeErr(); err != nil {
@@ -200,9 +220,9 @@ func registerPrometheusAPI(r *mux.Router, q storage.SampleAndChunkQueryable, eng
 		var h http.Handler = prom
 		switch p.path {
 		case "/query":
-			h = withResolution(true, prom)
+			h = guard.guardReads(true, withResolution(true, prom))
 		case "/query_range":
-			h = withResolution(false, prom)
+			h = guard.guardReads(true, withResolution(false, prom))
 		case "/format_query":
 			h = boundFormatDepth(opts.FormatMaxDepth, prom)
 		}

@@ -3,13 +3,16 @@ package promapi
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/golang/snappy"
 	"github.com/prometheus/prometheus/model/labels"
@@ -245,5 +248,74 @@ func TestRemoteReadMaxQueries(t *testing.T) {
 		if status, body := postReadStatus(t, e, copies(4, typ)); status != 400 || body != want {
 			t.Errorf("4 queries (%v) = %d %q, want 400 %q", typ, status, body, want)
 		}
+	}
+}
+
+// readServer serves the router over the query fixture with opts, behind a
+// bodyWatch that counts the body bytes each request's handler read.
+func readServer(t *testing.T, opts QueryOptions) (*httptest.Server, *bodyWatch) {
+	t.Helper()
+	e := newQueryEnv(t, schematest.Backends()[0], Options{})
+	watch := &bodyWatch{read: map[string]int{}}
+	srv := httptest.NewServer(watch.wrap(mustRouter(t, Options{Store: StaticStore(e.db), Query: opts})))
+	t.Cleanup(srv.Close)
+	return srv, watch
+}
+
+// TestRemoteReadSnappyClaim: an 8-byte remote-read body whose snappy header
+// claims 30 MiB is refused before anything is allocated for it.
+func TestRemoteReadSnappyClaim(t *testing.T) {
+	srv, _ := readServer(t, QueryOptions{})
+	body := binary.AppendUvarint(nil, 30<<20)
+	body = append(body, 0, 0, 0, 0)
+	r := post(t, srv.URL+"/api/v1/read", map[string]string{"Content-Type": "application/x-protobuf"}, body)
+	want := "invalid remote-read request: snappy block of 8 bytes claims a decoded length of 31457280 bytes, " +
+		"more than the 85 bytes it can hold or remote read accepts\n"
+	if r.status != 400 || r.body != want {
+		t.Errorf("snappy claim = %d %q, want 400 %q", r.status, r.body, want)
+	}
+}
+
+// TestRemoteReadInflightBytes: remote-read bodies held at once are bounded by
+// --remote-read.max-inflight-bytes, counted as they arrive (a slow sender holds
+// what it sent, and no slot): a request that does not fit is 429 with
+// Retry-After; once the slow one is gone, the same request is served.
+func TestRemoteReadInflightBytes(t *testing.T) {
+	srv, watch := readServer(t, QueryOptions{RemoteReadMaxInflightBytes: 1000})
+	slow := slowSend(t, srv, "/api/v1/read", 1000, bytes.Repeat([]byte("x"), 990))
+	watch.waitRead(t, []net.Conn{slow}, 990)
+	raw, err := readRequest().Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := snappy.Encode(nil, raw)
+	r := post(t, srv.URL+"/api/v1/read", map[string]string{"Content-Type": "application/x-protobuf"}, body)
+	want := "overloaded: more than 1000 bytes of remote-read request bodies in flight " +
+		"(--remote-read.max-inflight-bytes); retry later\n"
+	if r.status != 429 || r.body != want || r.header.Get("Retry-After") != "1" {
+		t.Errorf("a read while 990 bytes are held = %d %q Retry-After %q, want 429 %q", r.status, r.body,
+			r.header.Get("Retry-After"), want)
+	}
+	slow.Close()
+	for {
+		r = post(t, srv.URL+"/api/v1/read", map[string]string{"Content-Type": "application/x-protobuf"}, body)
+		if r.status != 429 {
+			break
+		}
+		time.Sleep(5 * time.Millisecond) // the server has yet to see the slow connection close
+	}
+	if r.status != 200 {
+		t.Errorf("the read once the slow sender left = %d %q", r.status, r.body)
+	}
+}
+
+// TestRemoteReadBodyTimeout: a remote-read body that stops arriving is 408
+// naming the flag.
+func TestRemoteReadBodyTimeout(t *testing.T) {
+	srv, _ := readServer(t, QueryOptions{RemoteReadBodyTimeout: 100 * time.Millisecond})
+	c := slowSend(t, srv, "/api/v1/read", 1000, []byte("x"))
+	want := "remote-read request body not received within 100ms (--remote-read.body-read-timeout); 1 bytes arrived\n"
+	if r := readResponse(t, c); r.status != 408 || r.body != want {
+		t.Errorf("a body that stops = %d %q, want 408 %q", r.status, r.body, want)
 	}
 }

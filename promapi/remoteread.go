@@ -2,10 +2,15 @@ package promapi
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
+	"time"
+
+	"github.com/golang/snappy"
 
 	"github.com/prometheus/prometheus/config"
 	"github.com/prometheus/prometheus/prompb"
@@ -36,6 +41,12 @@ const maxReadRequestBytes = 32 << 20
 // most RemoteReadConcurrency requests run at once (more wait); frames hold at
 // most RemoteReadMaxBytesInFrame bytes. There are no external labels to add.
 //
+// The request body is read before a slot is taken, within
+// RemoteReadBodyTimeout (408), with its bytes, compressed and decoded, reserved
+// in a budget of RemoteReadMaxInflightBytes across requests (429 with
+// Retry-After), and its snappy length claim checked before anything is
+// allocated for it (400); see readRemoteReadBody.
+//
 // Before the store is open the answer is 503 in plain text, as remote-read
 // clients expect a non-protobuf error body.
 func remoteRead(q storage.SampleAndChunkQueryable, opts QueryOptions, ready func() error, logger *slog.Logger) http.Handler {
@@ -44,19 +55,27 @@ func remoteRead(q storage.SampleAndChunkQueryable, opts QueryOptions, ready func
 		h = remote.NewReadHandler(logger, nil, budgetQueryable{q}, func() config.Config { return config.Config{} },
 			opts.RemoteReadSampleLimit, opts.RemoteReadConcurrency, opts.RemoteReadMaxBytesInFrame)
 	}
+	bodies := &byteBudget{max: opts.RemoteReadMaxInflightBytes, what: "remote-read request bodies",
+		flag: "--remote-read.max-inflight-bytes"}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := ready(); err != nil {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			return
 		}
+		res := &reservation{budget: bodies}
+		defer res.release()
+		body, err := readRemoteReadBody(w, r, opts.RemoteReadBodyTimeout, res)
+		if err != nil {
+			status := statusOf(err)
+			if status == http.StatusTooManyRequests {
+				w.Header().Set("Retry-After", "1")
+			}
+			http.Error(w, err.Error(), status)
+			return
+		}
 		// The request is decoded here too, to count its queries before any
 		// runs and to learn its response type; Prometheus' handler decodes the
 		// same bytes again.
-		body, err := io.ReadAll(io.LimitReader(r.Body, maxReadRequestBytes))
-		if err != nil {
-			http.Error(w, fmt.Sprintf("reading the remote-read request: %v", err), http.StatusBadRequest)
-			return
-		}
 		decode := r.Clone(r.Context())
 		decode.Body = io.NopCloser(bytes.NewReader(body))
 		req, err := remote.DecodeReadRequest(decode)
@@ -86,4 +105,52 @@ func remoteRead(q storage.SampleAndChunkQueryable, opts QueryOptions, ready func
 		}
 		h.ServeHTTP(w, r.WithContext(ctx))
 	})
+}
+
+// readRemoteReadBody reads a remote-read request's snappy-compressed body
+// within bounds, before anything decodes it and before a remote-read slot is
+// taken (slow senders hold none): at most maxReadRequestBytes (413, by its
+// Content-Length before anything is read), within timeout (408, and the
+// connection is closed), with its bytes reserved in res as they arrive and its
+// decoded size (twice: this handler and Prometheus' each decode it) before it
+// is decoded (429 when they do not fit). A snappy header that claims more than
+// a block of its size can hold, or more than maxReadRequestBytes, is 400
+// before anything is allocated for it.
+func readRemoteReadBody(w http.ResponseWriter, r *http.Request, timeout time.Duration, res *reservation) ([]byte, error) {
+	if r.ContentLength > maxReadRequestBytes {
+		closeConnection(w)
+		return nil, fmt.Errorf("%w: Content-Length %d bytes is over the remote-read limit of %d bytes",
+			errContentTooLarge, r.ContentLength, maxReadRequestBytes)
+	}
+	lift := bodyDeadline(w, timeout)
+	body, over, err := readGrowing(r.Body, nil, maxReadRequestBytes, r.ContentLength, res)
+	if err != nil || over {
+		closeConnection(w)
+	} else {
+		lift()
+	}
+	switch {
+	case errors.Is(err, errOverloaded):
+		return nil, err
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return nil, bodyTimeout{fmt.Errorf("remote-read request body not received within %v "+
+			"(--remote-read.body-read-timeout); %d bytes arrived", timeout, len(body))}
+	case err != nil:
+		return nil, fmt.Errorf("%w: reading the remote-read request: %v", errInvalidRead, err)
+	case over:
+		return nil, fmt.Errorf("%w: remote-read request body is over the limit of %d bytes",
+			errContentTooLarge, maxReadRequestBytes)
+	}
+	n, err := snappy.DecodedLen(body)
+	if err != nil {
+		return nil, fmt.Errorf("%w: remote-read request is not snappy block-compressed: %v", errInvalidRead, err)
+	}
+	if most := min(maxSnappyDecodedLen(body), maxReadRequestBytes); int64(n) > most {
+		return nil, fmt.Errorf("%w: snappy block of %d bytes claims a decoded length of %d bytes, more than "+
+			"the %d bytes it can hold or remote read accepts", errInvalidRead, len(body), n, most)
+	}
+	if err := res.reserve(2 * int64(n)); err != nil {
+		return nil, err
+	}
+	return body, nil
 }

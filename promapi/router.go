@@ -61,9 +61,10 @@ func NewRouter(opts Options) (http.Handler, error) {
 	r.HandleFunc("/api/v1/last", rh.last).Methods(http.MethodGet, http.MethodPost)
 	r.HandleFunc("/api/v1/metadata", rh.metadata).Methods(http.MethodGet)
 	q := queryable{opts.Store}
-	r.Handle("/api/v1/read", remoteRead(q, opts.Query, storeErr, opts.Logger)).Methods(http.MethodPost)
+	guard := newMemoryGuard(opts.Query.MaxMemory, opts.Logger)
+	r.Handle("/api/v1/read", guard.guardReads(false, remoteRead(q, opts.Query, storeErr, opts.Logger))).Methods(http.MethodPost)
 	engine := newPromQLEngine(opts.Query, opts.Logger)
-	registerPrometheusAPI(r, q, engine, opts.Query, opts.BuildInfo, storeErr, opts.Logger)
+	registerPrometheusAPI(r, q, engine, opts.Query, opts.BuildInfo, storeErr, guard, opts.Logger)
 	return recoverPanics(opts.Logger, r), nil
 }
 

@@ -144,7 +144,7 @@ func TestSlowSendersHoldNoSlot(t *testing.T) {
 }
 
 // TestBodyReadTimeout: a body that does not arrive within BodyReadTimeout is
-// answered 400 naming the flag, on both endpoints.
+// answered 408 naming the flag, on both endpoints.
 func TestBodyReadTimeout(t *testing.T) {
 	srv, _ := watchedServer(t, WriteLimits{BodyReadTimeout: 100 * time.Millisecond})
 	for _, tc := range []struct {
@@ -152,11 +152,11 @@ func TestBodyReadTimeout(t *testing.T) {
 		want string
 	}{
 		{"/api/v1/write", "invalid write request: request body not received within 100ms (--write.body-read-timeout); 1 bytes arrived\n"},
-		{"/api/put", `{"error":{"code":400,"message":"request body not received within 100ms (--write.body-read-timeout); 1 bytes arrived"}}` + "\n"},
+		{"/api/put", `{"error":{"code":408,"message":"request body not received within 100ms (--write.body-read-timeout); 1 bytes arrived"}}` + "\n"},
 	} {
 		c := slowSend(t, srv, tc.path, 1000, []byte("x"))
-		if r := readResponse(t, c); r.status != 400 || r.body != tc.want {
-			t.Errorf("%s with a body that stops: %d %q, want 400 %q", tc.path, r.status, r.body, tc.want)
+		if r := readResponse(t, c); r.status != 408 || r.body != tc.want {
+			t.Errorf("%s with a body that stops: %d %q, want 408 %q", tc.path, r.status, r.body, tc.want)
 		}
 	}
 	// Bodies that arrive in time are served, on the same server.
@@ -184,9 +184,9 @@ func TestInflightBytesAnswer429WithRetryAfter(t *testing.T) {
 		want string
 	}{
 		{"/api/v1/write", remoteHeaders(ctV1), okV1(t),
-			"too many concurrent write requests: more than 2000 bytes of write request bodies in flight (--write.max-inflight-bytes); retry later\n"},
+			"overloaded: more than 2000 bytes of write request bodies in flight (--write.max-inflight-bytes); retry later\n"},
 		{"/api/put", nil, []byte(okPut),
-			`{"error":{"code":429,"message":"too many concurrent write requests: more than 2000 bytes of write request bodies in flight (--write.max-inflight-bytes); retry later"}}` + "\n"},
+			`{"error":{"code":429,"message":"overloaded: more than 2000 bytes of write request bodies in flight (--write.max-inflight-bytes); retry later"}}` + "\n"},
 	} {
 		// The slow senders' last bytes are reserved just after the server read
 		// them: wait for the 429 rather than expect it at once.
@@ -317,7 +317,7 @@ func TestSnappyBoundHoldsForTheDensestBlocks(t *testing.T) {
 // TestReadGrowingReservesWhatArrives: the buffer grows with what arrives, and
 // every byte is reserved before it is kept.
 func TestReadGrowingReservesWhatArrives(t *testing.T) {
-	budget := &byteBudget{max: 1 << 20}
+	budget := &byteBudget{max: 1 << 20, what: "write request bodies", flag: "--write.max-inflight-bytes"}
 	res := &reservation{budget: budget}
 	in := bytes.Repeat([]byte("z"), 200_000)
 	out, over, err := readGrowing(bytes.NewReader(in), nil, 1<<20, 16<<20, res)
@@ -339,7 +339,7 @@ func TestReadGrowingReservesWhatArrives(t *testing.T) {
 	// Over the budget.
 	res3 := &reservation{budget: budget}
 	_, _, err = readGrowing(bytes.NewReader(make([]byte, 1<<20)), nil, 2<<20, 0, res3)
-	want := "too many concurrent write requests: more than 1048576 bytes of write request bodies in flight " +
+	want := "overloaded: more than 1048576 bytes of write request bodies in flight " +
 		"(--write.max-inflight-bytes); retry later"
 	if err == nil || err.Error() != want {
 		t.Errorf("over the budget: %v, want %q", err, want)

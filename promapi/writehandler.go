@@ -19,7 +19,8 @@ func newWriteHandler(opts Options) *writeHandler {
 		limits:   limits,
 		logger:   opts.Logger,
 		inflight: newLimiter(limits.MaxConcurrentRequests),
-		bytes:    &byteBudget{max: limits.MaxInflightBytes},
+		bytes: &byteBudget{max: limits.MaxInflightBytes, what: "write request bodies",
+			flag: "--write.max-inflight-bytes"},
 	}
 }
 

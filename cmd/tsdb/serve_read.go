@@ -2,7 +2,9 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"runtime"
+	"strconv"
 	"strings"
 
 	"github.com/grafana/regexp"
@@ -41,6 +43,17 @@ func (o *serveOptions) registerQueryFlags() {
 		"(POST /api/v1/read) served at once; more wait.", &q.RemoteReadConcurrency)
 	bytesFlag(b, "remote-read.max-bytes-in-frame", "promapi: QueryOptions.RemoteReadMaxBytesInFrame", "Largest frame "+
 		"of a STREAMED_XOR_CHUNKS remote-read response, before compression.", &q.RemoteReadMaxBytesInFrame)
+	q.MaxMemory = roundedDown(machineMemory() / 2)
+	bytesFlag(b, "query.max-memory", "promapi: QueryOptions.MaxMemory", "Bound on the process's Go heap while "+
+		"PromQL queries and remote reads run: over it (after a forced garbage collection) every query and remote "+
+		"read then running is cancelled and answered 503 naming this flag. Default: half the memory of the "+
+		"machine or of the process's cgroup, whichever is less. 0: no bound.", &q.MaxMemory)
+	bytesFlag(b, "remote-read.max-inflight-bytes", "promapi: QueryOptions.RemoteReadMaxInflightBytes", "Bytes of "+
+		"remote-read request bodies held at once, compressed and decoded (twice), across requests; over it: 429 "+
+		"with Retry-After.", &q.RemoteReadMaxInflightBytes)
+	b.duration("remote-read.body-read-timeout", "promapi: QueryOptions.RemoteReadBodyTimeout", "Longest a "+
+		"remote-read request body may take to arrive; over it: 408 and the connection is closed.",
+		&q.RemoteReadBodyTimeout)
 	b.int("query.last-max-n", "promapi: QueryOptions.LastMaxN", "Largest n that GET /api/v1/last accepts (readings "+
 		"per series).", &q.LastMaxN)
 	b.int("query.max-series", "query: Options.MaxSeries", "Most series one selector of a query (or one remote-read "+
@@ -52,6 +65,44 @@ func (o *serveOptions) registerQueryFlags() {
 		"has no resolution parameter: auto (a rollup wherever its answer is raw data's, raw data otherwise), raw, "+
 		"or one of --rollups' resolutions (5m, 1h: forced, the answer may differ from raw data's).").
 		Default("auto").SetValue(resolutionValue{&sel.Resolution})
+}
+
+// machineMemory is the memory this process may use: the machine's (MemTotal
+// of /proc/meminfo), or its cgroup's limit when that is lower (v2 memory.max,
+// v1 memory.limit_in_bytes). 0 where neither can be read.
+func machineMemory() int64 {
+	var total int64
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if rest, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+				kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+				if err == nil {
+					total = kb << 10
+				}
+			}
+		}
+	}
+	for _, f := range []string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		// "max" (v2) or a huge number (v1) means no limit.
+		if limit, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil && limit > 0 &&
+			(total == 0 || limit < total) {
+			total = limit
+		}
+	}
+	return total
+}
+
+// roundedDown rounds n down to whole GiB from 2 GiB on, to whole MiB below, so
+// that a default read from the machine prints as a size someone would type.
+func roundedDown(n int64) int64 {
+	if n >= 2<<30 {
+		return n &^ (1<<30 - 1)
+	}
+	return n &^ (1<<20 - 1)
 }
 
 // resolutionValue is a kingpin value for query.Resolution.

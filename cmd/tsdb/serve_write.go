@@ -17,7 +17,7 @@ func (o *serveOptions) registerWriteFlags() {
 		"answered 429 with Retry-After. At least --write.max-body-bytes + --write.max-decompressed-bytes.",
 		&h.MaxInflightBytes)
 	b.duration("write.body-read-timeout", "promapi: WriteLimits.BodyReadTimeout", "Longest a write request's body "+
-		"may take to arrive, once its headers have; slower is answered 400 and the connection closed.",
+		"may take to arrive, once its headers have; slower is answered 408 and the connection closed.",
 		&h.BodyReadTimeout)
 	b.int("write.max-series-per-request", "write: Limits.MaxSeriesPerRequest", "Most series in one write request; "+
 		"over it the request is rejected whole (400). 0: no limit.", &l.MaxSeriesPerRequest)

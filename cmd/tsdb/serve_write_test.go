@@ -120,8 +120,8 @@ func TestServeBindsTheWriteBodyBounds(t *testing.T) {
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	wantBody := "invalid write request: request body not received within 200ms (--write.body-read-timeout); 1 bytes arrived\n"
-	if resp.StatusCode != 400 || string(body) != wantBody {
-		t.Errorf("a body that stops: %d %q, want 400 %q", resp.StatusCode, body, wantBody)
+	if resp.StatusCode != 408 || string(body) != wantBody {
+		t.Errorf("a body that stops: %d %q, want 408 %q", resp.StatusCode, body, wantBody)
 	}
 	if err := s.stop(t); err != nil {
 		t.Fatalf("serve exited with %v after SIGTERM; log:\n%s", err, s.log())
