@@ -49,6 +49,13 @@ type promConfig struct {
 	// nothing, writes nowhere and remote-reads from readURL (read_recent, so even
 	// the newest data comes from there).
 	readURL string
+	// client, when set, is YAML added to the tsdb remote_write entry (or the
+	// reader's remote_read entry), indented for its keys: basic_auth,
+	// tls_config.
+	client string
+	// extraRemoteWrite, when set, is YAML of more remote_write entries
+	// ("  - name: ..."), appended after the tsdb one.
+	extraRemoteWrite string
 }
 
 func (c promConfig) yaml() string {
@@ -60,6 +67,7 @@ func (c promConfig) yaml() string {
     read_recent: true
     remote_timeout: 1m
 `, c.readURL)
+		b.WriteString(c.client)
 		return b.String()
 	}
 	fmt.Fprintf(&b, `global:
@@ -95,6 +103,8 @@ scrape_configs:
       send: true
       send_interval: 5s
 `, c.writeURL, c.protobufMsg, model(c.batchDeadline))
+	b.WriteString(c.client)
+	b.WriteString(c.extraRemoteWrite)
 	return b.String()
 }
 
@@ -175,6 +185,12 @@ func startPrometheus(t *testing.T, bin, dir string, cfg promConfig) *promServer 
 // metrics returns the sum over all series of each metric family named in names, read
 // from Prometheus' own /metrics page (not from its TSDB, which lags a scrape).
 func (ps *promServer) metrics(ctx context.Context, names ...string) (map[string]float64, error) {
+	return ps.metricsWhere(ctx, "", names...)
+}
+
+// metricsWhere is metrics over the series whose line contains match (such as
+// `remote_name="tsdb"`, to read one remote-write queue's metrics); "" matches all.
+func (ps *promServer) metricsWhere(ctx context.Context, match string, names ...string) (map[string]float64, error) {
 	body, err := httpGet(ctx, ps.url+"/metrics")
 	if err != nil {
 		return nil, err
@@ -195,7 +211,7 @@ func (ps *promServer) metrics(ctx context.Context, names ...string) (map[string]
 		if i := strings.IndexAny(line, "{ "); i >= 0 {
 			name = line[:i]
 		}
-		if !want[name] {
+		if !want[name] || !strings.Contains(line, match) {
 			continue
 		}
 		fields := strings.Fields(line[strings.LastIndexByte(line, '}')+1:])
@@ -231,6 +247,14 @@ var remoteWriteMetrics = []string{
 // stallTimeout or when Prometheus exits.
 func (ps *promServer) waitSent(t *testing.T, ts int64) map[string]float64 {
 	t.Helper()
+	return ps.waitSentWhere(t, ts, "")
+}
+
+// waitSentWhere is waitSent for the remote-write queues whose metric lines
+// contain match (metricsWhere): with several queues, one queue's, since the
+// highest sent timestamp of each is summed.
+func (ps *promServer) waitSentWhere(t *testing.T, ts int64, match string) map[string]float64 {
+	t.Helper()
 	w := newSendWatch(ts)
 	var m map[string]float64
 	var last error // the last metrics poll's
@@ -242,7 +266,7 @@ func (ps *promServer) waitSent(t *testing.T, ts int64) map[string]float64 {
 		// A poll that gets no answer in time just polls again.
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		got, err := ps.metrics(ctx, remoteWriteMetrics...)
+		got, err := ps.metricsWhere(ctx, match, remoteWriteMetrics...)
 		if last = err; err != nil {
 			return progress, false, nil
 		}

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/golang/snappy"
 	"github.com/prometheus/prometheus/prompb"
@@ -83,17 +85,61 @@ func hbaseStore(t *testing.T) store {
 	}
 }
 
+// tsdbWeb is how a test reaches a `tsdb serve` with a --web.config.file. The
+// zero value is plain HTTP without authentication.
+type tsdbWeb struct {
+	// args are the --web.* flags.
+	args []string
+	// https: tsdb serves TLS; client must trust its certificate.
+	https  bool
+	client *http.Client
+	// user and password are the basic-auth credentials of the test's own
+	// requests (readiness, queries): a user that may read.
+	user, password string
+}
+
 // tsdbServer is a running `tsdb serve`; it is a receiver.
 type tsdbServer struct {
 	*process
 	addr  string // host:port it listens on
+	web   tsdbWeb
 	store store
 	// canceledOK: errors of requests whose client went away ("context
 	// canceled") are expected, because a proxy aborts requests on purpose.
 	canceledOK bool
 }
 
-func (s *tsdbServer) writeURL() string { return "http://" + s.addr + "/api/v1/write" }
+func (s *tsdbServer) writeURL() string { return s.baseURL() + "/api/v1/write" }
+
+// baseURL is http://host:port, or https:// when tsdb serves TLS.
+func (s *tsdbServer) baseURL() string {
+	if s.web.https {
+		return "https://" + s.addr
+	}
+	return "http://" + s.addr
+}
+
+// do sends req to tsdb with the test's credentials (tsdbWeb) and returns the
+// status and body.
+func (s *tsdbServer) do(req *http.Request) (int, []byte, error) {
+	c := httpClient
+	if s.web.client != nil {
+		c = s.web.client
+	}
+	if s.web.user != "" {
+		req.SetBasicAuth(s.web.user, s.web.password)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, nil, fmt.Errorf("%s %s: read the answer: %w", req.Method, req.URL.Path, err)
+	}
+	return resp.StatusCode, body, nil
+}
 
 // readBack reads what tsdb stored, in-process, once it has stopped.
 func (s *tsdbServer) readBack(ctx context.Context, mint, maxt int64, families []string) (seriesSet, map[string]metadata, error) {
@@ -103,8 +149,15 @@ func (s *tsdbServer) readBack(ctx context.Context, mint, maxt int64, families []
 // startTSDB starts `tsdb serve` on a free loopback port and waits until it is ready.
 func startTSDB(t *testing.T, dir string, st store) *tsdbServer {
 	t.Helper()
+	return startTSDBWeb(t, dir, st, tsdbWeb{})
+}
+
+// startTSDBWeb is startTSDB with web's flags, reached as web says.
+func startTSDBWeb(t *testing.T, dir string, st store, web tsdbWeb) *tsdbServer {
+	t.Helper()
 	bin := tsdbBinary(t)
 	args := append([]string{"serve", "--listen=127.0.0.1:0", "--log.format=json", "--log.level=info"}, st.flags...)
+	args = append(args, web.args...)
 	p := startProcess(t, "tsdb", dir, bin, args...)
 	var addr string
 	p.waitForLine(t, `"listening" log line`, func(line string) bool {
@@ -118,10 +171,33 @@ func startTSDB(t *testing.T, dir string, st store) *tsdbServer {
 		addr = rec.Address
 		return true
 	})
-	s := &tsdbServer{process: p, addr: addr, store: st}
+	s := &tsdbServer{process: p, addr: addr, web: web, store: st}
 	// Creating the tables (pre-split on HBase) can take a while on a loaded machine:
 	// waitReady waits as long as tsdb runs and logs (stallTimeout).
-	p.waitReady(t, "http://"+addr+"/-/ready")
+	if web.args == nil {
+		p.waitReady(t, "http://"+addr+"/-/ready")
+		return s
+	}
+	var last string
+	err := p.waitUntil(p.name+" to be ready at "+s.baseURL(), 200*time.Millisecond, func() (bool, error) {
+		// A poll that gets no answer in time just polls again.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.baseURL()+"/-/ready", nil)
+		if err != nil {
+			return false, err
+		}
+		code, body, err := s.do(req)
+		if err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		last = fmt.Sprintf("%d: %s", code, bytes.TrimSpace(body))
+		return code == http.StatusOK, nil
+	})
+	if err != nil {
+		t.Fatalf("%v (last answer: %s); last lines of its log:\n%s", err, last, p.tail(40))
+	}
 	return s
 }
 
