@@ -33,7 +33,7 @@ type queryEnv struct {
 // newQueryEnv opens a db.DB on a fresh store of b, writes the fixture (see
 // fixture) and serves it with opts (Queryable, Reader and Logger are set here).
 // The raw retention is off so that samples of 2023 stay visible.
-func newQueryEnv(t *testing.T, b schematest.Backend, opts Options) *queryEnv {
+func newQueryEnv(t testing.TB, b schematest.Backend, opts Options) *queryEnv {
 	t.Helper()
 	b.TableOptions.RawRetention = 0
 	st := b.Store(t)

@@ -319,3 +319,17 @@ func TestRemoteReadBodyTimeout(t *testing.T) {
 		t.Errorf("a body that stops = %d %q, want 408 %q", r.status, r.body, want)
 	}
 }
+
+// TestRemoteReadBadMatcher: a matcher whose regular expression does not
+// compile is the client's error, 400 naming the query, where Prometheus'
+// handler answers 500.
+func TestRemoteReadBadMatcher(t *testing.T) {
+	e := newQueryEnv(t, schematest.Backends()[0], Options{})
+	req := copies(2)
+	req.Queries[1] = &prompb.Query{StartTimestampMs: t0 * 1000, EndTimestampMs: (t0 + 60) * 1000,
+		Matchers: []*prompb.LabelMatcher{{Type: prompb.LabelMatcher_RE, Name: "__name__", Value: "cpu("}}}
+	want := "query 1: error parsing regexp: missing closing ): `cpu(`\n"
+	if status, body := postReadStatus(t, e, req); status != 400 || body != want {
+		t.Errorf("bad regexp = %d %q, want 400 %q", status, body, want)
+	}
+}

@@ -89,6 +89,15 @@ func remoteRead(q storage.SampleAndChunkQueryable, opts QueryOptions, ready func
 				n, opts.RemoteReadMaxQueries), http.StatusBadRequest)
 			return
 		}
+		// A matcher that cannot be built (a regular expression that does not
+		// compile, an unknown type) is the client's error: 400 here, where
+		// Prometheus' handler would answer 500.
+		for i, q := range req.Queries {
+			if _, err := remote.FromLabelMatchers(q.Matchers); err != nil {
+				http.Error(w, fmt.Sprintf("query %d: %v", i, err), http.StatusBadRequest)
+				return
+			}
+		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		// Remote read hands out stored samples: never rollups.
 		ctx := query.WithResolution(r.Context(), query.ResolutionRaw)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"net/http/httptest"
 	"testing"
 
 	"github.com/golang/snappy"
@@ -198,4 +199,43 @@ func TestRemoteReadStreamedChunks(t *testing.T) {
 func atV(it chunkenc.Iterator) float64 {
 	_, v := it.At()
 	return v
+}
+
+// FuzzRemoteRead posts arbitrary bytes (snappy-compressed or as sent) to
+// /api/v1/read over the query fixture: whatever arrives, the answer is 200 or a
+// 4xx with a reason, never a panic (recoverPanics would make it a 500) nor
+// another 5xx: the fixture's store does not fail. Seeds: the requests of the
+// tests above, each response type, a length claim, nothing.
+func FuzzRemoteRead(f *testing.F) {
+	e := newQueryEnv(f, schematest.Backends()[0], Options{})
+	h := mustRouter(f, Options{Store: StaticStore(e.db), Query: QueryOptions{RemoteReadSampleLimit: 1000}})
+	for _, req := range []*prompb.ReadRequest{readRequest(), readRequest(prompb.ReadRequest_STREAMED_XOR_CHUNKS),
+		copies(3, prompb.ReadRequest_SAMPLES), {Queries: []*prompb.Query{{StartTimestampMs: math.MinInt64,
+			EndTimestampMs: math.MaxInt64, Matchers: []*prompb.LabelMatcher{{Type: prompb.LabelMatcher_NRE, Name: "x", Value: "("}}}}}} {
+		raw, err := req.Marshal()
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(raw, true)
+	}
+	f.Add(binary.AppendUvarint(nil, 30<<20), false)
+	f.Add([]byte{}, false)
+	f.Fuzz(func(t *testing.T, body []byte, compress bool) {
+		if compress {
+			body = snappy.Encode(nil, body)
+		}
+		r := httptest.NewRequest(http.MethodPost, "/api/v1/read", bytes.NewReader(body))
+		r.Header.Set("Content-Type", "application/x-protobuf")
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		switch status := w.Code; {
+		case status == http.StatusOK:
+		case status >= 400 && status < 500:
+			if len(bytes.TrimSpace(w.Body.Bytes())) == 0 {
+				t.Fatalf("%d with no reason", status)
+			}
+		default:
+			t.Fatalf("%d: %s", status, w.Body.Bytes())
+		}
+	})
 }
