@@ -124,7 +124,7 @@ func (c *mutateCall) mutate(ctx context.Context, table []byte) (hrpc.Call, error
 // by HBase, the batch as a whole is not (see plan).
 // A batch with an invalid mutation is rejected whole, before anything is sent.
 func (s *Store) Apply(ctx context.Context, table string, mutations []kv.Mutation) error {
-	ctx, done, err := s.begin(ctx)
+	ctx, done, err := s.beginCall(ctx)
 	if err != nil {
 		return err
 	}
@@ -223,7 +223,7 @@ func checkCell(row []byte, family string) error {
 // with HBase's Increment, which is atomic within the row and stamps the cell with
 // the region server's clock.
 func (s *Store) Increment(ctx context.Context, table string, row []byte, family string, qualifier []byte, delta int64) (int64, error) {
-	ctx, done, err := s.begin(ctx)
+	ctx, done, err := s.beginCall(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -249,7 +249,7 @@ func (s *Store) Increment(ctx context.Context, table string, row []byte, family 
 // CheckAndPut is HBase's checkAndPut with an EQUAL comparison on the put's own
 // column; HBase reads "expected is empty" as "the column is absent or empty".
 func (s *Store) CheckAndPut(ctx context.Context, table string, expected []byte, put kv.Mutation) (bool, error) {
-	ctx, done, err := s.begin(ctx)
+	ctx, done, err := s.beginCall(ctx)
 	if err != nil {
 		return false, err
 	}

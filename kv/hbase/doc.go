@@ -56,6 +56,14 @@
 // call after Close, or interrupted by it, is storage.ErrClosed. Messages are one
 // line: a Java exception is cut to its class and message, without the stack.
 //
+// gohbase retries a region it cannot locate or reach until the call's context
+// ends, so a call on a down HBase would otherwise wait for HBase to come back.
+// Every Apply, Increment, CheckAndPut, Get, GetRows and Ping whose context has no
+// earlier deadline therefore gets Options.CallTimeout (by default the region
+// lookup or read timeout, whichever is larger) and then fails with
+// storage.ErrUnavailable: a write during an outage is answered 503, which the
+// sender retries, instead of hanging.
+//
 // # Lifecycle
 //
 // Open checks, under its context's deadline, that ZooKeeper names a master and an

@@ -59,6 +59,16 @@ type Options struct {
 	// ProbeTimeout bounds Open's check that HBase answers when ctx has no deadline
 	// [30s].
 	ProbeTimeout time.Duration
+	// CallTimeout bounds one Apply, Increment, CheckAndPut, Get, GetRows or Ping
+	// whose context has no earlier deadline; past it the call fails with
+	// kv.ErrUnavailable [the larger of RegionLookupTimeout and RegionReadTimeout].
+	// gohbase retries a region it cannot locate or reach until the call's context
+	// ends: without this bound a write to an HBase that is down (or whose
+	// ZooKeeper is) would wait, holding its HTTP request, until HBase is back,
+	// instead of being answered 503 for the sender to retry. Scans and schema
+	// changes are not bounded by it: a scan runs as long as its reader wants,
+	// a table creation as long as HBase's procedure takes.
+	CallTimeout time.Duration
 	// Logger receives the store's and gohbase's logs [slog.Default()].
 	Logger *slog.Logger
 }
@@ -91,6 +101,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.ProbeTimeout <= 0 {
 		o.ProbeTimeout = DefaultProbeTimeout
+	}
+	if o.CallTimeout <= 0 {
+		o.CallTimeout = max(o.RegionLookupTimeout, o.RegionReadTimeout)
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()

@@ -127,7 +127,7 @@ func checkRowKey(row []byte) error {
 
 // Get reads one row with an HBase Get.
 func (s *Store) Get(ctx context.Context, table string, row []byte, opts ...kv.ReadOption) (kv.Row, error) {
-	ctx, done, err := s.begin(ctx)
+	ctx, done, err := s.beginCall(ctx)
 	if err != nil {
 		return kv.Row{}, err
 	}
@@ -170,7 +170,7 @@ func (s *Store) prepareRead(table string, opts []kv.ReadOption) ([]byte, kv.Read
 // GetRows reads rows with batches of HBase Gets (gohbase SendBatch), at most
 // Options.MaxBatchCalls at a time; the result is in request order.
 func (s *Store) GetRows(ctx context.Context, table string, rows [][]byte, opts ...kv.ReadOption) ([]kv.Row, error) {
-	ctx, done, err := s.begin(ctx)
+	ctx, done, err := s.beginCall(ctx)
 	if err != nil {
 		return nil, err
 	}

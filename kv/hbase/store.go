@@ -231,6 +231,25 @@ func (s *Store) begin(ctx context.Context) (context.Context, func(), error) {
 	}, nil
 }
 
+// beginCall is begin for a call that must end on its own, whatever HBase does:
+// unless ctx ends sooner, the call's context expires after Options.CallTimeout
+// (gohbase retries a region it cannot locate or reach until then), and classify
+// turns the expiry into kv.ErrUnavailable, which a writer answers with 503.
+func (s *Store) beginCall(ctx context.Context) (context.Context, func(), error) {
+	ctx, done, err := s.begin(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) <= s.opts.CallTimeout {
+		return ctx, done, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.opts.CallTimeout)
+	return ctx, func() {
+		cancel()
+		done()
+	}, nil
+}
+
 // enter counts an operation in flight, or fails with ErrClosed after Close; the
 // operation calls s.inflight.Done when it returns.
 func (s *Store) enter() error {
@@ -245,7 +264,7 @@ func (s *Store) enter() error {
 
 // Ping asks the master for the table list and reads from hbase:meta, within ctx.
 func (s *Store) Ping(ctx context.Context) error {
-	ctx, done, err := s.begin(ctx)
+	ctx, done, err := s.beginCall(ctx)
 	if err != nil {
 		return err
 	}

@@ -3,9 +3,18 @@
 #
 #   testing/hbase/hbase.sh start    resolve (once, cached) and start a standalone HBase,
 #                                   wait until a table can be created, print the
-#                                   ZooKeeper address (host:port) on stdout
+#                                   ZooKeeper address (host:port) on stdout. A halted
+#                                   instance (see halt) is resumed instead: same ports,
+#                                   same data, same address
 #   testing/hbase/hbase.sh stop     stop it and remove its data (the logs of a JVM that had
 #                                   died on its own are kept in <run dir>.crashed)
+#   testing/hbase/hbase.sh halt     shut it down gracefully (the master's cluster shutdown,
+#                                   as stop-hbase.sh does: memstores flushed, regions
+#                                   closed, WAL closed) but keep its run directory, data,
+#                                   ports and conf, for a later start to resume; a fault
+#                                   test's HBase outage. Falls back to SIGTERM, then
+#                                   SIGKILL, if the JVM has not exited within
+#                                   HBASE_HALT_TIMEOUT seconds [120]
 #   testing/hbase/hbase.sh status   print the ZooKeeper address if it runs; exit 1 if not
 #   testing/hbase/hbase.sh zk       print the ZooKeeper address (same as status)
 #   testing/hbase/hbase.sh classpath  resolve the classpath only (warms the cache)
@@ -38,6 +47,7 @@
 #                    [${TMPDIR:-/tmp}/hbtsdb-hbase-$(id -u)]
 #   HBASE_HEAP       JVM heap [2g]
 #   HBASE_START_TIMEOUT  seconds to wait for a usable HBase [240]
+#   HBASE_HALT_TIMEOUT   seconds halt waits for a graceful shutdown [120]
 #   HBASE_JVM_OPTS   extra JVM options (word-split), e.g. to try another GC
 set -euo pipefail
 
@@ -50,6 +60,7 @@ cpfile="$cache/hbase-$version.classpath"
 run=${HBTSDB_HBASE_RUN:-${TMPDIR:-/tmp}/hbtsdb-hbase-$(id -u)}
 heap=${HBASE_HEAP:-2g}
 timeout=${HBASE_START_TIMEOUT:-240}
+halt_timeout=${HBASE_HALT_TIMEOUT:-120}
 
 log() { echo "hbase.sh: $*" >&2; }
 die() { log "$*"; exit 1; }
@@ -166,14 +177,24 @@ start() {
   command -v java >/dev/null || die "java not found: install a JDK 17 (Debian: apt-get install openjdk-17-jdk-headless)"
   local t0=$SECONDS
   resolve_classpath
-  keep_crash_logs
-  rm -rf "$run"
-  local zk_port master_port rs_port
-  zk_port=$(free_port); master_port=$(free_port); rs_port=$(free_port)
-  write_conf "$zk_port" "$master_port" "$rs_port"
-  echo "127.0.0.1:$zk_port" >"$run/zk.addr"
+  local zk_port
+  if [ -f "$run/halted" ]; then
+    # Resume a halted instance: same conf (so the same ports: clients find
+    # ZooKeeper where it was), same data. Standalone HBase refuses to start when
+    # its ZooKeeper port is taken meanwhile rather than move to another one.
+    zk_port=$(grep -o 'clientPort</name><value>[0-9]*' "$run/conf/hbase-site.xml" | grep -o '[0-9]*$')
+    rm -f "$run/halted"
+    log "resuming halted HBase $version (ZooKeeper 127.0.0.1:$zk_port, data $run, log $run/logs/hbase.log)"
+  else
+    keep_crash_logs
+    rm -rf "$run"
+    local master_port rs_port
+    zk_port=$(free_port); master_port=$(free_port); rs_port=$(free_port)
+    write_conf "$zk_port" "$master_port" "$rs_port"
+    echo "127.0.0.1:$zk_port" >"$run/zk.addr"
+    log "starting HBase $version (ZooKeeper 127.0.0.1:$zk_port, data $run, log $run/logs/hbase.log)"
+  fi
 
-  log "starting HBase $version (ZooKeeper 127.0.0.1:$zk_port, data $run, log $run/logs/hbase.log)"
   # setsid: the JVM gets its own session so that the caller's Ctrl-C or exit does not
   # leave it half-dead; stop() kills it by pid.
   (cd "$run" && exec setsid java -Xms256m -Xmx"$heap" -XX:+UseG1GC "${jdk_flags[@]}" \
@@ -183,7 +204,7 @@ start() {
     -Dlog4j.configuration="file:$run/conf/log4j.properties" \
     -cp "$run/conf:$(cat "$cpfile")" \
     org.apache.hadoop.hbase.master.HMaster start \
-    >"$run/logs/stdout.log" 2>&1 </dev/null) &
+    >>"$run/logs/stdout.log" 2>&1 </dev/null) &
   echo $! >"$run/pid"
 
   # Ready means a table can be created, written and read back by gohbase, the client
@@ -237,6 +258,34 @@ keep_crash_logs() {
     grep -m1 '^Current thread' "$report" >&2 || true
   done
   tail -5 "$run.crashed/hbase.log" >&2 2>/dev/null || true
+}
+
+# halt shuts the instance down the way stop-hbase.sh does (HMaster stop: the
+# master's cluster shutdown, which flushes and closes every region and the WAL) and
+# waits for the JVM to exit, keeping the run directory for start to resume.
+halt() {
+  running || die "not running"
+  local pid t0=$SECONDS
+  pid=$(cat "$run/pid")
+  log "halting HBase (pid $pid), keeping $run"
+  if ! java -Xmx256m "${jdk_flags[@]}" -Dlog4j.configuration="file:$here/log4j-client.properties" \
+      -cp "$run/conf:$(cat "$cpfile")" org.apache.hadoop.hbase.master.HMaster stop --shutDownCluster \
+      >>"$run/logs/halt.log" 2>&1 </dev/null; then
+    log "HMaster stop failed (see $run/logs/halt.log); sending SIGTERM"
+    kill "$pid" 2>/dev/null || true
+  fi
+  local deadline=$((SECONDS + halt_timeout))
+  while kill -0 "$pid" 2>/dev/null; do
+    if [ $SECONDS -ge $deadline ]; then
+      log "HBase still runs ${halt_timeout}s after the shutdown request; killing it"
+      kill -9 "$pid" 2>/dev/null || true
+      break
+    fi
+    sleep 1
+  done
+  rm -f "$run/pid"
+  touch "$run/halted"
+  log "halted in $((SECONDS - t0))s"
 }
 
 stop() {
@@ -299,9 +348,10 @@ compact() {
 case "${1:-}" in
   start) start ;;
   stop) stop ;;
+  halt) halt ;;
   status | zk) status ;;
   classpath) resolve_classpath; cat "$cpfile" ;;
   rootdir) rootdir ;;
   compact) shift; compact "$@" ;;
-  *) die "usage: $0 start|stop|status|zk|classpath|rootdir|compact <zk> <table>..." ;;
+  *) die "usage: $0 start|stop|halt|status|zk|classpath|rootdir|compact <zk> <table>..." ;;
 esac
