@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"runtime"
 	"runtime/metrics"
 	"sync"
 	"time"
@@ -23,6 +22,14 @@ import (
 // running while it is over the bound. The heap is the whole process's (write
 // buffers and caches included): the bound is what the process may grow to
 // because of reads, not a budget of the reads alone.
+//
+// The heap measured is its objects, live and garbage not yet collected: reading
+// it costs nothing, while forcing a collection to see only what is live takes
+// long enough with gigabytes of heap (a second or more, on two busy cores) for
+// three 1 ms subqueries to allocate 5 GiB more meanwhile, as measured. For
+// garbage not to count, the process runs with a Go memory limit at the same
+// value (debug.SetMemoryLimit; tsdb serve sets it): the collector then runs as
+// the heap nears the bound, and the heap is over it only when what is live is.
 
 // errReadMemory is the cause of the reads the guard cancelled; the middleware
 // answers them 503 with its text.
@@ -31,29 +38,23 @@ var errReadMemory = errors.New("read memory limit")
 const (
 	// guardPoll is how often the guard reads the heap while reads run: the
 	// overshoot past the bound is what the reads allocate in about this long.
-	guardPoll = 20 * time.Millisecond
-	// guardMinGCInterval spaces the collections the guard forces to tell live
-	// memory from garbage, so that a heap hovering near the bound with
-	// garbage does not turn into back-to-back collections.
-	guardMinGCInterval = 100 * time.Millisecond
+	guardPoll = 10 * time.Millisecond
 	// heapObjectsMetric is the bytes of heap objects, live and not yet swept:
 	// read without stopping the world.
 	heapObjectsMetric = "/memory/classes/heap/objects:bytes"
 )
 
 // memoryGuard bounds the memory of the PromQL queries and remote reads running
-// at once (QueryOptions.MaxMemory): while any runs it samples the heap every
-// guardPoll; over the limit it forces a collection to see what is live, and if
-// that is still over, it cancels every read then running (their answers are 503
-// "unavailable", which Grafana shows and clients may retry), logs once, and
-// lets the next ones in. It is idle (no goroutine) while no read runs.
+// at once (QueryOptions.MaxMemory): while any runs it reads the heap every
+// guardPoll; over the limit, it cancels every read then running (their answers
+// are 503 "unavailable", which Grafana shows and clients may retry), logs
+// once, and lets the next ones in. It is idle (no goroutine) while no read
+// runs.
 type memoryGuard struct {
 	limit  uint64
 	logger *slog.Logger
 	// heap reads the heap's size; a test replaces it.
 	heap func() uint64
-	// collect forces a garbage collection; a test replaces it.
-	collect func()
 
 	mu      sync.Mutex
 	running map[*guardedRead]struct{}
@@ -74,7 +75,6 @@ func newMemoryGuard(limit int64, logger *slog.Logger) *memoryGuard {
 		limit:   uint64(limit),
 		logger:  logger,
 		heap:    readHeapObjects,
-		collect: runtime.GC,
 		running: map[*guardedRead]struct{}{},
 	}
 }
@@ -112,7 +112,6 @@ func (g *memoryGuard) track(ctx context.Context) (_ context.Context, done func()
 func (g *memoryGuard) poll() {
 	t := time.NewTicker(guardPoll)
 	defer t.Stop()
-	var lastGC time.Time
 	for range t.C {
 		g.mu.Lock()
 		if len(g.running) == 0 {
@@ -121,11 +120,6 @@ func (g *memoryGuard) poll() {
 			return
 		}
 		g.mu.Unlock()
-		if g.heap() <= g.limit || time.Since(lastGC) < guardMinGCInterval {
-			continue
-		}
-		g.collect()
-		lastGC = time.Now()
 		if heap := g.heap(); heap > g.limit {
 			g.cancelAll(heap)
 		}
@@ -137,7 +131,7 @@ func (g *memoryGuard) cancelAll(heap uint64) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	n := len(g.running)
-	cause := fmt.Errorf("%w: the heap holds %s after a collection, more than --query.max-memory %s: the %d "+
+	cause := fmt.Errorf("%w: the heap holds %s, more than --query.max-memory %s: the %d "+
 		"queries and remote reads running were cancelled to free memory; retry, or ask for less "+
 		"(fewer series, a shorter range, a larger step or subquery resolution)",
 		errReadMemory, units.Base2Bytes(heap), units.Base2Bytes(g.limit), n)

@@ -75,7 +75,6 @@ func TestGuardedRemoteRead(t *testing.T) {
 	var heap atomic.Uint64
 	g := newMemoryGuard(1000, slog.New(slog.DiscardHandler))
 	g.heap = heap.Load
-	g.collect = func() {}
 	started := make(chan struct{})
 	h := g.guardReads(false, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Query().Get("quick") != "" {
@@ -105,7 +104,7 @@ func TestGuardedRemoteRead(t *testing.T) {
 	go func() {
 		defer close(done)
 		status, body := get("/")
-		want := "read memory limit: the heap holds 1001B after a collection, more than --query.max-memory 1000B: " +
+		want := "read memory limit: the heap holds 1001B, more than --query.max-memory 1000B: " +
 			"the 1 queries and remote reads running were cancelled to free memory; retry, or ask for less " +
 			"(fewer series, a shorter range, a larger step or subquery resolution)\n"
 		if status != http.StatusServiceUnavailable || body != want {

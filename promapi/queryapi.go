@@ -70,9 +70,11 @@ type QueryOptions struct {
 	// LastMaxN is the largest n /api/v1/last accepts [1000].
 	LastMaxN int
 	// MaxMemory bounds, in bytes, the Go heap of the process while PromQL
-	// queries and remote reads run [0: no bound]: over it, after a forced
-	// collection, every query and remote read then running is cancelled and
-	// answered 503 (errorType unavailable) naming the bound (memoryGuard).
+	// queries and remote reads run [0: no bound]: over it, every query and
+	// remote read then running is cancelled and answered 503 (errorType
+	// unavailable) naming the bound (memoryGuard). The process should run with
+	// a Go memory limit of the same value (debug.SetMemoryLimit), so that
+	// garbage is collected before it counts.
 	MaxMemory int64
 }
 

@@ -136,6 +136,7 @@ func serve(ctx context.Context, c *commonFlags, o *serveOptions, logger *slog.Lo
 	if err := o.web.check(logger); err != nil {
 		return err
 	}
+	setGoMemoryLimit(o.http.Query.MaxMemory, logger)
 	rdb := &readyDB{}
 	httpOpts := o.http
 	httpOpts.Store, httpOpts.Logger, httpOpts.BuildInfo = rdb.Store, logger, buildInfo()

@@ -2,8 +2,10 @@ package main
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 
@@ -65,6 +67,18 @@ func (o *serveOptions) registerQueryFlags() {
 		"has no resolution parameter: auto (a rollup wherever its answer is raw data's, raw data otherwise), raw, "+
 		"or one of --rollups' resolutions (5m, 1h: forced, the answer may differ from raw data's).").
 		Default("auto").SetValue(resolutionValue{&sel.Resolution})
+}
+
+// setGoMemoryLimit makes --query.max-memory the Go runtime's soft memory limit
+// too, unless GOMEMLIMIT sets one: the collector then runs as the heap nears
+// the bound, so that the read guard (which cancels reads over it) counts what
+// is live rather than garbage. See promapi's memoryGuard.
+func setGoMemoryLimit(limit int64, logger *slog.Logger) {
+	if limit <= 0 || os.Getenv("GOMEMLIMIT") != "" {
+		return
+	}
+	debug.SetMemoryLimit(limit)
+	logger.Debug("Go memory limit set", "bytes", limit, "from", "--query.max-memory")
 }
 
 // machineMemory is the memory this process may use: the machine's (MemTotal
