@@ -186,10 +186,10 @@ type outageLoad struct {
 	batches   int              // acknowledged batches
 	writes    [phases]map[int]int
 	readys    [phases]map[int]int
-	failures  []string // answers the test must fail on, at most a few
-	down503   int      // writes sent and answered while HBase was down, 5xx
-	readyDown time.Time
-	readyUp   time.Duration // how long /-/ready was not 200
+	failures  []string      // answers the test must fail on, at most a few
+	down503   int           // writes sent and answered while HBase was down, 5xx
+	readyDown time.Time     // when the watcher first saw /-/ready 503
+	readyUp   time.Duration // from readyDown to its first 200 once HBase was restarting
 }
 
 func (l *outageLoad) setPhase(p outagePhase) { l.phase.Store(int32(p)) }
@@ -298,7 +298,7 @@ func (l *outageLoad) watch(ctx context.Context, s *server) {
 		switch {
 		case code == 503 && l.readyDown.IsZero():
 			l.readyDown = now
-		case code == 200 && !l.readyDown.IsZero() && phase == phaseAfter && l.readyUp == 0:
+		case code == 200 && !l.readyDown.IsZero() && phase >= phaseRestarting && l.readyUp == 0:
 			l.readyUp = now.Sub(l.readyDown)
 		}
 		l.mu.Unlock()
@@ -384,14 +384,13 @@ func (l *outageLoad) summary() string {
 func (l *outageLoad) report(t *testing.T) {
 	t.Helper()
 	l.mu.Lock()
-	failures, readyDown, readyUp := l.failures, l.readyDown, l.readyUp
+	failures, readyUp := l.failures, l.readyUp
 	l.mu.Unlock()
 	for _, f := range failures {
 		t.Error(f)
 	}
-	if readyDown.IsZero() || readyUp == 0 {
-		t.Errorf("/-/ready was never seen going 503 and back to 200 (answers: %s)", l.summary())
-	}
+	// The test waited for /-/ready to answer 503 and then 200 (server.waitFor);
+	// readyUp is what the watcher saw of it.
 	t.Logf("answers by phase (status: count):%s\n/-/ready was not 200 for %s", l.summary(), readyUp.Round(100*time.Millisecond))
 }
 
