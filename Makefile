@@ -13,7 +13,7 @@ HBASE       := testing/hbase/hbase.sh
 PROMETHEUS  := testing/prometheus/prometheus.sh
 GOTESTFLAGS ?= -race -count=1 -timeout 45m
 
-.PHONY: test vet unit test-with-hbase e2e prometheus hbase-start hbase-stop build bench fuzz
+.PHONY: test vet unit test-with-hbase e2e prometheus hbase-start hbase-stop build bench fuzz soak
 
 test: vet prometheus test-with-hbase
 
@@ -68,6 +68,24 @@ bench:
 	trap '$(HBASE) stop' EXIT INT TERM; \
 	zk=$$($(HBASE) start); \
 	TSDB_TEST_HBASE_ZK=$$zk TSDB_TEST_REQUIRE_HBASE=1 $(GO) test -run '^$$' -bench . -benchtime 3x ./kv/... ./schema/...
+
+# The soak test (cmd/tsdb TestSoak): tsdb serve with --web.enable-pprof under a
+# remote-write load of 300,000 series (TSDB_TEST_SOAK_SERIES) with churn and a few
+# queries, for SOAK_DURATION on the embedded store and then on HBase (started like
+# `make test`), its heap, goroutines, open files and RSS sampled every 10s; fails
+# if they keep growing after the warm-up. The samples (CSV) and a plot (SVG) go to
+# SOAK_OUT (default: the test's temporary directory, also printed in the log).
+# Without -race: the server measured is the test binary, and the race detector
+# would multiply its memory.
+SOAK_DURATION ?= 10m
+soak:
+	@set -e; \
+	trap '$(HBASE) stop' EXIT INT TERM; \
+	zk=$$($(HBASE) start); \
+	echo "HBase for the soak at ZooKeeper $$zk"; \
+	TSDB_TEST_HBASE_ZK=$$zk TSDB_TEST_REQUIRE_HBASE=1 TSDB_TEST_SOAK_DURATION=$(SOAK_DURATION) \
+	$(if $(SOAK_OUT),TSDB_TEST_SOAK_OUT=$(abspath $(SOAK_OUT))) \
+	$(GO) test -count=1 -timeout 3h -v -run '^TestSoak$$' ./cmd/tsdb/
 
 # Every fuzz target of the module (schema/ codecs, promapi/wire decoders of
 # untrusted network input, ...), each for FUZZTIME (default 20s); the first
