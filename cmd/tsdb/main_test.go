@@ -167,9 +167,16 @@ func freeAddr(t *testing.T) string {
 
 func startServe(t *testing.T, args ...string) *server {
 	t.Helper()
+	return startServeBinary(t, os.Args[0], []string{"TSDB_TEST_BE_TSDB=1"}, args...)
+}
+
+// startServeBinary is startServe with another tsdb binary (such as one built
+// without the race detector) and extra environment.
+func startServeBinary(t *testing.T, bin string, env []string, args ...string) *server {
+	t.Helper()
 	s := &server{addr: freeAddr(t), done: make(chan error, 1)}
-	s.cmd = exec.Command(os.Args[0], append([]string{"serve", "--listen=" + s.addr}, args...)...)
-	s.cmd.Env = append(os.Environ(), "TSDB_TEST_BE_TSDB=1")
+	s.cmd = exec.Command(bin, append([]string{"serve", "--listen=" + s.addr}, args...)...)
+	s.cmd.Env = append(os.Environ(), env...)
 	pipe, err := s.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
