@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -124,6 +125,12 @@ func startPrivateHBase(t *testing.T) *privateHBase {
 	t.Helper()
 	h := &privateHBase{runDir: filepath.Join(t.TempDir(), "hbase")}
 	t.Cleanup(func() {
+		if t.Failed() {
+			// stop removes the run directory: keep the end of HBase's log in the test's.
+			if log, err := os.ReadFile(filepath.Join(h.runDir, "logs", "hbase.log")); err == nil {
+				t.Logf("the test's HBase log ends with:\n%s", log[max(0, len(log)-8000):])
+			}
+		}
 		if out, err := h.command("stop"); err != nil {
 			t.Errorf("stop the test's HBase in %s: %v\n%s", h.runDir, err, out)
 		}
@@ -136,7 +143,9 @@ func startPrivateHBase(t *testing.T) *privateHBase {
 // stdout, and its stderr too when it fails.
 func (h *privateHBase) command(args ...string) (string, error) {
 	cmd := exec.Command("../../testing/hbase/hbase.sh", args...)
-	cmd.Env = append(cmd.Environ(), "HBTSDB_HBASE_RUN="+h.runDir)
+	// A start waits for progress-less HBase for up to HBASE_START_TIMEOUT: on a
+	// machine loaded by the rest of make test, longer than the default 240s.
+	cmd.Env = append(cmd.Environ(), "HBTSDB_HBASE_RUN="+h.runDir, "HBASE_START_TIMEOUT=600")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
