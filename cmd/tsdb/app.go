@@ -117,7 +117,8 @@ func registerCommonFlags(kp *kingpin.Application) *commonFlags {
 			"answered 503 (Prometheus retries them) and /-/ready is false until space is freed, instead of the store stalling; "+
 			"0 disables the check.").Default("256MiB").Bytes(),
 		hbaseRPCTimeout: durationFlag(flag(kp, "hbase.rpc-timeout", "How long one HBase region call (lookup or read) may take "+
-			"before it is retried elsewhere."), "30s"),
+			"before it is retried elsewhere, and how long one write or point read may keep retrying an HBase "+
+			"that does not answer before it fails with 503 (Prometheus retries it)."), "30s"),
 
 		bucketWidth: durationFlag(flag(kp, "schema.bucket-width", "Time span of one data row. Fixed when the store is created."), "1h"),
 		saltBuckets: flag(kp, "schema.salt-buckets", "Number of salt buckets (pre-split regions) of the data table; "+

@@ -71,7 +71,10 @@ type Options struct {
 	HBaseTablePrefix string
 	// HBaseZooKeeperTimeout is the ZooKeeper session timeout [30s].
 	HBaseZooKeeperTimeout time.Duration
-	// HBaseRPCTimeout bounds one region lookup or read before gohbase retries [30s].
+	// HBaseRPCTimeout bounds one region lookup or read before gohbase retries
+	// [30s], and so one whole call other than a scan (hbase.Options.CallTimeout
+	// defaults to it): a write to an HBase that does not answer fails with
+	// kv.ErrUnavailable after it.
 	HBaseRPCTimeout time.Duration
 	Logger          *slog.Logger
 	// EmbeddedMinFreeBytes is the free space an embedded store keeps
