@@ -3,15 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -408,39 +405,8 @@ func (l *outageLoad) report(t *testing.T) {
 // one that was sent.
 func (l *outageLoad) checkReadBack(t *testing.T, s *server) {
 	t.Helper()
-	q := url.Values{"query": {l.metric + "[1h]"}, "time": {strconv.FormatInt(time.Now().Unix()+60, 10)}}
-	out := s.waitFor(t, "/api/v1/query?"+q.Encode(), 200)
-	var resp struct {
-		Data struct {
-			Result []struct {
-				Metric map[string]string `json:"metric"`
-				Values [][2]any          `json:"values"`
-			} `json:"result"`
-		} `json:"data"`
-	}
-	if err := json.Unmarshal([]byte(out), &resp); err != nil {
-		t.Fatalf("read back: %v: %s", err, out[:min(len(out), 500)])
-	}
 	writers := len(l.acked)
-	stored := make([]map[int64]int, writers)
-	for w := range stored {
-		stored[w] = map[int64]int{}
-	}
-	for _, r := range resp.Data.Result {
-		w, err := strconv.Atoi(strings.TrimPrefix(r.Metric["writer"], "w"))
-		if err != nil || w < 0 || w >= writers {
-			t.Fatalf("read back: unexpected series %v", r.Metric)
-		}
-		for _, v := range r.Values {
-			ts, _ := v[0].(float64)
-			val, _ := v[1].(string)
-			seq, err := strconv.ParseInt(val, 10, 64)
-			if err != nil || int64(ts*1000+0.5) != l.base+seq {
-				t.Errorf("writer %d: sample %v does not match what was sent (timestamp base+value)", w, v)
-			}
-			stored[w][seq]++
-		}
-	}
+	stored := storedDatapoints(t, s, l.metric, l.base, writers)
 	acked, extra := 0, 0
 	for w := range writers {
 		for seq := range l.acked[w] {

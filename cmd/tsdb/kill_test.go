@@ -118,11 +118,30 @@ func testKill9(t *testing.T, args ...string) {
 
 	s := startServe(t, args...)
 	s.waitFor(t, "/-/ready", 200)
-	q := url.Values{"query": {metric + "[1h]"}, "time": {strconv.FormatInt(time.Now().Unix()+60, 10)}}
-	code, out := s.get("/api/v1/query?" + q.Encode())
-	if code != 200 {
-		t.Fatalf("read back: %d %s", code, out)
+	stored := storedDatapoints(t, s, metric, base, writers)
+	total := 0
+	for w := range writers {
+		for seq := range acked[w] {
+			total++
+			if n := stored[w][seq]; n != 1 {
+				t.Errorf("writer %d: acknowledged datapoint %d stored %d times", w, seq, n)
+			}
+		}
 	}
+	t.Logf("%d rounds of kill -9: %d datapoints acknowledged, all read back once", rounds, total)
+	if err := s.stop(t); err != nil {
+		t.Errorf("final serve: %v", err)
+	}
+}
+
+// storedDatapoints reads metric's last hour back from s, once it answers, and
+// counts per writer (its series' writer label, w0, w1, ...) how many times each
+// datapoint is stored, by sequence number: a writer's datapoint seq has the
+// value seq at the timestamp base+seq (ms), and one that does not fails the test.
+func storedDatapoints(t *testing.T, s *server, metric string, base int64, writers int) []map[int64]int {
+	t.Helper()
+	q := url.Values{"query": {metric + "[1h]"}, "time": {strconv.FormatInt(time.Now().Unix()+60, 10)}}
+	out := s.waitFor(t, "/api/v1/query?"+q.Encode(), 200)
 	var resp struct {
 		Data struct {
 			Result []struct {
@@ -141,7 +160,7 @@ func testKill9(t *testing.T, args ...string) {
 	for _, r := range resp.Data.Result {
 		w, err := strconv.Atoi(strings.TrimPrefix(r.Metric["writer"], "w"))
 		if err != nil || w < 0 || w >= writers {
-			t.Fatalf("unexpected series %v", r.Metric)
+			t.Fatalf("read back: unexpected series %v", r.Metric)
 		}
 		for _, v := range r.Values {
 			ts, _ := v[0].(float64)
@@ -153,17 +172,5 @@ func testKill9(t *testing.T, args ...string) {
 			stored[w][seq]++
 		}
 	}
-	total := 0
-	for w := range writers {
-		for seq := range acked[w] {
-			total++
-			if n := stored[w][seq]; n != 1 {
-				t.Errorf("writer %d: acknowledged datapoint %d stored %d times", w, seq, n)
-			}
-		}
-	}
-	t.Logf("%d rounds of kill -9: %d datapoints acknowledged, all read back once", rounds, total)
-	if err := s.stop(t); err != nil {
-		t.Errorf("final serve: %v", err)
-	}
+	return stored
 }
