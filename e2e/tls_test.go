@@ -2,16 +2,9 @@ package e2e
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -20,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/crypto/bcrypt"
+	"github.com/hbtsdb/hbtsdb/testing/pkitest"
 )
 
 // The two remote-write queues of the TLS run: one with the write-only user's
@@ -63,13 +56,14 @@ func runTLS(t *testing.T, promBin string, st store) {
 	ctx := context.Background()
 	began := time.Now()
 	dir := t.TempDir()
-	caFile, pool := writeServerPKI(t, dir)
+	pki := pkitest.New(t)
+	caFile, pool := pki.CAFile, pki.Pool
 	writerPW, readerPW := randomPassword(t), randomPassword(t)
 	webConfig := writeFile(t, dir, "web.yml", "tls_server_config:\n"+
-		"  cert_file: server.pem\n  key_file: server-key.pem\n"+
+		"  cert_file: "+pki.ServerCert+"\n  key_file: "+pki.ServerKey+"\n"+
 		"basic_auth_users:\n"+
-		"  prometheus: "+bcryptHash(t, writerPW)+"\n"+
-		"  grafana: "+bcryptHash(t, readerPW)+"\n")
+		"  prometheus: "+pkitest.BcryptHash(t, writerPW)+"\n"+
+		"  grafana: "+pkitest.BcryptHash(t, readerPW)+"\n")
 	writerFile := writeFile(t, dir, "prometheus.password", writerPW)
 	wrongFile := writeFile(t, dir, "wrong.password", writerPW+"-wrong")
 	readerFile := writeFile(t, dir, "grafana.password", readerPW)
@@ -256,55 +250,6 @@ func clientYAML(user, passwordFile, caFile string) string {
 `, user, passwordFile, caFile)
 }
 
-// writeServerPKI makes a CA and a certificate it signs for 127.0.0.1, and writes
-// ca.pem, server.pem and server-key.pem into dir. It returns the CA's file and a
-// pool holding it.
-func writeServerPKI(t *testing.T, dir string) (string, *x509.CertPool) {
-	t.Helper()
-	notBefore := time.Now().Add(-time.Hour)
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	caTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "hbtsdb e2e CA"},
-		NotBefore: notBefore, NotAfter: notBefore.Add(48 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	der, err := x509.CreateCertificate(rand.Reader, &x509.Certificate{
-		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "tsdb"},
-		NotBefore: notBefore, NotAfter: notBefore.Add(48 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
-	}, ca, &key.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pemOf := func(typ string, b []byte) string { return string(pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: b})) }
-	caFile := writeFile(t, dir, "ca.pem", pemOf("CERTIFICATE", caDER))
-	writeFile(t, dir, "server.pem", pemOf("CERTIFICATE", der))
-	writeFile(t, dir, "server-key.pem", pemOf("PRIVATE KEY", keyDER))
-	pool := x509.NewCertPool()
-	pool.AddCert(ca)
-	return caFile, pool
-}
-
 // writeFile writes content to dir/name, readable by its owner only (it may be
 // a key or a password), and returns the path.
 func writeFile(t *testing.T, dir, name, content string) string {
@@ -324,15 +269,4 @@ func randomPassword(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return fmt.Sprintf("%x", b)
-}
-
-// bcryptHash is password's hash for basic_auth_users, at the lowest cost: the
-// test checks the mechanism, not the hash's strength.
-func bcryptHash(t *testing.T, password string) string {
-	t.Helper()
-	h, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.MinCost)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(h)
 }

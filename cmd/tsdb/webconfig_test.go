@@ -2,17 +2,9 @@ package main
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
 	"io"
-	"math/big"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -22,105 +14,12 @@ import (
 	"time"
 
 	"github.com/golang/snappy"
+	"github.com/hbtsdb/hbtsdb/testing/pkitest"
 	config_util "github.com/prometheus/common/config"
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/prompb"
 	"github.com/prometheus/prometheus/storage/remote"
-	"golang.org/x/crypto/bcrypt"
 )
-
-// testPKI is a CA made at test time and the server and client certificates it
-// signed, as PEM files in one directory.
-type testPKI struct {
-	dir                   string
-	caFile                string
-	serverCert, serverKey string
-	clientCert, clientKey string
-	pool                  *x509.CertPool
-	clientPair            tls.Certificate
-}
-
-func newTestPKI(t *testing.T) *testPKI {
-	t.Helper()
-	p := &testPKI{dir: t.TempDir(), pool: x509.NewCertPool()}
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	notBefore := time.Now().Add(-time.Hour)
-	caTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "hbtsdb test CA"},
-		NotBefore: notBefore, NotAfter: notBefore.Add(48 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.pool.AddCert(ca)
-	p.caFile = p.write(t, "ca.pem", "CERTIFICATE", caDER)
-	issue := func(name string, serial int64, usage x509.ExtKeyUsage) (string, string) {
-		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tmpl := &x509.Certificate{
-			SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: name},
-			NotBefore: notBefore, NotAfter: notBefore.Add(48 * time.Hour),
-			KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage},
-			IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, DNSNames: []string{"localhost"},
-		}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-		if err != nil {
-			t.Fatal(err)
-		}
-		keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p.write(t, name+".pem", "CERTIFICATE", der), p.write(t, name+"-key.pem", "PRIVATE KEY", keyDER)
-	}
-	p.serverCert, p.serverKey = issue("server", 2, x509.ExtKeyUsageServerAuth)
-	p.clientCert, p.clientKey = issue("client", 3, x509.ExtKeyUsageClientAuth)
-	if p.clientPair, err = tls.LoadX509KeyPair(p.clientCert, p.clientKey); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
-func (p *testPKI) write(t *testing.T, name, typ string, der []byte) string {
-	t.Helper()
-	path := filepath.Join(p.dir, name)
-	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
-// client returns an HTTPS client that trusts the test CA, presenting the client
-// certificate when withCert.
-func (p *testPKI) client(withCert bool) *http.Client {
-	cfg := &tls.Config{RootCAs: p.pool, MinVersion: tls.VersionTLS12}
-	if withCert {
-		cfg.Certificates = []tls.Certificate{p.clientPair}
-	}
-	return &http.Client{Transport: &http.Transport{TLSClientConfig: cfg}}
-}
-
-// bcryptHash is the hash of password for basic_auth_users (the lowest cost:
-// the tests check the mechanism, not the hash's strength).
-func bcryptHash(t *testing.T, password string) string {
-	t.Helper()
-	h, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.MinCost)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(h)
-}
 
 func writeWebConfig(t *testing.T, path, content string) string {
 	t.Helper()
@@ -166,8 +65,8 @@ var putBody = fmt.Sprintf(`{"metric":"sys.cpu.user","timestamp":%d,"value":1,"ta
 func TestServeBasicAuth(t *testing.T) {
 	dir := t.TempDir()
 	cfg := writeWebConfig(t, filepath.Join(dir, "web.yml"), "basic_auth_users:\n"+
-		"  alice: "+bcryptHash(t, "s3cret-alice")+"\n"+
-		"  bob: "+bcryptHash(t, "s3cret-bob")+"\n")
+		"  alice: "+pkitest.BcryptHash(t, "s3cret-alice")+"\n"+
+		"  bob: "+pkitest.BcryptHash(t, "s3cret-bob")+"\n")
 	s := startServe(t, "--storage=embedded:"+t.TempDir(), "--web.config.file="+cfg, "--web.read-only-users=bob")
 	s.waitLog(t, `msg="store ready"`)
 	c := http.DefaultClient
@@ -208,7 +107,7 @@ func TestServeBasicAuth(t *testing.T) {
 	}
 
 	// The file is read on every request: a new password applies without a restart.
-	writeWebConfig(t, cfg, "basic_auth_users:\n  alice: "+bcryptHash(t, "s3cret-new")+"\n")
+	writeWebConfig(t, cfg, "basic_auth_users:\n  alice: "+pkitest.BcryptHash(t, "s3cret-new")+"\n")
 	if code, _ := do(t, c, "GET", buildinfo, "alice", "s3cret-alice", ""); code != 401 {
 		t.Errorf("old password after the change: %d, want 401", code)
 	}
@@ -224,10 +123,10 @@ func TestServeBasicAuth(t *testing.T) {
 }
 
 func TestServeTLS(t *testing.T) {
-	p := newTestPKI(t)
-	cfg := writeWebConfig(t, filepath.Join(p.dir, "web.yml"), "tls_server_config:\n"+
+	p := pkitest.New(t)
+	cfg := writeWebConfig(t, filepath.Join(p.Dir, "web.yml"), "tls_server_config:\n"+
 		"  cert_file: server.pem\n  key_file: server-key.pem\n"+ // relative to the file, as in Prometheus
-		"basic_auth_users:\n  alice: "+bcryptHash(t, "s3cret-alice")+"\n")
+		"basic_auth_users:\n  alice: "+pkitest.BcryptHash(t, "s3cret-alice")+"\n")
 	s := startServe(t, "--storage=embedded:"+t.TempDir(), "--web.config.file="+cfg)
 	s.waitLog(t, `msg="store ready"`)
 	s.waitLog(t, `msg="TLS is enabled."`)
@@ -243,7 +142,7 @@ func TestServeTLS(t *testing.T) {
 		!strings.Contains(err.Error(), "certificate") {
 		t.Errorf("HTTPS without trusting the CA: %v, want a certificate error", err)
 	}
-	c := p.client(false)
+	c := p.Client(false)
 	if code, body := do(t, c, "GET", "https://"+s.addr+"/-/ready", "alice", "s3cret-alice", ""); code != 200 {
 		t.Errorf("HTTPS trusting the CA: %d %q, want 200", code, body)
 	}
@@ -265,7 +164,7 @@ func TestServeTLS(t *testing.T) {
 		Timeout: model.Duration(time.Minute),
 		HTTPClientConfig: config_util.HTTPClientConfig{
 			BasicAuth: &config_util.BasicAuth{Username: "alice", Password: "s3cret-alice"},
-			TLSConfig: config_util.TLSConfig{CAFile: p.caFile},
+			TLSConfig: config_util.TLSConfig{CAFile: p.CAFile},
 		},
 	})
 	if err != nil {
@@ -291,24 +190,24 @@ func TestServeTLS(t *testing.T) {
 }
 
 func TestServeClientCertificates(t *testing.T) {
-	p := newTestPKI(t)
-	cfg := writeWebConfig(t, filepath.Join(p.dir, "web.yml"), "tls_server_config:\n"+
-		"  cert_file: "+p.serverCert+"\n  key_file: "+p.serverKey+"\n"+
-		"  client_auth_type: RequireAndVerifyClientCert\n  client_ca_file: "+p.caFile+"\n")
+	p := pkitest.New(t)
+	cfg := writeWebConfig(t, filepath.Join(p.Dir, "web.yml"), "tls_server_config:\n"+
+		"  cert_file: "+p.ServerCert+"\n  key_file: "+p.ServerKey+"\n"+
+		"  client_auth_type: RequireAndVerifyClientCert\n  client_ca_file: "+p.CAFile+"\n")
 	s := startServe(t, "--storage=embedded:"+t.TempDir(), "--web.config.file="+cfg)
 	s.waitLog(t, `msg="store ready"`)
 	s.waitLog(t, `msg="TLS is enabled."`)
 	ready := "https://" + s.addr + "/-/ready"
-	if code, body, err := try(p.client(false), "GET", ready, "", "", ""); err == nil {
+	if code, body, err := try(p.Client(false), "GET", ready, "", "", ""); err == nil {
 		t.Errorf("HTTPS without a client certificate: %d %q, want the handshake to fail", code, body)
 	}
 	// A certificate the CA did not sign (the server's own CA trusts only its CA).
-	other := newTestPKI(t)
+	other := pkitest.New(t)
 	if code, body, err := try(&http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{
-		RootCAs: p.pool, Certificates: []tls.Certificate{other.clientPair}}}}, "GET", ready, "", "", ""); err == nil {
+		RootCAs: p.Pool, Certificates: []tls.Certificate{other.ClientPair}}}}, "GET", ready, "", "", ""); err == nil {
 		t.Errorf("HTTPS with a client certificate of another CA: %d %q, want the handshake to fail", code, body)
 	}
-	if code, body := do(t, p.client(true), "GET", ready, "", "", ""); code != 200 {
+	if code, body := do(t, p.Client(true), "GET", ready, "", "", ""); code != 200 {
 		t.Errorf("HTTPS with a client certificate: %d %q, want 200", code, body)
 	}
 	if err := s.stop(t); err != nil {
@@ -323,7 +222,7 @@ func TestServeRefusesBadWebConfig(t *testing.T) {
 	unknownKey := writeWebConfig(t, filepath.Join(dir, "unknown.yml"), "basic_auth_user:\n  alice: x\n")
 	notBcrypt := writeWebConfig(t, filepath.Join(dir, "plain.yml"), "basic_auth_users:\n  alice: plaintext\n")
 	noCert := writeWebConfig(t, filepath.Join(dir, "nocert.yml"), "tls_server_config:\n  cert_file: nope.pem\n  key_file: nope-key.pem\n")
-	users := writeWebConfig(t, filepath.Join(dir, "users.yml"), "basic_auth_users:\n  alice: "+bcryptHash(t, "x")+"\n")
+	users := writeWebConfig(t, filepath.Join(dir, "users.yml"), "basic_auth_users:\n  alice: "+pkitest.BcryptHash(t, "x")+"\n")
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -384,9 +283,9 @@ func TestWriteEndpoint(t *testing.T) {
 func TestWebRoles(t *testing.T) {
 	dir := t.TempDir()
 	cfg := writeWebConfig(t, filepath.Join(dir, "web.yml"), "basic_auth_users:\n"+
-		"  admin: "+bcryptHash(t, "pw-admin")+"\n"+
-		"  prometheus: "+bcryptHash(t, "pw-prometheus")+"\n"+
-		"  grafana: "+bcryptHash(t, "pw-grafana")+"\n")
+		"  admin: "+pkitest.BcryptHash(t, "pw-admin")+"\n"+
+		"  prometheus: "+pkitest.BcryptHash(t, "pw-prometheus")+"\n"+
+		"  grafana: "+pkitest.BcryptHash(t, "pw-grafana")+"\n")
 	s := startServe(t, "--storage=embedded:"+t.TempDir(), "--web.config.file="+cfg,
 		"--web.read-only-users=grafana", "--web.write-only-users=prometheus")
 	s.waitLog(t, `msg="store ready"`)
