@@ -62,17 +62,8 @@ func (h *writeHandler) readBody(w http.ResponseWriter, r *http.Request, buf *[]b
 	if r.Body == nil {
 		return errEmptyBody
 	}
-	lift := bodyDeadline(w, h.limits.BodyReadTimeout)
-	data, over, err := readGrowing(r.Body, *buf, limit, r.ContentLength, res)
+	data, over, err := readBodyWithin(w, r, *buf, limit, h.limits.BodyReadTimeout, res)
 	*buf = data
-	if err != nil || over {
-		// The rest of the body is not wanted: without this, net/http would read
-		// it (up to 256 KiB) before answering, with no deadline, to keep the
-		// connection alive; and an expired deadline stays expired.
-		closeConnection(w)
-	} else {
-		lift()
-	}
 	switch {
 	case errors.Is(err, errOverloaded):
 		return err
@@ -87,6 +78,24 @@ func (h *writeHandler) readBody(w http.ResponseWriter, r *http.Request, buf *[]b
 		return errEmptyBody
 	}
 	return nil
+}
+
+// readBodyWithin reads r's body into buf[:0] (readGrowing: at most limit bytes,
+// each reserved in res as it arrives) under a read deadline of timeout. When
+// the body is not read to its end (an error, or over the limit), the connection
+// is closed after the answer: without this, net/http would read the rest (up
+// to 256 KiB) before answering, with no deadline, to keep the connection
+// alive; and an expired deadline stays expired.
+func readBodyWithin(w http.ResponseWriter, r *http.Request, buf []byte, limit int64, timeout time.Duration,
+	res *reservation) (_ []byte, over bool, _ error) {
+	lift := bodyDeadline(w, timeout)
+	data, over, err := readGrowing(r.Body, buf, limit, r.ContentLength, res)
+	if err != nil || over {
+		closeConnection(w)
+	} else {
+		lift()
+	}
+	return data, over, err
 }
 
 // bodyDeadline sets the connection's read deadline to timeout from now and

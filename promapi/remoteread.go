@@ -131,13 +131,7 @@ func readRemoteReadBody(w http.ResponseWriter, r *http.Request, timeout time.Dur
 		return nil, fmt.Errorf("%w: Content-Length %d bytes is over the remote-read limit of %d bytes",
 			errContentTooLarge, r.ContentLength, maxReadRequestBytes)
 	}
-	lift := bodyDeadline(w, timeout)
-	body, over, err := readGrowing(r.Body, nil, maxReadRequestBytes, r.ContentLength, res)
-	if err != nil || over {
-		closeConnection(w)
-	} else {
-		lift()
-	}
+	body, over, err := readBodyWithin(w, r, nil, maxReadRequestBytes, timeout, res)
 	switch {
 	case errors.Is(err, errOverloaded):
 		return nil, err
