@@ -38,6 +38,13 @@
 // answers every query again — once as it negotiates (streamed chunks), once forced
 // to SAMPLES by a proxy that rewrites its accepted response types.
 //
+// TestTLSRemoteWrite (tls_test.go) runs tsdb behind a web config file (TLS with a
+// test CA, basic auth, a write-only and a read-only user): a real Prometheus
+// remote-writes over TLS as the write-only user and gets everything in, while a
+// second queue with a wrong password gets 401 and nothing stored; tsdb's answer
+// (read over HTTPS as the read-only user) equals Prometheus' own, and a second
+// Prometheus remote-reads it over TLS as the read-only user.
+//
 // One difference is Prometheus', not tsdb's: Prometheus' remote-write encoders omit a
 // sample value that compares equal to 0, so -0 reaches every receiver as +0 (see
 // onTheWire). TestHarnessWithReferenceReceiver, a control run against a minimal
