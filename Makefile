@@ -13,7 +13,7 @@ HBASE       := testing/hbase/hbase.sh
 PROMETHEUS  := testing/prometheus/prometheus.sh
 GOTESTFLAGS ?= -race -count=1 -timeout 45m
 
-.PHONY: test vet unit test-with-hbase e2e prometheus hbase-start hbase-stop build bench fuzz soak
+.PHONY: test vet unit test-with-hbase e2e prometheus hbase-start hbase-stop build bench fuzz soak bench-compare
 
 test: vet prometheus test-with-hbase
 
@@ -68,6 +68,13 @@ bench:
 	trap '$(HBASE) stop' EXIT INT TERM; \
 	zk=$$($(HBASE) start); \
 	TSDB_TEST_HBASE_ZK=$$zk TSDB_TEST_REQUIRE_HBASE=1 $(GO) test -run '^$$' -bench . -benchtime 3x ./kv/... ./schema/...
+
+# The side-by-side benchmark (bench/compare, issue 10): tsdb (embedded), Prometheus
+# and VictoriaMetrics (bench/victoriametrics.sh builds it once from the module proxy)
+# under the same remote-write load, in interleaved rounds; prints a Markdown table (also
+# written to BENCH_COMPARE_OUT when set). BENCH_COMPARE_FLAGS=-quick for a smoke run.
+bench-compare:
+	$(GO) run ./bench/compare $(if $(BENCH_COMPARE_OUT),-out $(abspath $(BENCH_COMPARE_OUT))) $(BENCH_COMPARE_FLAGS)
 
 # The soak test (cmd/tsdb TestSoak): tsdb serve with --web.enable-pprof under a
 # remote-write load of 300,000 series (TSDB_TEST_SOAK_SERIES) with churn and a few

@@ -1,0 +1,67 @@
+// Command compare is the side-by-side benchmark of issue 10: it loads tsdb (embedded
+// store), a Prometheus server (remote-write receiver) and a VictoriaMetrics single-node
+// server with the same remote-write 1.0 load and measures, per server, what that load
+// costs and how fast the same PromQL queries answer afterwards.
+//
+// Run it from the module root:
+//
+//	go run ./bench/compare            # the full load, 3 interleaved rounds (~several minutes)
+//	go run ./bench/compare -quick     # a smoke run: a tiny load, one round
+//	make bench-compare                # the same as the first line (BENCH_COMPARE_OUT=f.md, BENCH_COMPARE_FLAGS=-quick)
+//
+// # The servers
+//
+// tsdb is built from this working tree (`go build`, a release build without -race;
+// -tsdb-bin runs a given binary instead, e.g. one built from a clean commit) and
+// runs as `tsdb serve --storage=embedded:<dir>`; Prometheus is the binary the end-to-end
+// tests use (testing/prometheus/prometheus.sh builds it at go.mod's version), run with
+// --web.enable-remote-write-receiver and an empty scrape configuration; VictoriaMetrics
+// is built from the Go module proxy by bench/victoriametrics.sh (cached by version under
+// ~/.cache/hbtsdb, a few minutes the first time) and runs with its query result cache
+// off (-search.disableCache, as neither peer caches results) and
+// -search.latencyOffset=0s (so it answers the newest samples as the peers do). Each
+// server listens on a free loopback port and gets a fresh data directory every round.
+//
+// # The load
+//
+// Shaped like node-exporter: -hosts hosts (100) × -series series (100) × -samples samples
+// (240) at -interval (15s), the span ending when the round starts: 2.4 M samples by
+// default. Each host has one series of each of -series metric names; even series are
+// counters, odd ones gauges; series 0 is the counter `c` and series 1 the gauge `g`, so
+// that `rate(c[5m])` and `avg by (host) (g)` each select one series per host. Labels:
+// __name__, job="node", host="host-NNN", series="N". Samples go out as Prometheus'
+// queue manager sends them: -senders senders (4), each owning the series whose label
+// hash falls on it, each sending its samples in time order (every series at step k
+// before any at step k+1) in requests of -request-size samples (2 000), one
+// prompb.TimeSeries per sample, protobuf + snappy, one request at a time per sender.
+// The request bodies are encoded before the timed ingest starts.
+//
+// # What it measures, per server per round
+//
+//   - samples/s: samples over the wall time from the first request to the last answer
+//     (on a shared machine this depends on the neighbours: read it with the next line);
+//   - server CPU-seconds per million samples: utime+stime of the server process
+//     (/proc/<pid>/stat) just before the first request and right after the last
+//     answer ("ingest"), and again once the server has gone idle after the ingest
+//     (under 5 % of a core for a second, at most -settle, default 20 s: "incl.
+//     background work" — compactions and merges the ingest left behind);
+//   - peak RSS: VmHWM of /proc/<pid>/status at the end of the round (ingest + queries);
+//   - disk: the apparent size of the files under the data directory once the server
+//     went idle after the ingest, after asking it to flush where it has a way
+//     (VictoriaMetrics /internal/force_flush, then 11 s for its in-memory parts to reach
+//     disk; Prometheus and tsdb have none: Prometheus holds the hour in its head and
+//     WAL, tsdb writes through to Pebble), and again after a graceful stop (SIGTERM),
+//     when each has written out what it buffers;
+//   - query latency: the median of -query-runs runs (20), after one warm-up run that
+//     also checks the answer, of `sum by (job) (rate(c[5m]))` over the span at the
+//     interval step and at a 5 m step, `avg by (host) (g)` over the span at a 5 m step,
+//     and `{host="host-001",series="7"}` (one series by two matchers) instant at the
+//     span's end. Each must return data, and the same number of series on all three
+//     servers; a difference is printed as a WARNING and marked in the table.
+//
+// Rounds are interleaved (tsdb, Prometheus, VictoriaMetrics, tsdb, ...; -rounds, default
+// 3) so that a neighbour's load on a shared machine falls on all three; the table shows
+// the medians over rounds and a ratio column, tsdb ÷ the best peer (best: highest
+// samples/s, lowest of everything else). The table is printed to stdout as Markdown and
+// written to -out when given; progress goes to stderr.
+package main

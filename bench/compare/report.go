@@ -1,0 +1,186 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// row is one line of the table: a label, whether higher is better, the median over
+// rounds per server, and how to print a value.
+type row struct {
+	label        string
+	higherBetter bool
+	values       []float64
+	format       string
+}
+
+// renderTable returns the Markdown table of the medians over rounds, with a ratio
+// column tsdb ÷ best peer, and the notes a reader needs to read it.
+func renderTable(c config, kinds []*serverKind, results [][]roundResult, now time.Time) string {
+	med := func(f func(roundResult) float64) []float64 {
+		out := make([]float64, len(kinds))
+		for i := range kinds {
+			vs := make([]float64, 0, len(results[i]))
+			for _, r := range results[i] {
+				vs = append(vs, f(r))
+			}
+			out[i] = median(vs)
+		}
+		return out
+	}
+	rows := []row{
+		{label: "ingest, new series, samples/s", higherBetter: true, format: "%.0f",
+			values: med(func(r roundResult) float64 { return float64(r.ingest.samples) / r.ingest.wall.Seconds() })},
+		{label: "server CPU-seconds per million samples, ingest", format: "%.2f",
+			values: med(func(r roundResult) float64 { return perMillion(r.ingest.cpu, r.ingest.samples) })},
+		{label: "same, until idle after the ingest (background work included)", format: "%.2f",
+			values: med(func(r roundResult) float64 { return perMillion(r.ingest.cpuIdle, r.ingest.samples) })},
+		{label: "peak RSS, MiB", format: "%.0f",
+			values: med(func(r roundResult) float64 { return float64(r.peakRSS) / (1 << 20) })},
+		{label: "disk after ingest, MiB", format: "%.1f",
+			values: med(func(r roundResult) float64 { return float64(r.ingest.diskByte) / (1 << 20) })},
+		{label: "disk after a graceful stop, MiB", format: "%.1f",
+			values: med(func(r roundResult) float64 { return float64(r.diskStopped) / (1 << 20) })},
+		{label: "disk after a graceful stop, bytes per sample", format: "%.2f",
+			values: med(func(r roundResult) float64 { return float64(r.diskStopped) / float64(r.ingest.samples) })},
+	}
+	qs := queries(c.load)
+	for qi, q := range qs {
+		rows = append(rows, row{label: q.label, format: "%.2f",
+			values: med(func(r roundResult) float64 { return ms(r.queries[qi].median) })})
+	}
+
+	var b strings.Builder
+	b.WriteString("| |")
+	for _, k := range kinds {
+		b.WriteString(" " + k.name + " |")
+	}
+	b.WriteString(" tsdb ÷ best peer |\n|---|")
+	for range kinds {
+		b.WriteString("---:|")
+	}
+	b.WriteString("---:|\n")
+	for _, r := range rows {
+		b.WriteString("| " + r.label + " |")
+		for _, v := range r.values {
+			b.WriteString(" " + group(fmt.Sprintf(r.format, v)) + " |")
+		}
+		b.WriteString(" " + ratio(r, kinds) + " |\n")
+	}
+
+	l := c.load
+	fmt.Fprintf(&b, "\nMedians of %d interleaved %s (%s), each server on a fresh data directory every round. "+
+		"Load: %d hosts × %d series × %d samples at %s = %s samples, %d samples per request, %d senders sharded by series, "+
+		"remote write 1.0; queries: median of %d runs after a warm-up. "+
+		"Ratio: tsdb ÷ the best peer (highest samples/s, lowest of the rest): above 1 is tsdb slower/bigger, "+
+		"except for samples/s, where below 1 is tsdb slower.\n",
+		c.rounds, plural(c.rounds, "round", "rounds"), roundOrder(kinds), l.hosts, l.seriesPerHost, l.samples, fmtDuration(l.interval),
+		group(fmt.Sprint(l.totalSamples())), l.requestSize, l.senders, c.queryRuns)
+	b.WriteString("Disk (apparent size of the files under the data directory): \"after ingest\" once the server went " +
+		"idle, VictoriaMetrics 11 s after /internal/force_flush (which makes the data searchable in in-memory parts; " +
+		"those reach disk every 5 s), Prometheus and tsdb have no flush to ask for (Prometheus holds the hour in its head, on disk as " +
+		"WAL; tsdb writes through to Pebble's WAL and memtables); \"after a graceful stop\" once SIGTERM let each write " +
+		"out what it buffers.\n")
+	b.WriteString(seriesNote(kinds, results, qs))
+	b.WriteString(settleNote(kinds, results, c.settle))
+	return b.String()
+}
+
+// ratio is tsdb's value (the first server) over the best peer's.
+func ratio(r row, kinds []*serverKind) string {
+	best, found := 0.0, false
+	for i, k := range kinds {
+		if !k.isPeer {
+			continue
+		}
+		v := r.values[i]
+		if !found || (r.higherBetter && v > best) || (!r.higherBetter && v < best) {
+			best, found = v, true
+		}
+	}
+	if !found || best == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.2f×", r.values[0]/best)
+}
+
+func roundOrder(kinds []*serverKind) string {
+	names := make([]string, 0, len(kinds)+1)
+	for _, k := range kinds {
+		names = append(names, k.short)
+	}
+	return strings.Join(names, ", ") + ", ..."
+}
+
+// seriesNote says how many series each query returned, and warns when the servers
+// disagree in any round.
+func seriesNote(kinds []*serverKind, results [][]roundResult, qs []benchQuery) string {
+	var b strings.Builder
+	for qi, q := range qs {
+		agree := true
+		for i := range kinds {
+			for round := range results[i] {
+				if results[i][round].queries[qi].series != results[0][0].queries[qi].series {
+					agree = false
+				}
+			}
+		}
+		if agree {
+			fmt.Fprintf(&b, "%s: %d series on every server in every round.\n", q.describe(), results[0][0].queries[qi].series)
+			continue
+		}
+		fmt.Fprintf(&b, "**WARNING: %s: the servers returned different numbers of series:", q.describe())
+		for i, k := range kinds {
+			var ns []string
+			for round := range results[i] {
+				ns = append(ns, fmt.Sprint(results[i][round].queries[qi].series))
+			}
+			fmt.Fprintf(&b, " %s %s;", k.short, strings.Join(ns, "/"))
+		}
+		b.WriteString("**\n")
+	}
+	return b.String()
+}
+
+// settleNote names the servers that were still busy when the settle limit ran out.
+func settleNote(kinds []*serverKind, results [][]roundResult, limit time.Duration) string {
+	var busy []string
+	for i, k := range kinds {
+		for round, r := range results[i] {
+			if !r.ingest.settled {
+				busy = append(busy, fmt.Sprintf("%s (round %d)", k.short, round+1))
+			}
+		}
+	}
+	if len(busy) == 0 {
+		return "Every server went idle (under 5 % of a core for a second) after each ingest.\n"
+	}
+	return fmt.Sprintf("Still busy %s after the ingest, so \"until idle\" stops there: %s.\n", limit, strings.Join(busy, ", "))
+}
+
+// group puts thin spaces between thousands of the integer part: 654000 → 654 000.
+func group(s string) string {
+	intPart, frac, _ := strings.Cut(s, ".")
+	if len(intPart) <= 4 {
+		return s
+	}
+	var b strings.Builder
+	for i, ch := range intPart {
+		if i > 0 && (len(intPart)-i)%3 == 0 {
+			b.WriteString(" ")
+		}
+		b.WriteRune(ch)
+	}
+	if frac != "" {
+		b.WriteString("." + frac)
+	}
+	return b.String()
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
