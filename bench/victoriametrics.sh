@@ -28,65 +28,10 @@ v=${VM_VERSION:-v1.151.0}
 log() { echo "victoriametrics.sh: $*" >&2; }
 die() { log "$*"; exit 1; }
 
-# usable succeeds when the cached binary exists and runs.
-usable() {
-  local bin=$1
-  [ -x "$bin" ] && "$bin" -version >/dev/null 2>&1
-}
+# shellcheck source=../testing/go-install-cached.sh
+. "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/testing/go-install-cached.sh"
 
-build() {
-  local d="$cache/victoriametrics-$v"
-  local bin="$d/victoria-metrics"
-  if usable "$bin"; then
-    echo "$bin"
-    return 0
-  fi
-  command -v "$gocmd" >/dev/null || die "$gocmd not found: install Go 1.26"
-  mkdir -p "$cache"
-  # One build at a time per version: a second caller waits, then finds the binary.
-  exec 9>"$cache/victoriametrics-$v.lock"
-  flock 9
-  if usable "$bin"; then
-    echo "$bin"
-    return 0
-  fi
-
-  local t0=$SECONDS buildlog="$cache/victoriametrics-$v.log"
-  # tmp and ticker are global: the EXIT trap cleans them up.
-  tmp=$(mktemp -d "$cache/victoriametrics-$v.tmp.XXXXXX")
-  trap 'rm -rf "$tmp"; if [ -n "${ticker:-}" ]; then kill "$ticker" 2>/dev/null || true; fi' EXIT
-  log "building $pkg@$v from the module proxy into $d (first run only; a few minutes cold)"
-  log "full build log: $buildlog"
-  (
-    # An empty directory and GOWORK=off: `go install pkg@version` then resolves
-    # VictoriaMetrics' own module graph and leaves ours alone.
-    cd "$tmp"
-    GOWORK=off GO111MODULE=on GOBIN="$tmp" "$gocmd" install -v "$pkg@$v"
-  ) >"$buildlog" 2>&1 &
-  local gopid=$!
-  # Progress: a line every 30s with the number of packages compiled so far.
-  (
-    while sleep 30; do
-      log "still building ($((SECONDS - t0))s, $(grep -c . "$buildlog" 2>/dev/null || echo 0) packages done)"
-    done
-  ) &
-  ticker=$!
-  local rc=0
-  wait "$gopid" || rc=$?
-  kill "$ticker" 2>/dev/null || true
-  wait "$ticker" 2>/dev/null || true
-  ticker=
-  if [ "$rc" -ne 0 ]; then
-    tail -30 "$buildlog" >&2
-    die "go install $pkg@$v failed (exit $rc); full log: $buildlog"
-  fi
-  usable "$tmp/victoria-metrics" || die "the built binary does not run: $tmp/victoria-metrics -version"
-  mkdir -p "$d"
-  mv "$tmp/victoria-metrics" "$bin.new"
-  mv "$bin.new" "$bin"
-  log "built $bin ($(du -m "$bin" | cut -f1) MB) in $((SECONDS - t0))s"
-  echo "$bin"
-}
+build() { go_install_cached victoriametrics "$v" "$pkg" victoria-metrics -version; }
 
 case "${1:-build}" in
   build) build ;;

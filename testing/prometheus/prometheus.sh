@@ -45,68 +45,14 @@ version() {
 
 dir() { echo "$cache/prometheus-$(version)"; }
 
-# usable succeeds when the cached binary exists and runs.
-usable() {
-  local bin=$1
-  [ -x "$bin" ] && "$bin" --version >/dev/null 2>&1
-}
+# shellcheck source=../go-install-cached.sh
+. "$repo/testing/go-install-cached.sh"
 
 build() {
-  local v d bin
+  local v
   v=$(version)
-  d="$cache/prometheus-$v"
-  bin="$d/prometheus"
-  if usable "$bin"; then
-    echo "$bin"
-    return 0
-  fi
-  command -v "$gocmd" >/dev/null || die "$gocmd not found: install Go 1.26"
-  mkdir -p "$cache"
-  # One build at a time per version: a second caller waits, then finds the binary.
-  exec 9>"$cache/prometheus-$v.lock"
-  flock 9
-  if usable "$bin"; then
-    echo "$bin"
-    return 0
-  fi
-
-  local t0=$SECONDS buildlog="$cache/prometheus-$v.log"
-  # tmp and ticker are global: the EXIT trap cleans them up.
-  tmp=$(mktemp -d "$cache/prometheus-$v.tmp.XXXXXX")
-  trap 'rm -rf "$tmp"; if [ -n "${ticker:-}" ]; then kill "$ticker" 2>/dev/null || true; fi' EXIT
-  log "building $module/cmd/prometheus@$v from the module proxy into $d (first run only; several minutes cold)"
-  log "full build log: $buildlog"
-  (
-    # An empty directory and GOWORK=off: `go install pkg@version` then resolves
-    # Prometheus' own module graph and leaves ours alone.
-    cd "$tmp"
-    GOWORK=off GO111MODULE=on GOBIN="$tmp" "$gocmd" install -v \
-      -ldflags "-X github.com/prometheus/common/version.Version=${v#v} -X github.com/prometheus/common/version.Revision=module-proxy -X github.com/prometheus/common/version.Branch=${v} -X github.com/prometheus/common/version.BuildUser=hbtsdb" \
-      "$module/cmd/prometheus@$v"
-  ) >"$buildlog" 2>&1 &
-  local gopid=$!
-  # Progress: a line every 30s with the number of packages compiled so far.
-  (
-    while sleep 30; do
-      log "still building ($((SECONDS - t0))s, $(grep -c . "$buildlog" 2>/dev/null || echo 0) packages done)"
-    done
-  ) &
-  ticker=$!
-  local rc=0
-  wait "$gopid" || rc=$?
-  kill "$ticker" 2>/dev/null || true
-  wait "$ticker" 2>/dev/null || true
-  ticker=
-  if [ "$rc" -ne 0 ]; then
-    tail -30 "$buildlog" >&2
-    die "go install $module/cmd/prometheus@$v failed (exit $rc); full log: $buildlog"
-  fi
-  usable "$tmp/prometheus" || die "the built binary does not run: $tmp/prometheus --version"
-  mkdir -p "$d"
-  mv "$tmp/prometheus" "$bin.new"
-  mv "$bin.new" "$bin"
-  log "built $bin ($(du -m "$bin" | cut -f1) MB) in $((SECONDS - t0))s"
-  echo "$bin"
+  go_install_cached prometheus "$v" "$module/cmd/prometheus" prometheus --version \
+    -ldflags "-X github.com/prometheus/common/version.Version=${v#v} -X github.com/prometheus/common/version.Revision=module-proxy -X github.com/prometheus/common/version.Branch=${v} -X github.com/prometheus/common/version.BuildUser=hbtsdb"
 }
 
 case "${1:-build}" in
