@@ -56,7 +56,9 @@
 // (range deletions, or point deletions for a partial family or row delete), so a
 // later put with an older timestamp is visible, as storage/doc.go requires.
 //
-// Apply commits one Pebble batch, atomically, with fsync (pebble.Sync).
+// Apply commits one Pebble batch, atomically, with fsync (pebble.Sync); a batch of
+// puts goes in in key order (write.go). Pebble's memtable and compaction options
+// are set for the write pattern of remote write in tuning.go.
 // Increment and CheckAndPut are read-modify-write under the store's exclusive lock,
 // which Apply holds shared, so they are atomic with respect to every write.
 //

@@ -138,13 +138,15 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 	}
 	cache := pebble.NewCache(opts.CacheSize)
 	defer cache.Unref()
-	db, err := pebble.Open(abs, &pebble.Options{
+	popts := &pebble.Options{
 		FS:                 privateFS{vfs.Default},
 		Cache:              cache,
 		Lock:               lock,
 		Logger:             pebbleLogger{opts.Logger.With("component", "pebble", "dir", abs)},
 		FormatMajorVersion: pebble.FormatNewest,
-	})
+	}
+	tunePebble(popts)
+	db, err := pebble.Open(abs, popts)
 	if err != nil {
 		lock.Close()
 		return nil, fmt.Errorf("embedded: open %s: %w", abs, err)

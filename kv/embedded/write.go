@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"slices"
+	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -30,6 +32,7 @@ func (s *Store) Apply(ctx context.Context, tableName string, mutations []kv.Muta
 	}
 	var failed []kv.MutationError
 	indexed := false // whether a delete needs to read the batch it is part of
+	puts := true     // whether every mutation is a put
 	for i, m := range mutations {
 		err := m.Validate()
 		if err == nil && m.Kind != kv.KindDeleteRow {
@@ -38,6 +41,7 @@ func (s *Store) Apply(ctx context.Context, tableName string, mutations []kv.Muta
 		if err != nil {
 			failed = append(failed, kv.MutationError{Index: i, Err: err})
 		}
+		puts = puts && m.Kind == kv.KindPut
 		if (m.Kind == kv.KindDeleteFamily || m.Kind == kv.KindDeleteRow) && m.Timestamp < kv.MaxTimestamp {
 			indexed = true
 		}
@@ -46,6 +50,12 @@ func (s *Store) Apply(ctx context.Context, tableName string, mutations []kv.Muta
 		return fmt.Errorf("embedded: apply %s: %w", tableName, &kv.BatchError{Failed: failed, Total: len(mutations)})
 	}
 	if len(mutations) == 0 {
+		return nil
+	}
+	if puts {
+		if err := s.applyPuts(ctx, t, mutations); err != nil {
+			return fmt.Errorf("embedded: apply %s: %w", tableName, err)
+		}
 		return nil
 	}
 	var b *pebble.Batch
@@ -71,6 +81,82 @@ func (s *Store) Apply(ctx context.Context, tableName string, mutations []kv.Muta
 	}
 	return nil
 }
+
+// applyPuts writes valid puts of table t in one Pebble batch, with fsync, in
+// the order of their keys rather than the caller's.
+//
+// Why sorted: Pebble inserts a batch into its memtable (a skiplist) key by key,
+// and that insert is the largest single cost of ingest (a third of the CPU with
+// 32 MiB memtables; tuning.go): remote-write requests carry one sample of each of
+// thousands of series in no useful order, and each insert searches the skiplist
+// from its top, comparing long keys that share their first dozens of bytes.
+// Sorted, consecutive searches walk the same upper nodes, which stay in the CPU
+// cache: a batch of 2 000 such keys into a memtable of 200 000 took about a
+// quarter less time (sorting included). Pebble's own splice hint does not help:
+// it only skips the search for keys adjacent in the memtable.
+//
+// Sorting changes nothing readers can see: the batch commits atomically, and a
+// stable sort keeps two puts of the same key in the caller's order, so the later
+// one still gets the higher sequence number and wins.
+func (s *Store) applyPuts(ctx context.Context, t *table, mutations []kv.Mutation) error {
+	sb := sortBatches.Get().(*sortBatch)
+	defer sortBatches.Put(sb)
+	sb.reset()
+	size := 0
+	for i, m := range mutations {
+		if i%1024 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		start := len(sb.keys)
+		sb.keys = append(sb.keys, t.prefix...)
+		sb.keys = appendEscaped(sb.keys, m.Row)
+		sb.keys = appendColumn(sb.keys, m.Family, m.Qualifier)
+		sb.keys = appendTimestamp(sb.keys, m.Timestamp)
+		sb.order = append(sb.order, sortedPut{start: start, end: len(sb.keys), i: i})
+		size += len(sb.keys) - start + len(m.Value) + batchEntryOverhead
+	}
+	keys := sb.keys
+	slices.SortStableFunc(sb.order, func(a, b sortedPut) int {
+		return bytes.Compare(keys[a.start:a.end], keys[b.start:b.end])
+	})
+	b := s.db.NewBatchWithSize(size)
+	defer b.Close()
+	for _, p := range sb.order {
+		if err := b.Set(keys[p.start:p.end], mutations[p.i].Value, nil); err != nil {
+			return err
+		}
+	}
+	return b.Commit(pebble.Sync)
+}
+
+// batchEntryOverhead bounds what a Pebble batch adds to a set's key and value:
+// its kind byte and two uvarint lengths.
+const batchEntryOverhead = 1 + 2*binary.MaxVarintLen32
+
+// sortBatch is applyPuts' scratch space: the keys of a batch, end to end, and
+// their order. Pooled, so that a steady stream of requests allocates none.
+type sortBatch struct {
+	keys  []byte
+	order []sortedPut
+}
+
+// sortedPut is the key keys[start:end] of mutation i.
+type sortedPut struct{ start, end, i int }
+
+// maxPooledSortBatch is the most key bytes a pooled sortBatch keeps, so that one
+// huge request does not pin its scratch space for the life of the process.
+const maxPooledSortBatch = 4 << 20
+
+func (sb *sortBatch) reset() {
+	if cap(sb.keys) > maxPooledSortBatch {
+		*sb = sortBatch{}
+	}
+	sb.keys, sb.order = sb.keys[:0], sb.order[:0]
+}
+
+var sortBatches = sync.Pool{New: func() any { return new(sortBatch) }}
 
 // addMutation adds one valid mutation to b, building keys in buf, which it returns
 // for reuse (Pebble copies keys and values into the batch). A family or row delete

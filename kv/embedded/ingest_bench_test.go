@@ -1,0 +1,209 @@
+package embedded
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/hbtsdb/hbtsdb/db"
+	"github.com/hbtsdb/hbtsdb/schema"
+	"github.com/hbtsdb/hbtsdb/schema/provision"
+	"github.com/hbtsdb/hbtsdb/write"
+)
+
+// The load of issue 10's ingest measurement, shaped like node exporters scraped
+// by Prometheus and remote-written: ingestHosts × ingestSeriesPerHost series,
+// ingestSteps samples each at 15 s, sent by ingestSenders goroutines sharded by
+// series as Prometheus' queue manager shards them, each request one sample per
+// series entry (a request of more samples than a shard has series carries
+// several steps of each, as Prometheus sends them).
+const (
+	ingestHosts         = 100
+	ingestSeriesPerHost = 100
+	ingestSenders       = 4
+	ingestPhases        = 4 // CPU is reported per quarter of the load, to see it grow
+	ingestInterval      = 15_000
+)
+
+// ingestSteps is how many 15 s steps the load has [240: one hour, 2.4 M samples];
+// a longer load shows how the cost grows with what is stored.
+var ingestSteps = flag.Int("ingest.steps", 240, "steps of 15 s in BenchmarkIngestRemoteWrite's load (a multiple of 4)")
+
+// BenchmarkIngestRemoteWrite drives db.DB.Write — the write path behind the
+// remote-write handler, without HTTP and protobuf decoding — over an embedded store
+// opened with the options `tsdb serve` uses, with 2.4 M samples (100 hosts × 100
+// series × 240 steps of 15 s) from 4 concurrent senders. It reports the process's
+// CPU time (utime+stime from getrusage, so it counts Pebble's background
+// flushes and compactions, and is fair on a shared machine) per million samples, for
+// the whole load and for its first and last quarter, and samples/s of wall time.
+// Each iteration loads a fresh store; run it with -benchtime 1x:
+//
+//	go test -run '^$' -bench IngestRemoteWrite -benchtime 1x ./kv/embedded/
+//	go test -run '^$' -bench 'IngestRemoteWrite/batch=2000' -benchtime 1x -cpuprofile cpu.out ./kv/embedded/
+func BenchmarkIngestRemoteWrite(b *testing.B) {
+	for _, batch := range []int{2_000, 10_000} {
+		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
+			var res ingestResult
+			for range b.N {
+				r := runIngest(b, batch)
+				res.add(r)
+			}
+			n := float64(b.N)
+			b.ReportMetric(res.cpuPerM/n, "cpu-s/M")
+			b.ReportMetric(res.firstCPUPerM/n, "cpu-s/M-first¼")
+			b.ReportMetric(res.lastCPUPerM/n, "cpu-s/M-last¼")
+			b.ReportMetric(res.samplesPerSec/n, "samples/s")
+			b.ReportMetric(res.compactedPerSample/n, "compacted-B/sample")
+			b.ReportMetric(res.flushes/n, "flushes")
+		})
+	}
+}
+
+type ingestResult struct {
+	cpuPerM, firstCPUPerM, lastCPUPerM, samplesPerSec float64
+	compactedPerSample, flushes                       float64
+}
+
+func (r *ingestResult) add(o ingestResult) {
+	r.cpuPerM += o.cpuPerM
+	r.firstCPUPerM += o.firstCPUPerM
+	r.lastCPUPerM += o.lastCPUPerM
+	r.samplesPerSec += o.samplesPerSec
+	r.compactedPerSample += o.compactedPerSample
+	r.flushes += o.flushes
+}
+
+// cpuTime is the CPU time of this process so far, user and system.
+func cpuTime(tb testing.TB) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		tb.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func runIngest(b *testing.B, batch int) ingestResult {
+	b.StopTimer()
+	ctx := context.Background()
+	// As kv/backend opens the store for `tsdb serve` (no free-space check here).
+	st, err := Open(ctx, b.TempDir(), Options{MinFreeBytes: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	settings := schema.DefaultEmbeddedSettings()
+	topts := schema.DefaultTableOptions()
+	topts.SaltBuckets = settings.SaltBuckets
+	if err := provision.Create(ctx, st, settings, topts); err != nil {
+		b.Fatal(err)
+	}
+	d, err := db.Open(ctx, db.Options{Store: st, CloseStore: true, Settings: settings,
+		Write: write.Options{Limits: write.DefaultLimits()}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer d.Close()
+
+	series := make([]labels.Labels, ingestHosts*ingestSeriesPerHost)
+	for k := range series {
+		series[k] = labels.FromStrings("__name__", fmt.Sprintf("node_bench_metric_%d", k%ingestSeriesPerHost),
+			"instance", fmt.Sprintf("host-%d:9100", k/ingestSeriesPerHost), "job", "node")
+	}
+	// The last sample is a minute old: inside every write limit.
+	t0 := time.Now().Add(-time.Duration(*ingestSteps)*ingestInterval*time.Millisecond - time.Minute).UnixMilli()
+	var sent [ingestSenders]int
+
+	// sendPhase makes sender s send its series' samples of steps [from, to),
+	// batch samples a request.
+	sendPhase := func(s, from, to int) error {
+		req := write.Request{Series: make([]write.Series, 0, batch)}
+		samples := make([]schema.Sample, batch)
+		flush := func() error {
+			if len(req.Series) == 0 {
+				return nil
+			}
+			res, err := d.Write(ctx, &req)
+			if err != nil {
+				return err
+			}
+			if res.SamplesWritten != len(req.Series) {
+				return fmt.Errorf("wrote %d samples of %d", res.SamplesWritten, len(req.Series))
+			}
+			sent[s] += len(req.Series)
+			req.Series = req.Series[:0]
+			return nil
+		}
+		for step := from; step < to; step++ {
+			ts := t0 + int64(step)*ingestInterval
+			for k := s; k < len(series); k += ingestSenders {
+				// Counters for even metrics, gauges with a fractional part for odd ones.
+				v := float64(step * (k%7 + 1))
+				if k%2 == 1 {
+					v = float64((k*31+step*17)%1000) / 8
+				}
+				i := len(req.Series)
+				samples[i] = schema.Sample{T: ts, V: v}
+				req.Series = append(req.Series, write.Series{Labels: series[k], Samples: samples[i : i+1 : i+1]})
+				if len(req.Series) == batch {
+					if err := flush(); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		return flush()
+	}
+
+	var cpu [ingestPhases + 1]time.Duration
+	start := time.Now()
+	cpu[0] = cpuTime(b)
+	b.StartTimer()
+	per := *ingestSteps / ingestPhases
+	for p := range ingestPhases {
+		var wg sync.WaitGroup
+		errs := make([]error, ingestSenders)
+		for s := range ingestSenders {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[s] = sendPhase(s, p*per, (p+1)*per)
+			}()
+		}
+		wg.Wait()
+		for _, err := range errs {
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+		cpu[p+1] = cpuTime(b)
+	}
+	b.StopTimer()
+	wall := time.Since(start)
+
+	total := 0
+	for _, n := range sent {
+		total += n
+	}
+	if want := ingestHosts * ingestSeriesPerHost * *ingestSteps; total != want {
+		b.Fatalf("sent %d samples, want %d", total, want)
+	}
+	m := st.db.Metrics()
+	var compacted uint64
+	for _, l := range m.Levels {
+		compacted += l.TableBytesCompacted
+	}
+	quarter := float64(total) / ingestPhases / 1e6
+	return ingestResult{
+		cpuPerM:            (cpu[ingestPhases] - cpu[0]).Seconds() / (float64(total) / 1e6),
+		firstCPUPerM:       (cpu[1] - cpu[0]).Seconds() / quarter,
+		lastCPUPerM:        (cpu[ingestPhases] - cpu[ingestPhases-1]).Seconds() / quarter,
+		samplesPerSec:      float64(total) / wall.Seconds(),
+		compactedPerSample: float64(compacted) / float64(total),
+		flushes:            float64(m.Flush.Count),
+	}
+}
