@@ -86,15 +86,8 @@ func setGoMemoryLimit(limit int64, logger *slog.Logger) {
 // v1 memory.limit_in_bytes). 0 where neither can be read.
 func machineMemory() int64 {
 	var total int64
-	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
-		for _, line := range strings.Split(string(b), "\n") {
-			if rest, ok := strings.CutPrefix(line, "MemTotal:"); ok {
-				kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-				if err == nil {
-					total = kb << 10
-				}
-			}
-		}
+	if kb, err := procKBField("/proc/meminfo", "MemTotal"); err == nil {
+		total = int64(kb) << 10
 	}
 	for _, f := range []string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"} {
 		b, err := os.ReadFile(f)
@@ -108,6 +101,25 @@ func machineMemory() int64 {
 		}
 	}
 	return total
+}
+
+// procKBField reads a "Name:   123 kB" line of a /proc file (meminfo, a
+// process's status) and returns its number of kB.
+func procKBField(path, field string) (uint64, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, fmt.Errorf("read %s of %s: %w", field, path, err)
+	}
+	for line := range strings.Lines(string(b)) {
+		if rest, ok := strings.CutPrefix(line, field+":"); ok {
+			kb, err := strconv.ParseUint(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("read %s of %s: %q: %w", field, path, line, err)
+			}
+			return kb, nil
+		}
+	}
+	return 0, fmt.Errorf("read %s: not in %s", field, path)
 }
 
 // roundedDown rounds n down to whole GiB from 2 GiB on, to whole MiB below, so

@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -129,5 +132,26 @@ func TestServeReadBoundsFlags(t *testing.T) {
 	code, _, stderr := tsdb(t, "serve", "--storage=embedded:"+t.TempDir(), "--web.cors.origin=(", "--listen=127.0.0.1:0")
 	if code == 0 || !strings.Contains(stderr, "--web.cors.origin: CORS origin \"(\": error parsing regexp: missing closing )") {
 		t.Errorf("--web.cors.origin=(: exit %d, stderr %q", code, stderr)
+	}
+}
+
+// TestProcKBField: the kB lines of /proc files (meminfo, a process's status)
+// are read by name, and a missing or malformed one says which.
+func TestProcKBField(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "status")
+	if err := os.WriteFile(path, []byte("Name:\ttsdb\nVmHWM:\t  123456 kB\nVmRSS:\t x kB\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if kb, err := procKBField(path, "VmHWM"); err != nil || kb != 123456 {
+		t.Errorf("VmHWM = %d, %v; want 123456", kb, err)
+	}
+	if _, err := procKBField(path, "VmRSS"); err == nil || !strings.Contains(err.Error(), `read VmRSS of `+path+`: "VmRSS:\t x kB\n"`) {
+		t.Errorf("malformed VmRSS: %v", err)
+	}
+	if _, err := procKBField(path, "VmSwap"); err == nil || err.Error() != "read VmSwap: not in "+path {
+		t.Errorf("missing VmSwap: %v", err)
+	}
+	if runtime.GOOS == "linux" && machineMemory() <= 0 {
+		t.Errorf("machineMemory() = %d on Linux, want the machine's memory", machineMemory())
 	}
 }

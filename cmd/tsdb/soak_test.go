@@ -592,20 +592,8 @@ func profileField(profile []byte, prefix string) (string, bool) {
 
 // procStatusBytes reads a "kB" field of /proc/<pid>/status (VmRSS, VmHWM) in bytes.
 func procStatusBytes(pid int, field string) (uint64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, fmt.Errorf("read %s: %w", field, err)
-	}
-	for line := range strings.Lines(string(b)) {
-		if rest, ok := strings.CutPrefix(line, field+":"); ok {
-			kb, err := strconv.ParseUint(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-			if err != nil {
-				return 0, fmt.Errorf("read %s: %q: %w", field, line, err)
-			}
-			return kb * 1024, nil
-		}
-	}
-	return 0, fmt.Errorf("read %s: not in /proc/%d/status", field, pid)
+	kb, err := procKBField(fmt.Sprintf("/proc/%d/status", pid), field)
+	return kb * 1024, err
 }
 
 func mib(b uint64) float64 { return float64(b) / (1 << 20) }
