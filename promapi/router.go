@@ -31,6 +31,9 @@ type Options struct {
 	Query QueryOptions
 	// BuildInfo is what /api/v1/status/buildinfo answers.
 	BuildInfo BuildInfo
+	// Ingest, when not nil, counts the write endpoints' requests and what they
+	// stored (tsdb serve's periodic ingest summary).
+	Ingest *IngestStats
 }
 
 // NewRouter returns the handler of every endpoint hbtsdb serves. It fails only on
@@ -49,8 +52,8 @@ func NewRouter(opts Options) (http.Handler, error) {
 	r.HandleFunc("/-/healthy", healthy).Methods(http.MethodGet, http.MethodHead)
 	r.HandleFunc("/-/ready", ready(opts)).Methods(http.MethodGet, http.MethodHead)
 	wh := newWriteHandler(opts)
-	r.Handle("/api/v1/write", wh.remoteWrite()).Methods(http.MethodPost)
-	r.Handle("/api/put", wh.put()).Methods(http.MethodPost)
+	r.Handle("/api/v1/write", opts.Ingest.countAnswers(wh.remoteWrite())).Methods(http.MethodPost)
+	r.Handle("/api/put", opts.Ingest.countAnswers(wh.put())).Methods(http.MethodPost)
 
 	opts.Query = opts.Query.withDefaults()
 	storeErr := func() error {

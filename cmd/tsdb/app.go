@@ -40,6 +40,9 @@ func newApp(stdout, stderr io.Writer) *app {
 	a.kp.UsageWriter(stdout).ErrorWriter(stderr)
 	a.kp.Terminate(func(code int) { a.exited, a.exitCode = true, code })
 	a.kp.HelpFlag.Short('h')
+	// --version is answered by run before parsing (kingpin's own version flag
+	// goes on parsing after it and prints the usage); registered here for --help.
+	a.kp.Flag("version", "Print the version (as the version command does) and exit.").Bool()
 	a.common = registerCommonFlags(a.kp)
 	registerServe(a)
 	registerSchema(a)
@@ -85,6 +88,35 @@ func durationFlag(c *kingpin.FlagClause, def string) *time.Duration {
 	return v
 }
 
+// enumValue is a kingpin value that takes one of a fixed set of words in any case
+// (snappy, Snappy and SNAPPY alike, as the HBase shell does) and keeps the set's
+// own spelling.
+type enumValue struct {
+	name    string
+	value   *string
+	allowed []string
+}
+
+func (e *enumValue) Set(s string) error {
+	for _, a := range e.allowed {
+		if strings.EqualFold(s, a) {
+			*e.value = a
+			return nil
+		}
+	}
+	return fmt.Errorf("--%s: %q is not one of %s", e.name, s, strings.Join(e.allowed, ", "))
+}
+
+func (e *enumValue) String() string { return *e.value }
+
+// enumFlag makes c a case-insensitive enumeration of allowed with default def.
+func enumFlag(c *kingpin.FlagClause, def string, allowed ...string) *string {
+	c.Default(def)
+	v := new(string)
+	c.SetValue(&enumValue{name: c.Model().Name, value: v, allowed: allowed})
+	return v
+}
+
 // commonFlags are the flags every command shares: where the store is, the schema
 // it must have, and logging.
 type commonFlags struct {
@@ -126,8 +158,8 @@ func registerCommonFlags(kp *kingpin.Application) *commonFlags {
 		hostLabels: flag(kp, "schema.host-labels", "Comma-separated labels whose first present value is a series' host: "+
 			"the host part of its row key (one host's series are stored together) and the host of /api/v1/last. "+
 			"Fixed when the store is created.").Default(strings.Join(schema.DefaultHostLabels(), ",")).String(),
-		compression: flag(kp, "schema.compression", "HBase compression of new tables: NONE, SNAPPY, GZ, LZ4 or ZSTD "+
-			"(the codec must be installed on the region servers).").Default("NONE").Enum("NONE", "SNAPPY", "GZ", "LZ4", "ZSTD"),
+		compression: enumFlag(flag(kp, "schema.compression", "HBase compression of new tables: NONE, SNAPPY, GZ, LZ4 or ZSTD "+
+			"(the codec must be installed on the region servers); any case, as in the HBase shell."), "NONE", "NONE", "SNAPPY", "GZ", "LZ4", "ZSTD"),
 		rawRetention: durationFlag(flag(kp, "retention.raw", "How long raw samples are kept (HBase TTL of new tables); 0 keeps them forever."), "400d"),
 		rollups: flag(kp, "rollups", "Resolutions of downsampled data and how long each is kept: comma-separated "+
 			"resolution:retention pairs in Prometheus' duration syntax (e.g. 5m:90d,1h:5y; retention 0 keeps one forever; "+
@@ -137,8 +169,8 @@ func registerCommonFlags(kp *kingpin.Application) *commonFlags {
 			"written (its table is kept until you drop it), and a retention cannot be changed here once its table exists "+
 			"(the error gives the HBase shell commands that do).").Default(schema.DefaultRollupsString).String(),
 
-		logLevel:  flag(kp, "log.level", "Log level.").Default("info").Enum("debug", "info", "warn", "error"),
-		logFormat: flag(kp, "log.format", "Log format.").Default("logfmt").Enum("logfmt", "json"),
+		logLevel:  enumFlag(flag(kp, "log.level", "Log level."), "info", "debug", "info", "warn", "error"),
+		logFormat: enumFlag(flag(kp, "log.format", "Log format."), "logfmt", "logfmt", "json"),
 	}
 }
 

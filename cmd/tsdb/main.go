@@ -5,7 +5,7 @@
 //	tsdb downsample [--once]      compact sealed buckets into chunks
 //	tsdb schema create [--print]  create the tables and the schema meta row
 //	tsdb schema check             check the tables and schema settings of a store
-//	tsdb version                  print the version
+//	tsdb version, tsdb --version  print the version
 //
 // Every flag has an environment twin: --storage is TSDB_STORAGE, --schema.salt-buckets
 // is TSDB_SCHEMA_SALT_BUCKETS, and so on. This package only wires: it parses flags,
@@ -18,6 +18,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"syscall"
 )
 
@@ -37,12 +38,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "tsdb: command not specified (see tsdb --help)")
 		return 2
 	}
+	if i := slices.Index(args, "--version"); i >= 0 && !slices.Contains(args[:i], "--") {
+		fmt.Fprintln(stdout, versionString())
+		return 0
+	}
 	cmd, err := app.kp.Parse(app.normalizeBoolFlags(args))
 	if app.exited { // --help or --version was answered
 		return app.exitCode
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "tsdb: %v (see tsdb --help)\n", err)
+		fmt.Fprintf(stderr, "tsdb: %v (see tsdb --help)\n", explainParseError(app.kp.Model(), args, err))
 		return 2
 	}
 	logger, err := app.common.logger(stderr)

@@ -71,7 +71,7 @@ func TestBadCommandLines(t *testing.T) {
 		code     int
 		inStderr string
 	}{
-		{[]string{"bogus"}, 2, `tsdb: expected command but got "bogus" (see tsdb --help)`},
+		{[]string{"bogus"}, 2, `tsdb: unknown command "bogus"; the commands are`},
 		{[]string{}, 2, "command not specified"},
 		{[]string{"schema", "check", "--storage=foo:bar"}, 1, `tsdb schema check: unknown --storage "foo:bar": use embedded:<dir>`},
 		{[]string{"schema", "check", "--storage=embedded:"}, 1, `names no directory`},

@@ -7,7 +7,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/hbtsdb/hbtsdb/db"
@@ -45,6 +47,9 @@ type serveOptions struct {
 	compact        downsample.WorkerOptions
 	// web is TLS and authentication (--web.config.file, --web.read-only-users).
 	web webOptions
+	// ingestSummaryEvery is how often a line sums up what was written
+	// (--log.ingest-summary-interval); 0: never.
+	ingestSummaryEvery time.Duration
 	// pprof serves Go's profiles under /debug/pprof/ (--web.enable-pprof, serve_debug.go).
 	pprof bool
 
@@ -98,6 +103,10 @@ func registerServe(a *app) {
 	o.shutdownTimeout, o.retryMax = 30*time.Second, 30*time.Second
 	o.flags.duration("shutdown-timeout", "", "How long SIGINT/SIGTERM waits for in-flight requests before closing the "+
 		"store.", &o.shutdownTimeout)
+	o.ingestSummaryEvery = time.Minute
+	o.flags.duration("log.ingest-summary-interval", "", "How often an info line sums up what the write endpoints "+
+		"took in since the previous line (requests, failed requests, series and samples stored, samples rejected); "+
+		"no line while nothing arrives; 0 turns it off.", &o.ingestSummaryEvery)
 	o.flags.duration("storage.retry-max-backoff", "", "Longest wait between attempts to reach an unavailable store "+
 		"at start.", &o.retryMax)
 	o.web.register(cmd)
@@ -139,14 +148,15 @@ func serve(ctx context.Context, c *commonFlags, o *serveOptions, logger *slog.Lo
 	setGoMemoryLimit(o.http.Query.MaxMemory, logger)
 	rdb := &readyDB{}
 	httpOpts := o.http
-	httpOpts.Store, httpOpts.Logger, httpOpts.BuildInfo = rdb.Store, logger, buildInfo()
+	ingest := &promapi.IngestStats{}
+	httpOpts.Store, httpOpts.Logger, httpOpts.BuildInfo, httpOpts.Ingest = rdb.Store, logger, buildInfo(), ingest
 	handler, err := promapi.NewRouter(httpOpts)
 	if err != nil {
 		return o.flags.explain(err)
 	}
-	ln, err := net.Listen("tcp", o.listen)
+	ln, err := listen(o.listen)
 	if err != nil {
-		return fmt.Errorf("listen on %s: %w (is another tsdb running? choose another --listen)", o.listen, err)
+		return err
 	}
 	srv := &http.Server{
 		Handler:           o.web.handler(o.withDebug(handler)),
@@ -155,7 +165,12 @@ func serve(ctx context.Context, c *commonFlags, o *serveOptions, logger *slog.Lo
 	}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- o.web.serve(ln, srv, logger) }()
-	logger.Info("listening", "address", ln.Addr().String(), "storage", addr.String(), "web_config_file", o.web.configFile)
+	url := serverURL(ln.Addr(), o.web.tls)
+	logger.Info("listening", "address", ln.Addr().String(), "storage", addr.String(),
+		"remote_write_url", url+"/api/v1/write", "query_page", url+"/", "web_config_file", o.web.configFile)
+	if o.ingestSummaryEvery > 0 {
+		go logIngestSummaries(ctx, ingest, o.ingestSummaryEvery, logger)
+	}
 
 	openCtx, cancelOpen := context.WithCancel(ctx)
 	defer cancelOpen()
@@ -273,4 +288,26 @@ func openDB(ctx context.Context, c *commonFlags, o *serveOptions, addr backend.A
 		return nil, nil, schema.Settings{}, err
 	}
 	return d, st, settings, nil
+}
+
+// listen opens the server's socket, with errors that say what to change: an
+// address that is not host:port, or a port another process holds.
+func listen(address string) (net.Listener, error) {
+	if _, port, err := net.SplitHostPort(address); err != nil {
+		hint := "give host:port or :port, e.g. --listen=:9201 or --listen=127.0.0.1:9201"
+		if _, numErr := strconv.ParseUint(address, 10, 16); numErr == nil {
+			hint = fmt.Sprintf("did you mean --listen=:%s?", address)
+		}
+		return nil, fmt.Errorf("--listen=%s is not an address to listen on (%v); %s", address, err, hint)
+	} else if _, err := net.LookupPort("tcp", port); err != nil {
+		return nil, fmt.Errorf("--listen=%s: %q is not a port: give a number from 0 to 65535", address, port)
+	}
+	ln, err := net.Listen("tcp", address)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return nil, fmt.Errorf("listen on %s: %w: another process (another tsdb?) listens there; stop it or choose another --listen", address, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", address, err)
+	}
+	return ln, nil
 }

@@ -24,6 +24,7 @@ type webOptions struct {
 	configFile     string
 	readOnlyUsers  []string
 	writeOnlyUsers []string
+	tls            bool // the file configures TLS (known after check)
 }
 
 // adminNote ends both restricted-user flags' help: what neither role may call.
@@ -105,7 +106,8 @@ func (w *webOptions) check(logger *slog.Logger) error {
 			}
 		}
 	}
-	if len(c.Users) > 0 && !c.TLSConfig.IsEnabled() {
+	w.tls = c.TLSConfig.IsEnabled()
+	if len(c.Users) > 0 && !w.tls {
 		logger.Warn("basic auth without TLS: passwords cross the network in clear text; "+
 			"add tls_server_config to the web config file", "web_config_file", w.configFile)
 	}
