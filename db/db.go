@@ -59,6 +59,7 @@ type DB struct {
 	closeStore bool
 	writer     *write.Writer
 	reader     *query.Reader
+	registry   *index.Registry
 	now        func() time.Time
 	closed     atomic.Bool
 }
@@ -121,6 +122,7 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 		st:         opts.Store,
 		closeStore: opts.CloseStore,
 		writer:     w,
+		registry:   registry,
 		reader:     query.NewReader(opts.Store, opts.Settings, registry, postings).WithOptions(opts.Query),
 		now:        opts.Now,
 	}, nil

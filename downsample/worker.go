@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/schema"
 )
@@ -48,6 +50,9 @@ type WorkerOptions struct {
 	Logger *slog.Logger
 	// Now is the clock of the leases and of the round statistics [time.Now].
 	Now func() time.Time
+	// Registerer, when not nil, receives the worker's metrics
+	// (hbtsdb_compaction_*, see workerMetrics). One Registerer takes one Worker.
+	Registerer prometheus.Registerer
 
 	// onLease, set by tests only, is called with "acquired" once a lease is
 	// taken and "releasing" before it is released.
@@ -113,7 +118,8 @@ type Worker struct {
 	leaser   *leaser
 	// first is the salt each round starts at, derived from the owner, so that
 	// workers that start together begin on different salts.
-	first int
+	first   int
+	metrics *workerMetrics // nil without WorkerOptions.Registerer
 }
 
 // NewWorker returns a worker on st, whose schema was created with settings.
@@ -136,6 +142,7 @@ func NewWorker(st kv.Store, settings schema.Settings, opts WorkerOptions) (*Work
 		opts:     opts,
 		leaser:   &leaser{st: st, job: schema.LeaseJobCompact, owner: opts.Owner, ttl: opts.LeaseTTL, now: opts.Now},
 		first:    int(h.Sum32() % uint32(settings.SaltBuckets)),
+		metrics:  newWorkerMetrics(opts.Registerer),
 	}, nil
 }
 
@@ -226,6 +233,8 @@ func (w *Worker) RunOnce(ctx context.Context) (RoundStats, error) {
 	}
 	if ctx.Err() != nil {
 		attrs = append(attrs, "stopped", true)
+	} else {
+		w.metrics.round(rs, rs.Failed > 0, float64(w.opts.Now().UnixMilli())/1000)
 	}
 	w.opts.Logger.Info("compaction round", attrs...)
 	return rs, errors.Join(errs...)

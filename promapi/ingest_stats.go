@@ -1,11 +1,8 @@
 package promapi
 
 import (
-	"context"
 	"net/http"
 	"sync/atomic"
-
-	"github.com/hbtsdb/hbtsdb/write"
 )
 
 // IngestStats counts what the write endpoints (/api/v1/write, /api/put) took in,
@@ -46,54 +43,15 @@ func (c IngestCounts) Sub(earlier IngestCounts) IngestCounts {
 	}
 }
 
-// write writes req with wr, counting what was stored and, unless the caller
-// counts rejections itself (put: rejected=false), the samples rejected as
-// invalid. A nil s (no Options.Ingest) counts nothing.
-func (s *IngestStats) write(ctx context.Context, wr Writer, req *write.Request, rejected bool) (write.Result, error) {
-	res, err := wr.Write(ctx, req)
-	if s != nil && err == nil {
-		s.series.Add(int64(res.SeriesWritten))
-		s.samples.Add(int64(res.SamplesWritten))
-		if rejected {
-			var n int
-			for _, r := range res.Rejected {
-				n += r.Samples
-			}
-			s.rejectedSamples(n)
-		}
-	}
-	return res, err
-}
-
-// rejectedSamples counts n samples not stored because they were invalid.
-func (s *IngestStats) rejectedSamples(n int) {
-	if s != nil {
-		s.rejected.Add(int64(n))
-	}
-}
-
-// answered counts one answered request, failed unless its status is 2xx.
-func (s *IngestStats) answered(status int) {
-	if s == nil {
-		return
-	}
+// add counts one answered request (failed unless its status is 2xx) and its tally.
+func (s *IngestStats) add(status int, t *ingestTally) {
 	s.requests.Add(1)
 	if status < 200 || status > 299 {
 		s.failed.Add(1)
 	}
-}
-
-// countAnswers counts every request next answers (see answered), whatever
-// answers it: the handler, a limit or a body bound.
-func (s *IngestStats) countAnswers(next http.Handler) http.Handler {
-	if s == nil {
-		return next
-	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
-		next.ServeHTTP(sw, r)
-		s.answered(sw.status)
-	})
+	s.series.Add(int64(t.series))
+	s.samples.Add(int64(t.samples))
+	s.rejected.Add(int64(t.rejected))
 }
 
 // statusWriter remembers the status code a handler answered with.

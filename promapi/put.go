@@ -61,7 +61,7 @@ func (h *writeHandler) servePut(w http.ResponseWriter, r *http.Request) {
 			h.failPut(w, r, err)
 			return
 		}
-		res, err := h.ingest.write(r.Context(), wr, &p.Request, false)
+		res, err := writeAndTally(r.Context(), wr, &p.Request, false)
 		if err != nil {
 			// Rejected whole, or the store failed: nothing is acknowledged.
 			h.failPut(w, r, err)
@@ -87,7 +87,7 @@ func (h *writeHandler) respondPut(w http.ResponseWriter, r *http.Request, points
 		sum.Failed++
 		details = append(details, putError{Datapoint: dp.Shown, Error: dp.Error})
 	}
-	h.ingest.rejectedSamples(sum.Failed) // decoding's and the writer's alike
+	tallyRejected(r.Context(), sum.Failed) // decoding's and the writer's alike
 	q := r.URL.Query()
 	showDetails, showSummary := q.Has("details"), q.Has("summary")
 	if sum.Failed > 0 {

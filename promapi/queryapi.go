@@ -10,6 +10,7 @@ import (
 
 	"github.com/gorilla/mux"
 	"github.com/grafana/regexp"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/route"
 	"github.com/prometheus/prometheus/config"
 	"github.com/prometheus/prometheus/model/exemplar"
@@ -182,9 +183,10 @@ var prometheusAPIPaths = []struct {
 
 // newPromQLEngine is the real PromQL engine with opts' limits. The Prometheus
 // 3 defaults that are no longer flags there (@ modifier, negative offsets) are on.
-func newPromQLEngine(opts QueryOptions, logger *slog.Logger) *promql.Engine {
+func newPromQLEngine(opts QueryOptions, reg prometheus.Registerer, logger *slog.Logger) *promql.Engine {
 	return promql.NewEngine(promql.EngineOpts{
 		Logger:               logger,
+		Reg:                  reg,
 		MaxSamples:           opts.MaxSamples,
 		Timeout:              opts.Timeout,
 		ActiveQueryTracker:   newQueryGate(opts.MaxConcurrent),

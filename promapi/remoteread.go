@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/golang/snappy"
-
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/prometheus/config"
 	"github.com/prometheus/prometheus/prompb"
 	"github.com/prometheus/prometheus/storage"
@@ -49,10 +49,11 @@ const maxReadRequestBytes = 32 << 20
 //
 // Before the store is open the answer is 503 in plain text, as remote-read
 // clients expect a non-protobuf error body.
-func remoteRead(q storage.SampleAndChunkQueryable, opts QueryOptions, ready func() error, logger *slog.Logger) http.Handler {
+func remoteRead(q storage.SampleAndChunkQueryable, opts QueryOptions, ready func() error, reg prometheus.Registerer,
+	logger *slog.Logger) http.Handler {
 	var h http.Handler
 	if q != nil {
-		h = remote.NewReadHandler(logger, nil, budgetQueryable{q}, func() config.Config { return config.Config{} },
+		h = remote.NewReadHandler(logger, reg, budgetQueryable{q}, func() config.Config { return config.Config{} },
 			opts.RemoteReadSampleLimit, opts.RemoteReadConcurrency, opts.RemoteReadMaxBytesInFrame)
 	}
 	bodies := &byteBudget{max: opts.RemoteReadMaxInflightBytes, what: "remote-read request bodies",

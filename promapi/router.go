@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gorilla/mux"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Options configures the HTTP surface. Each field's zero value takes the default
@@ -34,6 +35,13 @@ type Options struct {
 	// Ingest, when not nil, counts the write endpoints' requests and what they
 	// stored (tsdb serve's periodic ingest summary).
 	Ingest *IngestStats
+	// Registerer, when not nil, receives the HTTP surface's metrics (requests and
+	// latency by route, what the write endpoints stored and rejected; see
+	// httpMetrics), the PromQL engine's (prometheus_engine_*) and the remote-read
+	// handler's. NewRouter registers them once: one Registerer serves one router.
+	Registerer prometheus.Registerer
+	// Gatherer, when not nil, is served at GET /metrics.
+	Gatherer prometheus.Gatherer
 }
 
 // NewRouter returns the handler of every endpoint hbtsdb serves. It fails only on
@@ -52,8 +60,16 @@ func NewRouter(opts Options) (http.Handler, error) {
 	r.HandleFunc("/-/healthy", healthy).Methods(http.MethodGet, http.MethodHead)
 	r.HandleFunc("/-/ready", ready(opts)).Methods(http.MethodGet, http.MethodHead)
 	wh := newWriteHandler(opts)
-	r.Handle("/api/v1/write", opts.Ingest.countAnswers(wh.remoteWrite())).Methods(http.MethodPost)
-	r.Handle("/api/put", opts.Ingest.countAnswers(wh.put())).Methods(http.MethodPost)
+	var metrics *httpMetrics
+	if opts.Registerer != nil {
+		metrics = newHTTPMetrics(opts.Registerer)
+		r.Use(metrics.instrument)
+	}
+	r.Handle("/api/v1/write", countWrites(opts.Ingest, metrics, remoteWriteProtocol, wh.remoteWrite())).Methods(http.MethodPost)
+	r.Handle("/api/put", countWrites(opts.Ingest, metrics, putProtocol, wh.put())).Methods(http.MethodPost)
+	if opts.Gatherer != nil {
+		r.Handle("/metrics", metricsHandler(opts.Gatherer, opts.Registerer)).Methods(http.MethodGet, http.MethodHead)
+	}
 
 	opts.Query = opts.Query.withDefaults()
 	storeErr := func() error {
@@ -65,8 +81,8 @@ func NewRouter(opts Options) (http.Handler, error) {
 	r.HandleFunc("/api/v1/metadata", rh.metadata).Methods(http.MethodGet)
 	q := queryable{opts.Store}
 	guard := newMemoryGuard(opts.Query.MaxMemory, opts.Logger)
-	r.Handle("/api/v1/read", guard.guardReads(false, remoteRead(q, opts.Query, storeErr, opts.Logger))).Methods(http.MethodPost)
-	engine := newPromQLEngine(opts.Query, opts.Logger)
+	r.Handle("/api/v1/read", guard.guardReads(false, remoteRead(q, opts.Query, storeErr, opts.Registerer, opts.Logger))).Methods(http.MethodPost)
+	engine := newPromQLEngine(opts.Query, opts.Registerer, opts.Logger)
 	registerPrometheusAPI(r, q, engine, opts.Query, opts.BuildInfo, storeErr, guard, opts.Logger)
 	return recoverPanics(opts.Logger, r), nil
 }

@@ -10,7 +10,6 @@ type writeHandler struct {
 	logger   *slog.Logger
 	inflight *limiter
 	bytes    *byteBudget
-	ingest   *IngestStats // nil: not counted
 }
 
 func newWriteHandler(opts Options) *writeHandler {
@@ -19,7 +18,6 @@ func newWriteHandler(opts Options) *writeHandler {
 		store:    opts.Store,
 		limits:   limits,
 		logger:   opts.Logger,
-		ingest:   opts.Ingest,
 		inflight: newLimiter(limits.MaxConcurrentRequests),
 		bytes: &byteBudget{max: limits.MaxInflightBytes, what: "write request bodies",
 			flag: "--write.max-inflight-bytes"},

@@ -74,3 +74,10 @@ func (r *readyDB) close() error {
 	}
 	return nil
 }
+
+// openDB is the DB once the store is open, else nil.
+func (r *readyDB) openDB() *db.DB {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.db
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/hbtsdb/hbtsdb/downsample"
 	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/kv/backend"
+	"github.com/hbtsdb/hbtsdb/kv/kvmetrics"
 	"github.com/hbtsdb/hbtsdb/promapi"
 	"github.com/hbtsdb/hbtsdb/query"
 	"github.com/hbtsdb/hbtsdb/schema"
@@ -50,6 +51,9 @@ type serveOptions struct {
 	// ingestSummaryEvery is how often a line sums up what was written
 	// (--log.ingest-summary-interval); 0: never.
 	ingestSummaryEvery time.Duration
+	// storageMetrics measure the store's operations (set at start, served at
+	// /metrics).
+	storageMetrics *kvmetrics.Metrics
 	// pprof serves Go's profiles under /debug/pprof/ (--web.enable-pprof, serve_debug.go).
 	pprof bool
 
@@ -149,7 +153,11 @@ func serve(ctx context.Context, c *commonFlags, o *serveOptions, logger *slog.Lo
 	rdb := &readyDB{}
 	httpOpts := o.http
 	ingest := &promapi.IngestStats{}
+	reg := newMetricsRegistry(rdb)
 	httpOpts.Store, httpOpts.Logger, httpOpts.BuildInfo, httpOpts.Ingest = rdb.Store, logger, buildInfo(), ingest
+	httpOpts.Registerer, httpOpts.Gatherer = reg, reg
+	o.storageMetrics = kvmetrics.New(string(addr.Kind), reg)
+	o.compact.Registerer = reg
 	handler, err := promapi.NewRouter(httpOpts)
 	if err != nil {
 		return o.flags.explain(err)
@@ -274,6 +282,9 @@ func openDB(ctx context.Context, c *commonFlags, o *serveOptions, addr backend.A
 	st, err := c.openStore(ctx, addr, logger)
 	if err != nil {
 		return nil, nil, schema.Settings{}, err
+	}
+	if o.storageMetrics != nil {
+		st = o.storageMetrics.Wrap(st)
 	}
 	settings, err := provision.Open(ctx, st, want, tables, o.autoCreate, c.provisionOptions(addr, logger)...)
 	if err != nil {

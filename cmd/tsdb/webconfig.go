@@ -142,7 +142,7 @@ func (w *webOptions) handler(next http.Handler) http.Handler {
 // read-only users until it is listed here.
 func readEndpoint(path string) bool {
 	switch path {
-	case "/-/healthy", "/-/ready",
+	case "/-/healthy", "/-/ready", "/metrics",
 		"/api/v1/read", "/api/v1/last", "/api/v1/metadata",
 		"/api/v1/query", "/api/v1/query_range", "/api/v1/query_exemplars",
 		"/api/v1/series", "/api/v1/labels", "/api/v1/format_query", "/api/v1/parse_query":
