@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -51,6 +52,9 @@ type serveOptions struct {
 	// ingestSummaryEvery is how often a line sums up what was written
 	// (--log.ingest-summary-interval); 0: never.
 	ingestSummaryEvery time.Duration
+	// selfScrapeEvery is how often tsdb writes its own metrics into its store
+	// (--self-scrape.interval); 0: never.
+	selfScrapeEvery time.Duration
 	// storageMetrics measure the store's operations (set at start, served at
 	// /metrics).
 	storageMetrics *kvmetrics.Metrics
@@ -107,6 +111,9 @@ func registerServe(a *app) {
 	o.shutdownTimeout, o.retryMax = 30*time.Second, 30*time.Second
 	o.flags.duration("shutdown-timeout", "", "How long SIGINT/SIGTERM waits for in-flight requests before closing the "+
 		"store.", &o.shutdownTimeout)
+	o.flags.duration("self-scrape.interval", "", "How often tsdb writes its own /metrics into its own store, with "+
+		"job=\"hbtsdb\" and instance=<listen address>, as a Prometheus scraping it would (the overview dashboard in "+
+		"dashboards/ then works with nothing else running); 0 (the default) turns it off.", &o.selfScrapeEvery)
 	o.ingestSummaryEvery = time.Minute
 	o.flags.duration("log.ingest-summary-interval", "", "How often an info line sums up what the write endpoints "+
 		"took in since the previous line (requests, failed requests, series and samples stored, samples rejected); "+
@@ -176,15 +183,24 @@ func serve(ctx context.Context, c *commonFlags, o *serveOptions, logger *slog.Lo
 	url := serverURL(ln.Addr(), o.web.tls)
 	logger.Info("listening", "address", ln.Addr().String(), "storage", addr.String(),
 		"remote_write_url", url+"/api/v1/write", "query_page", url+"/", "web_config_file", o.web.configFile)
-	if o.ingestSummaryEvery > 0 {
-		go logIngestSummaries(ctx, ingest, o.ingestSummaryEvery, logger)
-	}
 
 	openCtx, cancelOpen := context.WithCancel(ctx)
 	defer cancelOpen()
 	opened := make(chan error, 1)
-	var compaction sync.WaitGroup // the compaction worker, started once the store is open
-	go func() { opened <- openWithRetry(openCtx, c, o, addr, settings, rdb, &compaction, logger) }()
+	// background is the compaction worker (started once the store is open), the
+	// ingest summaries and the self-scrape: all stop with openCtx, and the store
+	// must outlive them.
+	var background sync.WaitGroup
+	if o.ingestSummaryEvery > 0 {
+		background.Go(func() { logIngestSummaries(openCtx, ingest, o.ingestSummaryEvery, logger) })
+	}
+	if o.selfScrapeEvery > 0 {
+		instance := strings.TrimPrefix(strings.TrimPrefix(url, "https://"), "http://")
+		background.Go(func() { selfScrape(openCtx, reg, rdb, o.selfScrapeEvery, instance, logger) })
+		logger.Info("self-scrape on: tsdb writes its own metrics into its store", "interval", o.selfScrapeEvery,
+			"job", selfScrapeJob, "instance", instance)
+	}
+	go func() { opened <- openWithRetry(openCtx, c, o, addr, settings, rdb, &background, logger) }()
 
 	var runErr error
 	openDone := false
@@ -218,7 +234,7 @@ func serve(ctx context.Context, c *commonFlags, o *serveOptions, logger *slog.Lo
 			runErr = errors.Join(runErr, err)
 		}
 	}
-	compaction.Wait() // cancelOpen stopped it; the store must outlive it
+	background.Wait() // cancelOpen stopped it; the store must outlive it
 	if err := rdb.close(); err != nil {
 		runErr = errors.Join(runErr, err)
 	}
