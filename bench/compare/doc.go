@@ -8,6 +8,7 @@
 //	go run ./bench/compare            # the full load, 3 interleaved rounds (~several minutes)
 //	go run ./bench/compare -quick     # a smoke run: a tiny load, one round
 //	make bench-compare                # the same as the first line (BENCH_COMPARE_OUT=f.md, BENCH_COMPARE_FLAGS=-quick)
+//	go run ./bench/compare -hbase     # also tsdb on a real HBase, started for the run (see "tsdb on HBase")
 //
 // # The servers
 //
@@ -58,6 +59,35 @@
 //     and `{host="host-001",series="7"}` (one series by two matchers) instant at the
 //     span's end. Each must return data, and the same number of series on all three
 //     servers; a difference is printed as a WARNING and marked in the table.
+//
+// # tsdb on HBase
+//
+// With -hbase, a fourth server, "tsdb (HBase)", runs `tsdb serve --storage=hbase:<zk>`
+// against a standalone HBase that testing/hbase/hbase.sh starts for the run
+// (HBTSDB_HBASE_RUN=<-hbase-run, default <workdir>/hbase>; master, region server and
+// ZooKeeper in one JVM on the local filesystem) and stops at the end. -hbase-run <dir>
+// alone uses the HBase hbase.sh already runs in that directory, and -hbase-zk
+// <host:port> any running HBase (without the JVM and disk figures below). Every round
+// gets tables of its own (--hbase.table-prefix=bench<run>-r<round>-<server>-, created by
+// tsdb serve at start), so each starts empty while the JVM stays warm. Per round it
+// measures, besides tsdb's own figures (its data directory is unused: "–"):
+//
+//   - the HBase JVM's CPU-seconds per million samples (utime+stime of the pid in the
+//     run directory) over the ingest, and until tsdb and then the JVM went idle;
+//   - the WAL HBase wrote, in bytes per sample: the growth of the files under the root
+//     directory's WALs/ and oldWALs/ (a WAL keeps its name when archived) from before
+//     the ingest until idle;
+//   - the round's tables on disk (data/default/<prefix>*) after `hbase.sh compact`
+//     flushed and major-compacted them, in bytes per sample.
+//
+// -servers picks the servers (tsdb, tsdb-base, tsdb-hbase, tsdb-hbase-base, prometheus,
+// victoriametrics); -tsdb-base-bin <binary> adds the "base" twins of the tsdb servers,
+// run from another binary (e.g. one built from an older commit in a git worktree) in
+// the same rounds, for before/after figures under the same neighbours; -tsdb-args passes
+// flags to every tsdb serve (e.g. --web.enable-pprof, to profile a round). A before/after
+// of the HBase write path:
+//
+//	go run ./bench/compare -hbase -servers tsdb-hbase,tsdb-hbase-base -tsdb-base-bin /tmp/tsdb-old
 //
 // Rounds are interleaved (tsdb, Prometheus, VictoriaMetrics, tsdb, ...; -rounds, default
 // 3) so that a neighbour's load on a shared machine falls on all three; the table shows

@@ -22,13 +22,23 @@ type ingestResult struct {
 	cpuIdle  time.Duration // server CPU until it went idle after the ingest
 	settled  bool          // false when it was still busy after the settle limit
 	diskByte int64         // apparent size of the data directory once idle after the ingest
+	jvmCPU   time.Duration // the HBase JVM's CPU over the ingest, for a tsdb (HBase) with a known JVM
+	jvmCPU0  time.Duration // the HBase JVM's CPU time when the ingest started
 }
 
 // ingest sends el to r's remote-write endpoint, a goroutine per sender, each sending
-// its requests one at a time in order, and measures the server's CPU around it.
-func ingest(ctx context.Context, log *slog.Logger, client *http.Client, r *running, el *encodedLoad, total int) (ingestResult, error) {
+// its requests one at a time in order, and measures the server's CPU around it, and
+// that of the process jvmPid too when it is not 0 (the HBase JVM a tsdb writes to).
+func ingest(ctx context.Context, log *slog.Logger, client *http.Client, r *running, el *encodedLoad, total, jvmPid int) (ingestResult, error) {
 	url := r.base + "/api/v1/write"
 	var sent atomic.Int64
+	var jvm0, jvm1 time.Duration
+	if jvmPid != 0 {
+		var err error
+		if jvm0, err = cpuTime(jvmPid); err != nil {
+			return ingestResult{}, err
+		}
+	}
 	cpu0, err := cpuTime(r.pid())
 	if err != nil {
 		return ingestResult{}, err
@@ -73,7 +83,12 @@ func ingest(ctx context.Context, log *slog.Logger, client *http.Client, r *runni
 	if err != nil {
 		return ingestResult{}, err
 	}
-	return ingestResult{samples: int(sent.Load()), wall: wall, cpu: cpu1 - cpu0}, nil
+	if jvmPid != 0 {
+		if jvm1, err = cpuTime(jvmPid); err != nil {
+			return ingestResult{}, err
+		}
+	}
+	return ingestResult{samples: int(sent.Load()), wall: wall, cpu: cpu1 - cpu0, jvmCPU: jvm1 - jvm0, jvmCPU0: jvm0}, nil
 }
 
 // settle waits until the process uses under 5 % of a core for a second, at most limit,

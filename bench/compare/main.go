@@ -12,6 +12,8 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -27,6 +29,58 @@ type config struct {
 	workDir   string
 	keep      bool
 	tsdbBin   string
+	// tsdbBaseBin is -tsdb-base-bin: a second tsdb binary (e.g. built from an older
+	// commit) run as the "base" servers next to tsdb, for before/after figures
+	// measured in the same rounds.
+	tsdbBaseBin string
+	tsdbArgs    []string // -tsdb-args: more flags for every tsdb serve
+	// HBase for the tsdb (HBase) servers: hbaseStart (-hbase) starts one in
+	// hbaseRun (default <workdir>/hbase) and stops it at the end; hbaseRun alone
+	// (-hbase-run) uses the one hbase.sh runs there; hbaseZK (-hbase-zk) any one,
+	// without JVM CPU and disk figures.
+	hbaseStart bool
+	hbaseRun   string
+	hbaseZK    string
+	servers    []string // the servers' short names, in round order
+
+	root  string // the module root (set by run)
+	runID string // names this run's HBase tables (set by run)
+}
+
+// serverOrder is every server's short name, in the order a round runs them.
+var serverOrder = []string{"tsdb", "tsdb-base", "tsdb-hbase", "tsdb-hbase-base", "prometheus", "victoriametrics"}
+
+// selectServers returns the servers a run compares: those of list (comma-separated
+// short names) or, when list is empty, tsdb, Prometheus and VictoriaMetrics, plus
+// tsdb (HBase) when there is an HBase and the base servers when there is a base
+// binary. Either way, in serverOrder.
+func selectServers(list string, hbase, base bool) ([]string, error) {
+	want := map[string]bool{}
+	if list == "" {
+		want["tsdb"], want["prometheus"], want["victoriametrics"] = true, true, true
+		want["tsdb-hbase"] = hbase
+		want["tsdb-base"], want["tsdb-hbase-base"] = base, base && hbase
+	} else {
+		for _, name := range strings.Split(list, ",") {
+			name = strings.TrimSpace(name)
+			switch {
+			case !slices.Contains(serverOrder, name):
+				return nil, fmt.Errorf("-servers: unknown server %q (want some of %s)", name, strings.Join(serverOrder, ", "))
+			case strings.HasPrefix(name, "tsdb-hbase") && !hbase:
+				return nil, fmt.Errorf("-servers: %s needs an HBase: -hbase, -hbase-run or -hbase-zk", name)
+			case strings.HasSuffix(name, "-base") && !base:
+				return nil, fmt.Errorf("-servers: %s needs -tsdb-base-bin", name)
+			}
+			want[name] = true
+		}
+	}
+	var names []string
+	for _, name := range serverOrder {
+		if want[name] {
+			names = append(names, name)
+		}
+	}
+	return names, nil
 }
 
 func main() {
@@ -53,6 +107,17 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.workDir, "workdir", "", "where the binaries and data directories go (default: a new temporary directory)")
 	fs.StringVar(&c.tsdbBin, "tsdb-bin", "", "run this tsdb binary instead of building ./cmd/tsdb from the working tree "+
 		"(e.g. one built from a clean checkout of a commit)")
+	fs.StringVar(&c.tsdbBaseBin, "tsdb-base-bin", "", "also run this tsdb binary, as \"tsdb (embedded) base\" (and \"tsdb (HBase) base\" "+
+		"with an HBase), in the same rounds: before/after figures under the same neighbours")
+	tsdbArgs := fs.String("tsdb-args", "", "more flags for every `tsdb serve`, space-separated (e.g. --web.enable-pprof)")
+	fs.BoolVar(&c.hbaseStart, "hbase", false, "also run tsdb on HBase (\"tsdb (HBase)\"): start a standalone HBase with "+
+		"testing/hbase/hbase.sh in -hbase-run (default <workdir>/hbase) and stop it at the end")
+	fs.StringVar(&c.hbaseRun, "hbase-run", "", "with -hbase: where to start HBase; without: use the HBase that hbase.sh "+
+		"already runs in this HBTSDB_HBASE_RUN directory (its JVM's CPU and its disk are measured)")
+	fs.StringVar(&c.hbaseZK, "hbase-zk", "", "run tsdb (HBase) against the running HBase at this ZooKeeper host:port "+
+		"(no JVM CPU or disk figures: use -hbase-run for those)")
+	servers := fs.String("servers", "", "comma-separated servers to run, of "+strings.Join(serverOrder, ", ")+
+		" (default: tsdb, prometheus, victoriametrics, and tsdb-hbase with an HBase, the -base ones with -tsdb-base-bin)")
 	fs.BoolVar(&c.keep, "keep", false, "keep the work directory (data directories and server logs) at the end")
 	quick := fs.Bool("quick", false, "a smoke run: 10 hosts × 10 series × 40 samples, 500-sample requests, 1 round, 3 query runs "+
 		"(flags given explicitly win)")
@@ -78,13 +143,25 @@ func parseFlags(args []string) (config, error) {
 	if err := c.load.validate(); err != nil {
 		return c, err
 	}
+	if c.hbaseZK != "" && (c.hbaseStart || c.hbaseRun != "") {
+		return c, fmt.Errorf("-hbase-zk names a running HBase: not with -hbase or -hbase-run")
+	}
+	c.tsdbArgs = strings.Fields(*tsdbArgs)
+	var err error
+	hasHBase := c.hbaseStart || c.hbaseRun != "" || c.hbaseZK != ""
+	if c.servers, err = selectServers(*servers, hasHBase, c.tsdbBaseBin != ""); err != nil {
+		return c, err
+	}
+	if len(c.servers) == 0 {
+		return c, fmt.Errorf("-servers: no server to run")
+	}
 	if c.rounds < 1 || c.queryRuns < 1 {
 		return c, fmt.Errorf("-rounds and -query-runs must be at least 1")
 	}
 	return c, nil
 }
 
-func run(args []string, stdout io.Writer, log *slog.Logger) error {
+func run(args []string, stdout io.Writer, log *slog.Logger) (err error) {
 	c, err := parseFlags(args)
 	if err != nil {
 		return err
@@ -96,6 +173,7 @@ func run(args []string, stdout io.Writer, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	c.root, c.runID = root, strconv.FormatInt(time.Now().Unix(), 36)
 	if c.workDir == "" {
 		if c.workDir, err = os.MkdirTemp("", "hbtsdb-bench-compare-"); err != nil {
 			return fmt.Errorf("create work directory: %w", err)
@@ -106,7 +184,16 @@ func run(args []string, stdout io.Writer, log *slog.Logger) error {
 	}
 	log.Info("work directory", "dir", c.workDir, "kept", c.keep)
 
-	kinds, err := locateServers(ctx, log, root, c.workDir, c.tsdbBin)
+	hb, err := openHBase(ctx, log, c, root)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if serr := hb.stop(root); serr != nil && err == nil {
+			err = serr
+		}
+	}()
+	kinds, err := locateServers(ctx, log, root, c, hb)
 	if err != nil {
 		return err
 	}
@@ -141,41 +228,69 @@ func moduleRoot(ctx context.Context) (string, error) {
 	return filepath.Dir(gomod), nil
 }
 
-// locateServers builds tsdb from the working tree into workDir (unless tsdbBin names
-// a binary to use) and finds (building
-// when not cached) the Prometheus and VictoriaMetrics binaries.
-func locateServers(ctx context.Context, log *slog.Logger, root, workDir, tsdbBin string) ([]*serverKind, error) {
-	if tsdbBin == "" {
-		tsdbBin = filepath.Join(workDir, "tsdb")
-		log.Info("building tsdb from the working tree (release build, no -race)", "out", tsdbBin)
-		build := exec.CommandContext(ctx, "go", "build", "-o", tsdbBin, "./cmd/tsdb")
+// openHBase starts the HBase of -hbase or finds that of -hbase-run or -hbase-zk;
+// nil when the run has none.
+func openHBase(ctx context.Context, log *slog.Logger, c config, root string) (*hbaseInstance, error) {
+	switch {
+	case c.hbaseStart:
+		runDir := c.hbaseRun
+		if runDir == "" {
+			runDir = filepath.Join(c.workDir, "hbase")
+		}
+		return startHBase(ctx, log, root, runDir)
+	case c.hbaseRun != "":
+		return attachHBase(ctx, root, c.hbaseRun)
+	case c.hbaseZK != "":
+		return &hbaseInstance{zk: c.hbaseZK}, nil
+	}
+	return nil, nil
+}
+
+// locateServers builds tsdb from the working tree into the work directory (unless
+// -tsdb-bin names a binary to use) and finds (building when not cached) the
+// Prometheus and VictoriaMetrics binaries, of the servers the run compares.
+func locateServers(ctx context.Context, log *slog.Logger, root string, c config, hb *hbaseInstance) ([]*serverKind, error) {
+	b := binaries{tsdb: c.tsdbBin, tsdbBase: c.tsdbBaseBin, tsdbArgs: c.tsdbArgs, hbase: hb}
+	if b.tsdb == "" {
+		b.tsdb = filepath.Join(c.workDir, "tsdb")
+		log.Info("building tsdb from the working tree (release build, no -race)", "out", b.tsdb)
+		build := exec.CommandContext(ctx, "go", "build", "-o", b.tsdb, "./cmd/tsdb")
 		build.Dir, build.Stdout, build.Stderr = root, os.Stderr, os.Stderr
 		if err := build.Run(); err != nil {
 			return nil, fmt.Errorf("go build ./cmd/tsdb: %w", err)
 		}
-	} else if _, err := os.Stat(tsdbBin); err != nil {
+	} else if _, err := os.Stat(b.tsdb); err != nil {
 		return nil, fmt.Errorf("-tsdb-bin: %w", err)
 	}
-	log.Info("locating Prometheus (testing/prometheus/prometheus.sh; builds it once, 10-17 minutes cold)")
-	promBin, err := script(ctx, root, "testing/prometheus/prometheus.sh", "build")
-	if err != nil {
-		return nil, err
+	if b.tsdbBase != "" {
+		if _, err := os.Stat(b.tsdbBase); err != nil {
+			return nil, fmt.Errorf("-tsdb-base-bin: %w", err)
+		}
 	}
-	promVersion, err := script(ctx, root, "testing/prometheus/prometheus.sh", "version")
-	if err != nil {
-		return nil, err
+	var err error
+	if slices.Contains(c.servers, "prometheus") {
+		log.Info("locating Prometheus (testing/prometheus/prometheus.sh; builds it once, 10-17 minutes cold)")
+		if b.prom, err = script(ctx, root, "testing/prometheus/prometheus.sh", "build"); err != nil {
+			return nil, err
+		}
+		if b.promVersion, err = script(ctx, root, "testing/prometheus/prometheus.sh", "version"); err != nil {
+			return nil, err
+		}
 	}
-	log.Info("locating VictoriaMetrics (bench/victoriametrics.sh; builds it once, a few minutes cold)")
-	vmBin, err := script(ctx, root, "bench/victoriametrics.sh", "build")
-	if err != nil {
-		return nil, err
+	if slices.Contains(c.servers, "victoriametrics") {
+		log.Info("locating VictoriaMetrics (bench/victoriametrics.sh; builds it once, a few minutes cold)")
+		if b.victoria, err = script(ctx, root, "bench/victoriametrics.sh", "build"); err != nil {
+			return nil, err
+		}
+		if b.victoriaVersion, err = script(ctx, root, "bench/victoriametrics.sh", "version"); err != nil {
+			return nil, err
+		}
 	}
-	vmVersion, err := script(ctx, root, "bench/victoriametrics.sh", "version")
-	if err != nil {
-		return nil, err
+	kinds := serverKinds(b, c.servers)
+	for _, k := range kinds {
+		log.Info("server", "name", k.name, "bin", k.bin)
 	}
-	log.Info("servers", "tsdb", tsdbBin, "prometheus", promBin, "victoriametrics", vmBin)
-	return serverKinds(tsdbBin, promBin, promVersion, vmBin, vmVersion), nil
+	return kinds, nil
 }
 
 // script runs one of the repository's build scripts, its progress on stderr, and
@@ -198,6 +313,9 @@ type roundResult struct {
 	// diskStopped is the apparent size of the data directory after a graceful stop.
 	diskStopped int64
 	queries     []queryResult
+	// hbase is what a tsdb (HBase) server's round cost its HBase, when measured
+	// (-hbase, -hbase-run); nil otherwise.
+	hbase *hbaseRound
 }
 
 // runRounds runs every server once per round, in order, each on a fresh directory, and
@@ -234,7 +352,23 @@ func runRounds(ctx context.Context, log *slog.Logger, c config, kinds []*serverK
 func runOne(ctx context.Context, log *slog.Logger, c config, client *http.Client, k *serverKind, round int, el *encodedLoad, qs []benchQuery) (res roundResult, err error) {
 	base := filepath.Join(c.workDir, fmt.Sprintf("round-%d", round), k.short)
 	dir := filepath.Join(base, "data")
-	r, err := k.start(ctx, dir, filepath.Join(base, "server.log"), time.Minute)
+	var (
+		tablePrefix string
+		jvmPid      int
+		wal0        map[string]int64
+	)
+	startTimeout := time.Minute
+	if k.hbase != nil {
+		// New tables every round (and every run, on an HBase that outlives it).
+		tablePrefix = fmt.Sprintf("bench%s-r%d-%s-", c.runID, round, k.short)
+		startTimeout = 3 * time.Minute // creating the tables takes HBase a while
+		if k.hbase.measured() {
+			if jvmPid, err = k.hbase.jvmPid(); err != nil {
+				return res, err
+			}
+		}
+	}
+	r, err := k.start(ctx, dir, tablePrefix, filepath.Join(base, "server.log"), startTimeout)
 	if err != nil {
 		return res, err
 	}
@@ -254,11 +388,16 @@ func runOne(ctx context.Context, log *slog.Logger, c config, client *http.Client
 	log.Info("started", "server", k.short, "pid", r.pid(), "url", r.base, "dir", dir)
 
 	total := c.load.totalSamples()
+	if jvmPid != 0 {
+		if wal0, err = walFiles(k.hbase.rootDir()); err != nil {
+			return res, err
+		}
+	}
 	cpu0, err := cpuTime(r.pid())
 	if err != nil {
 		return res, err
 	}
-	in, err := ingest(ctx, log, client, r, el, total)
+	in, err := ingest(ctx, log, client, r, el, total, jvmPid)
 	if err != nil {
 		return res, err
 	}
@@ -276,6 +415,22 @@ func runOne(ctx context.Context, log *slog.Logger, c config, client *http.Client
 	// cpu0 was read just before ingest read its own start: the difference is the
 	// server's idle CPU for a few microseconds.
 	in.cpuIdle, in.settled = idle-cpu0, settled
+	if jvmPid != 0 {
+		// tsdb is idle; then HBase (memstore flushes, compactions the ingest caused).
+		h := &hbaseRound{jvmCPU: in.jvmCPU}
+		jvmIdle, jvmSettled, err := settle(ctx, jvmPid, c.settle)
+		if err != nil {
+			return res, err
+		}
+		// The JVM's CPU at the start of the ingest: ingest read it just before cpu0.
+		h.jvmCPUIdle, h.jvmSettled = jvmIdle-in.jvmCPU0, jvmSettled
+		wal1, err := walFiles(k.hbase.rootDir())
+		if err != nil {
+			return res, err
+		}
+		h.walBytes = walGrowth(wal0, wal1)
+		res.hbase = h
+	}
 	if wait := k.flushDelay - time.Since(flushed); wait > 0 {
 		select {
 		case <-ctx.Done():
@@ -319,6 +474,26 @@ func runOne(ctx context.Context, log *slog.Logger, c config, client *http.Client
 	}
 	log.Info("stopped", "server", k.short, "peak_rss_MiB", res.peakRSS>>20,
 		"disk_after_stop_MiB", fmt.Sprintf("%.1f", float64(res.diskStopped)/(1<<20)))
+	if res.hbase != nil {
+		// What the round's tables keep on disk: flushed from the memstores and
+		// compacted into one HFile per store, as they settle in the long run.
+		tables, err := tablesWithPrefix(k.hbase.rootDir(), tablePrefix)
+		if err != nil {
+			return res, err
+		}
+		if err := k.hbase.compact(ctx, c.root, tables); err != nil {
+			return res, fmt.Errorf("%s: %w", k.short, err)
+		}
+		if res.hbase.tableBytes, err = tableBytes(k.hbase.rootDir(), tables); err != nil {
+			return res, fmt.Errorf("%s: %w", k.short, err)
+		}
+		res.hbase.tables = len(tables)
+		h := res.hbase
+		log.Info("hbase", "server", k.short, "jvm_cpu_s_per_M", fmt.Sprintf("%.2f", perMillion(h.jvmCPU, in.samples)),
+			"jvm_cpu_s_per_M_until_idle", fmt.Sprintf("%.2f", perMillion(h.jvmCPUIdle, in.samples)), "jvm_went_idle", h.jvmSettled,
+			"wal_bytes_per_sample", fmt.Sprintf("%.1f", float64(h.walBytes)/float64(in.samples)),
+			"tables", len(tables), "table_bytes_per_sample", fmt.Sprintf("%.1f", float64(h.tableBytes)/float64(in.samples)))
+	}
 	return res, nil
 }
 

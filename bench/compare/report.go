@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"math"
+	"slices"
 	"strings"
 	"time"
 )
@@ -18,6 +20,8 @@ type row struct {
 // renderTable returns the Markdown table of the medians over rounds, with a ratio
 // column tsdb ÷ best peer, and the notes a reader needs to read it.
 func renderTable(c config, kinds []*serverKind, results [][]roundResult, now time.Time) string {
+	// med is the median over rounds of f per server; NaN (printed "–") where f
+	// is NaN in any round: a figure the server does not have.
 	med := func(f func(roundResult) float64) []float64 {
 		out := make([]float64, len(kinds))
 		for i := range kinds {
@@ -26,8 +30,30 @@ func renderTable(c config, kinds []*serverKind, results [][]roundResult, now tim
 				vs = append(vs, f(r))
 			}
 			out[i] = median(vs)
+			if slices.ContainsFunc(vs, math.IsNaN) {
+				out[i] = math.NaN()
+			}
 		}
 		return out
+	}
+	// local is a figure of the server's own data directory, which a tsdb on
+	// HBase does not use.
+	local := func(k func(roundResult) float64) func(roundResult) float64 {
+		return func(r roundResult) float64 {
+			if r.hbase != nil {
+				return math.NaN()
+			}
+			return k(r)
+		}
+	}
+	// hb is a figure of the HBase under a tsdb (HBase) server.
+	hb := func(f func(h *hbaseRound, samples int) float64) func(roundResult) float64 {
+		return func(r roundResult) float64 {
+			if r.hbase == nil {
+				return math.NaN()
+			}
+			return f(r.hbase, r.ingest.samples)
+		}
 	}
 	rows := []row{
 		{label: "ingest, new series, samples/s", higherBetter: true, format: "%.0f",
@@ -39,11 +65,33 @@ func renderTable(c config, kinds []*serverKind, results [][]roundResult, now tim
 		{label: "peak RSS, MiB", format: "%.0f",
 			values: med(func(r roundResult) float64 { return float64(r.peakRSS) / (1 << 20) })},
 		{label: "disk after ingest, MiB", format: "%.1f",
-			values: med(func(r roundResult) float64 { return float64(r.ingest.diskByte) / (1 << 20) })},
+			values: med(local(func(r roundResult) float64 { return float64(r.ingest.diskByte) / (1 << 20) }))},
 		{label: "disk after a graceful stop, MiB", format: "%.1f",
-			values: med(func(r roundResult) float64 { return float64(r.diskStopped) / (1 << 20) })},
+			values: med(local(func(r roundResult) float64 { return float64(r.diskStopped) / (1 << 20) }))},
 		{label: "disk after a graceful stop, bytes per sample", format: "%.2f",
-			values: med(func(r roundResult) float64 { return float64(r.diskStopped) / float64(r.ingest.samples) })},
+			values: med(local(func(r roundResult) float64 { return float64(r.diskStopped) / float64(r.ingest.samples) }))},
+	}
+	hbaseMeasured := slices.ContainsFunc(results, func(rs []roundResult) bool {
+		return len(rs) > 0 && rs[0].hbase != nil
+	})
+	if hbaseMeasured {
+		rows = append(rows,
+			row{label: "HBase JVM CPU-seconds per million samples, ingest", format: "%.2f",
+				values: med(hb(func(h *hbaseRound, n int) float64 { return perMillion(h.jvmCPU, n) }))},
+			row{label: "same, until tsdb and then HBase went idle after the ingest", format: "%.2f",
+				values: med(hb(func(h *hbaseRound, n int) float64 { return perMillion(h.jvmCPUIdle, n) }))},
+			row{label: "tsdb + HBase JVM CPU-seconds per million samples, ingest", format: "%.2f",
+				values: med(func(r roundResult) float64 {
+					if r.hbase == nil {
+						return math.NaN()
+					}
+					return perMillion(r.ingest.cpu+r.hbase.jvmCPU, r.ingest.samples)
+				})},
+			row{label: "HBase WAL written, bytes per sample", format: "%.1f",
+				values: med(hb(func(h *hbaseRound, n int) float64 { return float64(h.walBytes) / float64(n) }))},
+			row{label: "HBase tables after flush + major compaction, bytes per sample", format: "%.2f",
+				values: med(hb(func(h *hbaseRound, n int) float64 { return float64(h.tableBytes) / float64(n) }))},
+		)
 	}
 	qs := queries(c.load)
 	for qi, q := range qs {
@@ -64,7 +112,7 @@ func renderTable(c config, kinds []*serverKind, results [][]roundResult, now tim
 	for _, r := range rows {
 		b.WriteString("| " + r.label + " |")
 		for _, v := range r.values {
-			b.WriteString(" " + group(fmt.Sprintf(r.format, v)) + " |")
+			b.WriteString(" " + formatValue(r.format, v) + " |")
 		}
 		b.WriteString(" " + ratio(r, kinds) + " |\n")
 	}
@@ -82,9 +130,29 @@ func renderTable(c config, kinds []*serverKind, results [][]roundResult, now tim
 		"those reach disk every 5 s), Prometheus and tsdb have no flush to ask for (Prometheus holds the hour in its head, on disk as " +
 		"WAL; tsdb writes through to Pebble's WAL and memtables); \"after a graceful stop\" once SIGTERM let each write " +
 		"out what it buffers.\n")
+	if hbaseMeasured {
+		b.WriteString(hbaseNote)
+	}
 	b.WriteString(seriesNote(kinds, results, qs))
 	b.WriteString(settleNote(kinds, results, c.settle))
 	return b.String()
+}
+
+// hbaseNote explains the HBase rows.
+const hbaseNote = "tsdb (HBase) writes to a standalone HBase (testing/hbase/hbase.sh: master, region server and ZooKeeper " +
+	"in one JVM, local filesystem) that serves every round, each round on new tables (a table prefix of its own); " +
+	"tsdb's own disk rows do not apply to it (\"–\"). HBase JVM CPU: utime+stime of the JVM over the same interval as tsdb's; " +
+	"\"until idle\" waits for tsdb, then for the JVM, to go idle. WAL written: the growth of the files under the root " +
+	"directory's WALs/ and oldWALs/ from before the ingest until idle. Tables: the apparent size of the round's tables " +
+	"(data/default/<prefix>*) after hbase.sh compact flushed and major-compacted them.\n"
+
+// formatValue prints v with format, thousands grouped; NaN (a figure the server
+// does not have) is "–".
+func formatValue(format string, v float64) string {
+	if math.IsNaN(v) {
+		return "–"
+	}
+	return group(fmt.Sprintf(format, v))
 }
 
 // ratio is tsdb's value (the first server) over the best peer's.
@@ -95,11 +163,14 @@ func ratio(r row, kinds []*serverKind) string {
 			continue
 		}
 		v := r.values[i]
+		if math.IsNaN(v) {
+			continue
+		}
 		if !found || (r.higherBetter && v > best) || (!r.higherBetter && v < best) {
 			best, found = v, true
 		}
 	}
-	if !found || best == 0 {
+	if !found || best == 0 || math.IsNaN(r.values[0]) {
 		return "–"
 	}
 	return fmt.Sprintf("%.2f×", r.values[0]/best)

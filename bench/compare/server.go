@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"time"
 )
@@ -21,7 +22,7 @@ type serverKind struct {
 	name  string // the column header, e.g. "Prometheus v0.316.0 receiver"
 	short string // for progress lines and file names: tsdb, prometheus, victoriametrics
 	bin   string
-	args  func(dir, addr string) []string
+	args  func(s startSpec) []string
 	ready string // a path answering 200 once the server takes writes and queries
 	flush string // a path that flushes buffered data; "" when there is none
 	// flushDelay is how long after the flush its data is on disk: the disk measure
@@ -29,6 +30,17 @@ type serverKind struct {
 	flushDelay time.Duration
 	isPeer     bool // counts for the ratio column's best peer
 	prepare    func(dir string) error
+	// hbase is the HBase a tsdb (HBase) server stores into; nil for the others.
+	hbase *hbaseInstance
+}
+
+// startSpec is where one run of a server keeps its data and listens.
+type startSpec struct {
+	dir  string // a fresh data directory
+	addr string // a free loopback host:port
+	// tablePrefix is the HBase table prefix of a tsdb (HBase) server: a new one
+	// every round, so that each starts on empty tables.
+	tablePrefix string
 }
 
 // running is a started server.
@@ -55,9 +67,9 @@ func freeAddr() (string, error) {
 	return addr, nil
 }
 
-// start runs k on the fresh data directory dir, its output going to logPath, and waits
-// up to timeout until it is ready.
-func (k *serverKind) start(ctx context.Context, dir, logPath string, timeout time.Duration) (*running, error) {
+// start runs k on the fresh data directory dir (and, on HBase, tables named with
+// tablePrefix), its output going to logPath, and waits up to timeout until it is ready.
+func (k *serverKind) start(ctx context.Context, dir, tablePrefix, logPath string, timeout time.Duration) (*running, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("%s: create data directory: %w", k.short, err)
 	}
@@ -74,7 +86,7 @@ func (k *serverKind) start(ctx context.Context, dir, logPath string, timeout tim
 	if err != nil {
 		return nil, fmt.Errorf("%s: create log: %w", k.short, err)
 	}
-	cmd := exec.Command(k.bin, k.args(dir, addr)...)
+	cmd := exec.Command(k.bin, k.args(startSpec{dir: dir, addr: addr, tablePrefix: tablePrefix})...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		logf.Close()
@@ -191,38 +203,65 @@ func dirBytes(dir string) (int64, error) {
 	return total, nil
 }
 
-// serverKinds returns the three servers, in the order each round runs them.
-func serverKinds(tsdbBin, promBin, promVersion, vmBin, vmVersion string) []*serverKind {
-	return []*serverKind{
-		{
-			name: "tsdb (embedded)", short: "tsdb", bin: tsdbBin,
-			args: func(dir, addr string) []string {
-				return []string{"serve", "--storage=embedded:" + dir, "--listen=" + addr}
+// binaries are the servers' binaries and what else starting them needs.
+type binaries struct {
+	tsdb, tsdbBase            string // tsdbBase: -tsdb-base-bin, "" without it
+	tsdbArgs                  []string
+	prom, promVersion         string
+	victoria, victoriaVersion string
+	hbase                     *hbaseInstance // nil without -hbase, -hbase-run or -hbase-zk
+}
+
+// serverKinds returns the servers named, in the order each round runs them:
+// tsdb (embedded), its baseline, tsdb (HBase), its baseline, Prometheus,
+// VictoriaMetrics.
+func serverKinds(b binaries, names []string) []*serverKind {
+	tsdbEmbedded := func(name, short, bin string) *serverKind {
+		return &serverKind{
+			name: name, short: short, bin: bin,
+			args: func(s startSpec) []string {
+				return append([]string{"serve", "--storage=embedded:" + s.dir, "--listen=" + s.addr}, b.tsdbArgs...)
 			},
 			ready: "/-/ready",
-		},
+		}
+	}
+	tsdbHBase := func(name, short, bin string) *serverKind {
+		return &serverKind{
+			name: name, short: short, bin: bin, hbase: b.hbase,
+			args: func(s startSpec) []string {
+				return append([]string{"serve", "--storage=hbase:" + b.hbase.zk, "--hbase.table-prefix=" + s.tablePrefix,
+					"--listen=" + s.addr}, b.tsdbArgs...)
+			},
+			ready: "/-/ready",
+		}
+	}
+	all := []*serverKind{
+		tsdbEmbedded("tsdb (embedded)", "tsdb", b.tsdb),
+		tsdbEmbedded("tsdb (embedded) base", "tsdb-base", b.tsdbBase),
+		tsdbHBase("tsdb (HBase)", "tsdb-hbase", b.tsdb),
+		tsdbHBase("tsdb (HBase) base", "tsdb-hbase-base", b.tsdbBase),
 		{
-			name: "Prometheus " + promVersion + " receiver", short: "prometheus", bin: promBin, isPeer: true,
+			name: "Prometheus " + b.promVersion + " receiver", short: "prometheus", bin: b.prom, isPeer: true,
 			prepare: func(dir string) error {
 				return os.WriteFile(filepath.Join(dir, "..", "prometheus.yml"), []byte("scrape_configs: []\n"), 0o644)
 			},
-			args: func(dir, addr string) []string {
+			args: func(s startSpec) []string {
 				return []string{
 					"--web.enable-remote-write-receiver",
-					"--storage.tsdb.path=" + dir,
-					"--config.file=" + filepath.Join(dir, "..", "prometheus.yml"),
-					"--web.listen-address=" + addr,
+					"--storage.tsdb.path=" + s.dir,
+					"--config.file=" + filepath.Join(s.dir, "..", "prometheus.yml"),
+					"--web.listen-address=" + s.addr,
 					"--log.level=warn",
 				}
 			},
 			ready: "/-/ready",
 		},
 		{
-			name: "VictoriaMetrics " + vmVersion, short: "victoriametrics", bin: vmBin, isPeer: true,
-			args: func(dir, addr string) []string {
+			name: "VictoriaMetrics " + b.victoriaVersion, short: "victoriametrics", bin: b.victoria, isPeer: true,
+			args: func(s startSpec) []string {
 				return []string{
-					"-storageDataPath=" + dir,
-					"-httpListenAddr=" + addr,
+					"-storageDataPath=" + s.dir,
+					"-httpListenAddr=" + s.addr,
 					"-search.disableCache",
 					"-search.latencyOffset=0s",
 					"-loggerLevel=WARN",
@@ -235,4 +274,11 @@ func serverKinds(tsdbBin, promBin, promVersion, vmBin, vmVersion string) []*serv
 			flushDelay: 11 * time.Second,
 		},
 	}
+	var kinds []*serverKind
+	for _, k := range all {
+		if slices.Contains(names, k.short) {
+			kinds = append(kinds, k)
+		}
+	}
+	return kinds
 }
