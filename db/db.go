@@ -77,9 +77,12 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 	if err := errors.Join(opts.Query.Validate(), opts.Registry.Validate(), opts.Postings.Validate()); err != nil {
 		return nil, fmt.Errorf("db: %w", err)
 	}
-	if _, err := provision.Check(ctx, opts.Store, opts.Settings); err != nil {
+	stored, err := provision.Check(ctx, opts.Store, opts.Settings)
+	if err != nil {
 		return nil, fmt.Errorf("db: %w", err)
 	}
+	// The store's format, not this process's, decides how series get IDs.
+	opts.Registry.FormatVersion = stored.FormatVersion
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}

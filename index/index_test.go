@@ -27,6 +27,24 @@ func forEachBackend(t *testing.T, fn func(t *testing.T, b schematest.Backend)) {
 	}
 }
 
+// formats are the store format versions the registry tests run on: counter IDs
+// and hash-derived IDs.
+var formats = []int{schema.FormatCounterSeriesIDs, schema.FormatHashSeriesIDs}
+
+// forEachBackendAndFormat runs fn on every backend, once on a store of each
+// format version.
+func forEachBackendAndFormat(t *testing.T, fn func(t *testing.T, b schematest.Backend, format int)) {
+	forEachBackend(t, func(t *testing.T, b schematest.Backend) {
+		for _, format := range formats {
+			t.Run(fmt.Sprintf("format-%d", format), func(t *testing.T) {
+				b := b
+				b.Settings.FormatVersion = format
+				fn(t, b, format)
+			})
+		}
+	})
+}
+
 func resolve(t *testing.T, r *index.Registry, lbls ...labels.Labels) []uint64 {
 	t.Helper()
 	ids := make([]uint64, len(lbls))
@@ -65,8 +83,12 @@ func forwardRows(t *testing.T, st kv.Store) map[string]uint64 {
 }
 
 func TestRegistry(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b schematest.Backend) {
+	forEachBackendAndFormat(t, func(t *testing.T, b schematest.Backend, format int) {
 		ctx := context.Background()
+		blocks := int64(0) // Increments of the counter to register 3 series
+		if format == schema.FormatCounterSeriesIDs {
+			blocks = 1
+		}
 		st := b.Store(t)
 		up := labels.FromStrings("__name__", "up", "instance", "a:9100", "job", "node")
 		upB := labels.FromStrings("__name__", "up", "instance", "b:9100", "job", "node")
@@ -78,7 +100,7 @@ func TestRegistry(t *testing.T) {
 			if ids[0] == 0 || ids[0] != ids[2] || ids[0] == ids[1] || ids[1] == ids[3] || ids[0] == ids[3] {
 				t.Fatalf("ids = %v", ids)
 			}
-			if s := r.Stats(); s.Registered != 3 || s.IDBlocks != 1 || s.CacheHits != 0 {
+			if s := r.Stats(); s.Registered != 3 || s.IDBlocks != blocks || s.CacheHits != 0 || s.Collisions != 0 {
 				t.Errorf("stats after registering 3 series: %+v", s)
 			}
 			again := resolve(t, r, load, up, upB)
@@ -142,6 +164,9 @@ func TestRegistry(t *testing.T) {
 		})
 
 		t.Run("IDs come in blocks and never repeat", func(t *testing.T) {
+			if format != schema.FormatCounterSeriesIDs {
+				t.Skip("format 2 takes counter IDs only for hash collisions (TestHashCollisions)")
+			}
 			r := index.NewRegistry(st, index.RegistryOptions{IDBlockSize: 2})
 			seen := map[uint64]bool{}
 			for i := range 5 {
@@ -176,9 +201,9 @@ func TestRegistry(t *testing.T) {
 
 // TestRacingRegistriesAgreeOnOneID: 4 registries on 2 store handles (two processes'
 // worth on HBase) register overlapping new series at once; every series ends with
-// exactly one ID, the one every registry returned.
+// exactly one ID, the one every registry returned. On both formats.
 func TestRacingRegistriesAgreeOnOneID(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, b schematest.Backend) {
+	forEachBackendAndFormat(t, func(t *testing.T, b schematest.Backend, _ int) {
 		sts := b.Stores(t, 2)
 		const series = 200
 		all := make([]labels.Labels, series)
@@ -357,6 +382,9 @@ func TestOptionsValidate(t *testing.T) {
 		{"a negative ID block size and parallelism are refused", index.RegistryOptions{IDBlockSize: -1, RegisterParallelism: -2}.Validate(),
 			"index: RegistryOptions.IDBlockSize must not be negative (0 means the default, 1000), got -1\n" +
 				"index: RegistryOptions.RegisterParallelism must not be negative (0 means the default, 16), got -2"},
+		{"a format version this binary does not know is refused", index.RegistryOptions{FormatVersion: schema.CurrentFormatVersion + 1}.Validate(),
+			"index: RegistryOptions.FormatVersion must be 1 to 2 (0 reads it from the store), got 3: unsupported schema format version"},
+		{"format versions 1 and 2 are valid", errors.Join(index.RegistryOptions{FormatVersion: 1}.Validate(), index.RegistryOptions{FormatVersion: 2}.Validate()), ""},
 		{"zero postings options take the defaults", index.PostingsOptions{SeenSize: -1}.Validate(), ""},
 		{"a negative postings batch is refused", index.PostingsOptions{MaxBatch: -3}.Validate(),
 			"index: PostingsOptions.MaxBatch must not be negative (0 means the default, 10000), got -3"},

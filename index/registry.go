@@ -1,14 +1,18 @@
 package index
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/cespare/xxhash/v2"
 	"github.com/prometheus/prometheus/model/labels"
 	"golang.org/x/sync/errgroup"
 
@@ -27,9 +31,17 @@ const (
 
 // RegistryOptions tune a Registry. Zero values take the defaults in brackets.
 type RegistryOptions struct {
+	// FormatVersion is the format version of the store (schema.Settings), which
+	// decides how a new series gets its ID (see Registry): 1, counter IDs and a
+	// check-and-put per series; 2, hash-derived IDs. It must be the version the
+	// store was created with, never another: writers of one store must all use
+	// the same scheme. 0 [default] reads it from the store's schema meta row
+	// once, at the first registration; db.Open sets it from the settings it read.
+	FormatVersion int
 	// IDBlockSize is how many series IDs one Increment of the counter reserves
 	// [1000]. IDs reserved and not used when the process ends are never handed out:
-	// IDs are unique, not dense.
+	// IDs are unique, not dense. On a format-2 store the counter serves only the
+	// rare series whose hash-derived ID another series holds.
 	IDBlockSize int
 	// SeriesCacheSize bounds the labels -> series ID cache, in series [500,000];
 	// negative disables it.
@@ -38,20 +50,29 @@ type RegistryOptions struct {
 	// negative disables it.
 	LabelsCacheSize int
 	// RegisterParallelism is how many check-and-puts of new series run at once
-	// [16]: each is one round trip.
+	// [16]: each is one round trip. Format 2 registers without them, except for
+	// hash collisions.
 	RegisterParallelism int
 	// Now is the clock stamping registry cells [time.Now].
 	Now func() time.Time
 	// Logger [slog.Default()].
 	Logger *slog.Logger
+
+	// seriesHash replaces seriesHash, for tests that force hash collisions.
+	seriesHash func(forwardRow []byte) uint64
 }
 
 // Validate refuses options that mean nothing: a negative IDBlockSize or
 // RegisterParallelism (zero takes the default; negative cache sizes are valid and
-// disable the cache). NewRegistry cannot return an error, so db.Open calls it;
-// NewRegistry treats what Validate refuses as zero.
+// disable the cache), a FormatVersion outside 0 to schema.CurrentFormatVersion.
+// NewRegistry cannot return an error, so db.Open calls it; NewRegistry treats
+// what Validate refuses as zero.
 func (o RegistryOptions) Validate() error {
 	var errs []error
+	if o.FormatVersion < 0 || o.FormatVersion > schema.CurrentFormatVersion {
+		errs = append(errs, fmt.Errorf("index: RegistryOptions.FormatVersion must be 1 to %d (0 reads it from the store), got %d: %w",
+			schema.CurrentFormatVersion, o.FormatVersion, schema.ErrUnsupportedFormat))
+	}
 	if o.IDBlockSize < 0 {
 		errs = append(errs, fmt.Errorf("index: RegistryOptions.IDBlockSize must not be negative (0 means the default, %d), got %d",
 			DefaultIDBlockSize, o.IDBlockSize))
@@ -64,6 +85,12 @@ func (o RegistryOptions) Validate() error {
 }
 
 func (o RegistryOptions) withDefaults() RegistryOptions {
+	if o.FormatVersion < 0 || o.FormatVersion > schema.CurrentFormatVersion {
+		o.FormatVersion = 0
+	}
+	if o.seriesHash == nil {
+		o.seriesHash = seriesHash
+	}
 	if o.IDBlockSize <= 0 {
 		o.IDBlockSize = DefaultIDBlockSize
 	}
@@ -89,22 +116,39 @@ func (o RegistryOptions) withDefaults() RegistryOptions {
 // schema/series.go), with bounded LRU caches in front of it. It is safe for
 // concurrent use, and several processes may share one registry table.
 //
-// How a new series gets its ID (Resolve):
+// How a new series gets its ID (Resolve) depends on the store's format version
+// (RegistryOptions.FormatVersion). First, always, the forward rows (canonical
+// labels) of every label set the cache lacks are read in one GetRows; a series
+// whose forward row exists has that ID. The others are new:
 //
-//  1. The forward row (canonical labels) is read; if it exists, its ID is the
-//     series' ID.
-//  2. Otherwise the process takes an ID from its reserved block (one Increment of
-//     the counter row reserves IDBlockSize of them).
-//  3. It writes the reverse row ID -> labels.
-//  4. It check-and-puts the forward row labels -> ID, expecting it absent. The
+// Format 2, hash-derived IDs (the argument is in the package doc):
+//
+//  1. Each new series' candidate ID is seriesHash(forward row key) | 1<<63:
+//     every process computes the same candidate for the same label set.
+//  2. The reverse rows of the candidates are read in one GetRows.
+//  3. Absent: the series' reverse row ID -> labels is written (one Apply for the
+//     batch), then its forward row labels -> ID (a second Apply). Holding the
+//     same labels: an earlier attempt stopped between the two; only the forward
+//     row is written. Holding other labels (a hash collision with an existing
+//     series, or a candidate another series of the batch has): the series takes
+//     the format-1 path below, after the batch's reverse rows are durable.
+//
+// Format 1, counter IDs (and format 2's collisions):
+//
+//  1. The process takes an ID from its reserved block (one Increment of the
+//     counter row reserves IDBlockSize of them; counter IDs are below 1<<63).
+//  2. It writes the reverse row ID -> labels.
+//  3. It check-and-puts the forward row labels -> ID, expecting it absent. The
 //     winner's ID is the series' ID forever; a loser (another process registered
 //     the same series in between) reads the winner's ID from the forward row.
 //
-// Invariants: a forward row, once written, never changes (check-and-put against
-// absent, and nothing deletes it), so every process agrees on one ID per label set.
-// Step 3 comes before step 4, so an ID visible in a forward row (and hence in any
-// posting or data row) always has its labels. A loser's reverse row names an ID
-// nothing refers to; it is garbage that costs one small row.
+// Invariants: a forward row, once written, never changes its ID (format 1:
+// check-and-put against absent; format 2: every writer of it writes the same
+// ID), and nothing deletes forward or reverse rows, so every process agrees on
+// one ID per label set. A reverse row is durable before its forward row, so an
+// ID visible in a forward row (and hence in any posting or data row) always has
+// its labels. A format-1 loser's reverse row names an ID nothing refers to; it
+// is garbage that costs one small row.
 type Registry struct {
 	st     kv.Store
 	opts   RegistryOptions
@@ -113,6 +157,8 @@ type Registry struct {
 
 	idMu         sync.Mutex
 	nextID, last uint64 // IDs nextID..last are reserved and unused; none when nextID > last
+
+	format atomic.Int32 // the store's format version; 0 until known
 
 	stats registryCounters
 }
@@ -125,7 +171,7 @@ type cachedSeries struct {
 }
 
 type registryCounters struct {
-	cacheHits, storeHits, registered, raced, idBlocks atomic.Int64
+	cacheHits, storeHits, registered, raced, idBlocks, collisions, resumed atomic.Int64
 }
 
 // RegistryStats count what a Registry did since it was made.
@@ -138,18 +184,24 @@ type RegistryStats struct {
 	Registered, Raced int64
 	// IDBlocks is the number of Increments of the ID counter.
 	IDBlocks int64
+	// Collisions (format 2) are new series whose hash-derived ID another label
+	// set held, registered with a counter ID instead; Resumed those whose reverse
+	// row an earlier, interrupted registration (or a concurrent one) had written.
+	Collisions, Resumed int64
 }
 
 // NewRegistry returns a registry on the series table of st. The schema must exist.
 func NewRegistry(st kv.Store, opts RegistryOptions) *Registry {
 	opts = opts.withDefaults()
-	return &Registry{
+	r := &Registry{
 		st:     st,
 		opts:   opts,
 		series: lru.New[uint64, cachedSeries](opts.SeriesCacheSize),
 		labels: lru.New[uint64, labels.Labels](opts.LabelsCacheSize),
 		nextID: 1,
 	}
+	r.format.Store(int32(opts.FormatVersion))
+	return r
 }
 
 // Stats returns the registry's counters.
@@ -160,6 +212,8 @@ func (r *Registry) Stats() RegistryStats {
 		Registered: r.stats.registered.Load(),
 		Raced:      r.stats.raced.Load(),
 		IDBlocks:   r.stats.idBlocks.Load(),
+		Collisions: r.stats.collisions.Load(),
+		Resumed:    r.stats.resumed.Load(),
 	}
 }
 
@@ -169,11 +223,14 @@ func (r *Registry) Stats() RegistryStats {
 // fails wrapping schema.ErrMalformed. ids must be as long as lbls.
 //
 // Cache hits cost no round trip; the misses of the whole batch are read with one
-// GetRows, and only the series that are truly new cost an ID reservation (one
+// GetRows. On a format-2 store the series that are truly new cost one GetRows of
+// their reverse rows and two Applies for the whole batch. On a format-1 store
+// (and for format 2's hash collisions) they cost an ID reservation (one
 // Increment per IDBlockSize series), one Apply of their reverse rows and one
 // check-and-put each (RegisterParallelism at a time; the first error cancels the
-// others). On error some ids may be set; the mappings made before the error are
-// durable and cached.
+// others). The first registration of a Registry whose FormatVersion is 0 reads
+// the store's schema meta row first. On error some ids may be set; the mappings
+// made before the error are durable and cached.
 func (r *Registry) Resolve(ctx context.Context, lbls []labels.Labels, ids []uint64) error {
 	return r.resolve(ctx, lbls, ids, true)
 }
@@ -247,10 +304,16 @@ func (r *Registry) resolve(ctx context.Context, lbls []labels.Labels, ids []uint
 			return fmt.Errorf("index: resolve series %.1000s: %w", m.lbls, err)
 		}
 		m.key = key
-		keys = append(keys, key)
 		valid = append(valid, m)
 	}
 	misses = valid
+	// In key order: the embedded store's seeks then move forward through its
+	// files, each data block read once for neighbouring keys (a batch of new
+	// series read in request order cost twice the CPU).
+	slices.SortFunc(misses, func(a, b *miss) int { return bytes.Compare(a.key, b.key) })
+	for _, m := range misses {
+		keys = append(keys, m.key)
+	}
 	rows, err := r.st.GetRows(ctx, schema.TableSeries, keys, kv.Families(schema.FamilySeriesID))
 	if err != nil {
 		return fmt.Errorf("index: read %d forward series rows: %w", len(keys), err)
@@ -275,7 +338,35 @@ func (r *Registry) resolve(ctx context.Context, lbls []labels.Labels, ids []uint
 	if len(fresh) == 0 || !register {
 		return nil
 	}
+	format, err := r.formatVersion(ctx)
+	if err != nil {
+		return err
+	}
+	if format >= 2 {
+		return r.registerHashed(ctx, fresh, ids)
+	}
 	return r.register(ctx, fresh, ids)
+}
+
+// formatVersion is the store's format version: RegistryOptions.FormatVersion, or
+// read from the schema meta row once.
+func (r *Registry) formatVersion(ctx context.Context) (int, error) {
+	if v := r.format.Load(); v != 0 {
+		return int(v), nil
+	}
+	row, err := r.st.Get(ctx, schema.TableMeta, []byte(schema.MetaSchemaRow), kv.Families(schema.FamilyMeta))
+	if err != nil {
+		return 0, fmt.Errorf("index: read the store's format version: %w", err)
+	}
+	if len(row.Cells) == 0 {
+		return 0, fmt.Errorf("index: read the store's format version: no schema meta row: %w", schema.ErrNotCreated)
+	}
+	s, err := schema.DecodeSettings(row.Cells)
+	if err != nil {
+		return 0, fmt.Errorf("index: read the store's format version: %w", err)
+	}
+	r.format.Store(int32(s.FormatVersion))
+	return s.FormatVersion, nil
 }
 
 // remember caches a resolved miss and fills its positions of ids.
@@ -286,8 +377,103 @@ func (r *Registry) remember(m *miss, ids []uint64) {
 	r.series.Add(m.hash, cachedSeries{lbls: m.lbls, id: m.id})
 }
 
-// register gives IDs to series that have no forward row (steps 2 to 4 of the
-// Registry doc).
+// hashIDBit is set in every hash-derived series ID and in no counter ID (the
+// counter is a signed 64-bit integer): the two kinds never meet, and a
+// hash-derived ID is never 0.
+const hashIDBit = 1 << 63
+
+// seriesHash is the hash of a forward row key that format 2 derives series IDs
+// from: XXH64 with seed 0. It is part of the format: changing it would give
+// existing label sets other IDs in processes that register them concurrently.
+func seriesHash(forwardRow []byte) uint64 { return xxhash.Sum64(forwardRow) }
+
+// registerHashed gives hash-derived IDs to series that have no forward row
+// (format 2; the steps of the Registry doc). Series whose candidate ID is taken
+// go to register once the batch's reverse rows are durable.
+func (r *Registry) registerHashed(ctx context.Context, fresh []*miss, ids []uint64) error {
+	var hashed, taken []*miss
+	candidates := make(map[uint64]bool, len(fresh))
+	keys := make([][]byte, 0, len(fresh))
+	for _, m := range fresh {
+		id := r.opts.seriesHash(m.key) | hashIDBit
+		if candidates[id] {
+			// Another new series of the batch has this candidate; it is
+			// registered with it first, so that every process sees its reverse
+			// row before this series' check-and-put (see the package doc).
+			taken = append(taken, m)
+			continue
+		}
+		candidates[id] = true
+		m.id = id
+		hashed = append(hashed, m)
+	}
+	// In ID order, for the reason resolve reads forward rows in key order.
+	slices.SortFunc(hashed, func(a, b *miss) int { return cmp.Compare(a.id, b.id) })
+	for _, m := range hashed {
+		keys = append(keys, schema.SeriesReverseRow(nil, m.id))
+	}
+	rows, err := r.st.GetRows(ctx, schema.TableSeries, keys, kv.Families(schema.FamilySeriesLabels))
+	if err != nil {
+		return fmt.Errorf("index: read the reverse rows of %d new series: %w", len(keys), err)
+	}
+	now := r.opts.Now().UnixMilli()
+	reverse := make([]kv.Mutation, 0, len(hashed))
+	forward := make([]kv.Mutation, 0, len(hashed))
+	var resumed int64
+	ok := hashed[:0]
+	for i, row := range rows {
+		m := hashed[i]
+		// m.key is 0x01 | canonical labels; the reverse row's value is the labels.
+		switch held, found := reverseLabels(row); {
+		case !found:
+			reverse = append(reverse, kv.Put(keys[i], schema.FamilySeriesLabels, []byte(schema.QualifierSeriesLabels), now, m.key[1:]))
+		case bytes.Equal(held, m.key[1:]):
+			resumed++
+		default:
+			r.stats.collisions.Add(1)
+			r.opts.Logger.Warn("series ID hash collision: the series gets a counter ID", "series", m.lbls.String(), "hash_id", m.id)
+			m.id = 0
+			taken = append(taken, m)
+			continue
+		}
+		forward = append(forward, kv.Put(m.key, schema.FamilySeriesID, []byte(schema.QualifierSeriesID), now, schema.AppendSeriesID(nil, m.id)))
+		ok = append(ok, m)
+	}
+	hashed = ok
+	if len(reverse) > 0 {
+		if err := r.st.Apply(ctx, schema.TableSeries, reverse); err != nil {
+			return fmt.Errorf("index: write the labels of %d new series: %w", len(reverse), err)
+		}
+	}
+	if len(forward) > 0 {
+		if err := r.st.Apply(ctx, schema.TableSeries, forward); err != nil {
+			return fmt.Errorf("index: register %d new series: %w", len(forward), err)
+		}
+	}
+	r.stats.registered.Add(int64(len(hashed)))
+	r.stats.resumed.Add(resumed)
+	for _, m := range hashed {
+		r.remember(m, ids)
+	}
+	if len(taken) == 0 {
+		return nil
+	}
+	return r.register(ctx, taken, ids)
+}
+
+// reverseLabels returns the canonical labels a reverse row holds; found is false
+// if it holds none.
+func reverseLabels(row kv.Row) (lbls []byte, found bool) {
+	for _, c := range row.Cells {
+		if c.Family == schema.FamilySeriesLabels && string(c.Qualifier) == schema.QualifierSeriesLabels {
+			return c.Value, true
+		}
+	}
+	return nil, false
+}
+
+// register gives counter IDs to series that have no forward row (format 1, and
+// format 2's collisions; steps 1 to 3 of the Registry doc).
 func (r *Registry) register(ctx context.Context, fresh []*miss, ids []uint64) error {
 	newIDs, err := r.reserve(ctx, len(fresh))
 	if err != nil {

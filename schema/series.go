@@ -16,18 +16,34 @@ import (
 //
 // canonical labels = for each label in ascending name order: esc(name) 0x00 esc(value) 0x00
 //
+// Series IDs, by the store's format version (settings.go):
+//
+//	counter IDs         1 .. 2^63-1   handed out by the counter row (format 1; on
+//	                                  format 2 only for hash collisions)
+//	hash-derived IDs    2^63 .. 2^64-1 = XXH64(forward row key, seed 0) | 1<<63
+//	                                  (format 2; index.Registry)
+//
+// The two ranges are disjoint, and neither holds 0. A hash-derived ID is a
+// candidate: the series gets it unless the reverse row of that ID already holds
+// another label set (then it takes a counter ID). Either way the forward row
+// says which ID a series has; nothing may recompute it from the labels.
+//
 // Invariants:
 //
 //   - The canonical encoding is a function of the label set: names sorted, no name
 //     twice, no empty name or value (Prometheus treats a label with an empty value
 //     as absent; drop such labels before encoding). So equal label sets, and only
 //     they, have equal forward rows, which is what lets check-and-put on the forward
-//     row decide the race between two writers registering the same series.
+//     row decide the race between two writers registering the same series (format
+//     1), and what makes a hash-derived ID the same in every process (format 2).
 //   - The first byte tells the kind of row, and the kinds do not interleave: the
 //     counter sorts first, then every forward row, then every reverse row.
 //   - Series IDs start at 1; 0 is never assigned and every decoder rejects it. A
 //     writer reserves a block of n IDs with Increment(counter, n) = last: the IDs
-//     last-n+1 .. last are its own.
+//     last-n+1 .. last are its own. IDs are unique, not dense: codecs treat them as
+//     opaque 8-byte big-endian numbers (all of 1 .. 2^64-1 is valid).
+//   - Nothing deletes or expires series table rows (its families have no TTL):
+//     format 2's collision check relies on a reverse row, once written, staying.
 //   - DecodeLabels accepts exactly the canonical form, so decoded labels re-encode to
 //     the same bytes.
 

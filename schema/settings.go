@@ -13,11 +13,11 @@ import (
 
 // The schema meta row: table TableMeta, row MetaSchemaRow, family FamilyMeta.
 //
-//	format_version   decimal text, e.g. "1"
+//	format_version   decimal text, e.g. "2"
 //	bucket_width_ms  decimal text, e.g. "3600000"
 //	salt_buckets     decimal text, e.g. "16"
 //	host_labels      label names joined by commas, e.g. "host,instance"
-//	claim            the four as Settings.String writes them, e.g. "format_version=1
+//	claim            the four as Settings.String writes them, e.g. "format_version=2
 //	                 bucket_width_ms=3600000 salt_buckets=16 host_labels=host,instance"
 //	rollups          the resolution list, FormatRollups, e.g. "5m:90d,1h:5y" (not a
 //	                 setting: it may change, see QualifierRollups)
@@ -28,10 +28,26 @@ import (
 // joined by single commas, so that a value that decodes re-encodes to the same
 // bytes. The claim cell is what makes creation atomic; see Create in meta.go.
 
+// Format versions. A store keeps the version it was created with; this binary
+// reads and writes every version from 1 to CurrentFormatVersion, and refuses a
+// newer one (ErrUnsupportedFormat). The versions differ only in how new series
+// get their IDs (schema/series.go); every row layout is the same.
+const (
+	// FormatCounterSeriesIDs (1): a new series' ID comes from the counter row, and
+	// a check-and-put of its forward row decides which ID it gets.
+	FormatCounterSeriesIDs = 1
+	// FormatHashSeriesIDs (2): a new series' ID is derived from a hash of its
+	// forward row (index.Registry); the counter serves only hash collisions.
+	// Binaries that know only format 1 refuse such a store: they would give new
+	// series counter IDs that a format-2 writer's plain put could overwrite.
+	FormatHashSeriesIDs = 2
+)
+
 // Schema settings and their defaults.
 const (
-	// CurrentFormatVersion is the layout version this package reads and writes.
-	CurrentFormatVersion = 1
+	// CurrentFormatVersion is the layout version new stores are created with,
+	// and the newest this package reads and writes.
+	CurrentFormatVersion = FormatHashSeriesIDs
 	// DefaultBucketWidth is the default time span of one data row.
 	DefaultBucketWidth = time.Hour
 	// MinBucketWidth and MaxBucketWidth bound the bucket width.
@@ -44,6 +60,19 @@ const (
 	// MaxHostLabels bounds the length of the host label list.
 	MaxHostLabels = 16
 )
+
+// DescribeFormat says in a few words what format version v means, for
+// `tsdb schema check --print`: "counter series IDs" for 1, "hash-derived series
+// IDs" for 2, "unknown" otherwise.
+func DescribeFormat(v int) string {
+	switch v {
+	case FormatCounterSeriesIDs:
+		return "counter series IDs"
+	case FormatHashSeriesIDs:
+		return "hash-derived series IDs"
+	}
+	return "unknown"
+}
 
 // DefaultHostLabels returns the default host label list: host, then instance.
 func DefaultHostLabels() []string { return []string{"host", "instance"} }
@@ -72,7 +101,9 @@ const (
 // afterwards: every process that opens the store must use the same (Check).
 // Settings holds a slice, so compare two with Equal.
 type Settings struct {
-	// FormatVersion is the layout version [CurrentFormatVersion].
+	// FormatVersion is the layout version [CurrentFormatVersion], 1 to
+	// CurrentFormatVersion. Only a store's creation uses the configured one; an
+	// existing store keeps its own (CompareSettings does not compare them).
 	FormatVersion int
 	// BucketWidth is the time span of one data row [1h]: a whole number of seconds
 	// in [1m, 24h] that divides 24h, so that buckets never straddle a day.
@@ -182,7 +213,7 @@ func (s Settings) Validate() error {
 	return validateHostLabels(s.HostLabels)
 }
 
-// String writes s as "format_version=1 bucket_width_ms=3600000 salt_buckets=16
+// String writes s as "format_version=2 bucket_width_ms=3600000 salt_buckets=16
 // host_labels=host,instance", the form of the claim cell; ParseSettings reads it back.
 func (s Settings) String() string {
 	var b strings.Builder
@@ -307,19 +338,22 @@ func parseDecimal(b []byte) (int64, error) {
 	return v, nil
 }
 
-// CompareSettings returns nil if the store's settings got equal want, else an error wrapping
-// ErrMismatch (or ErrUnsupportedFormat) that names both values of every difference
-// and the flag that would fix it.
+// CompareSettings returns nil if the store's settings got equal want but for the
+// format version, else an error wrapping ErrMismatch that names both values of
+// every difference and the flag that would fix it. The format versions are not
+// compared: a store keeps the one it was created with, and this binary supports
+// every version from 1 to CurrentFormatVersion; a got.FormatVersion outside
+// that range is an error wrapping ErrUnsupportedFormat.
 func CompareSettings(got, want Settings) error {
 	if got.FormatVersion > CurrentFormatVersion {
 		return fmt.Errorf("schema: the store has format version %d, newer than the %d this binary supports; upgrade hbtsdb: %w",
 			got.FormatVersion, CurrentFormatVersion, ErrUnsupportedFormat)
 	}
-	var diffs []string
-	if got.FormatVersion != want.FormatVersion {
-		diffs = append(diffs, fmt.Sprintf("schema: format version: the store was created with %d, this process uses %d, and there is no migration between them",
-			got.FormatVersion, want.FormatVersion))
+	if got.FormatVersion < 1 {
+		return fmt.Errorf("schema: the store has format version %d; this binary supports 1 to %d: %w",
+			got.FormatVersion, CurrentFormatVersion, ErrUnsupportedFormat)
 	}
+	var diffs []string
 	if got.BucketWidth != want.BucketWidth {
 		diffs = append(diffs, fmt.Sprintf("schema: bucket width: the store was created with %s, this process is configured with %s: start with --schema.bucket-width=%s or use another store",
 			shortDuration(got.BucketWidth), shortDuration(want.BucketWidth), shortDuration(got.BucketWidth)))

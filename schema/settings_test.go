@@ -2,6 +2,7 @@ package schema_test
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -31,7 +32,9 @@ func TestSettingsValidate(t *testing.T) {
 		{"0 salt buckets are rejected", func(s *schema.Settings) { s.SaltBuckets = 0 }, kv.ErrInvalidArgument},
 		{"257 salt buckets are rejected", func(s *schema.Settings) { s.SaltBuckets = 257 }, kv.ErrInvalidArgument},
 		{"format version 0 is rejected", func(s *schema.Settings) { s.FormatVersion = 0 }, schema.ErrUnsupportedFormat},
-		{"a newer format version is rejected", func(s *schema.Settings) { s.FormatVersion = 2 }, schema.ErrUnsupportedFormat},
+		{"format version 1 (counter series IDs) is valid", func(s *schema.Settings) { s.FormatVersion = 1 }, nil},
+		{"format version 2 (hash-derived series IDs) is valid", func(s *schema.Settings) { s.FormatVersion = 2 }, nil},
+		{"a newer format version is rejected", func(s *schema.Settings) { s.FormatVersion = schema.CurrentFormatVersion + 1 }, schema.ErrUnsupportedFormat},
 		{"one host label is valid", func(s *schema.Settings) { s.HostLabels = []string{"node"} }, nil},
 		{"sixteen host labels are valid", func(s *schema.Settings) { s.HostLabels = sixteenLabels() }, nil},
 		{"host labels with underscores and digits are valid", func(s *schema.Settings) { s.HostLabels = []string{"_h1", "Host_2"} }, nil},
@@ -62,7 +65,7 @@ func sixteenLabels() []string {
 func TestSettingsCellsAreReadableText(t *testing.T) {
 	s := schema.DefaultHBaseSettings()
 	cells := schema.SettingsCells(s)
-	want := map[string]string{"format_version": "1", "bucket_width_ms": "3600000", "salt_buckets": "16", "host_labels": "host,instance"}
+	want := map[string]string{"format_version": "2", "bucket_width_ms": "3600000", "salt_buckets": "16", "host_labels": "host,instance"}
 	if len(cells) != len(want) {
 		t.Errorf("%d cells, want %d", len(cells), len(want))
 	}
@@ -75,7 +78,7 @@ func TestSettingsCellsAreReadableText(t *testing.T) {
 	if err != nil || !back.Equal(s) {
 		t.Errorf("DecodeSettings = %+v, %v; want %+v", back, err, s)
 	}
-	if got := s.String(); got != "format_version=1 bucket_width_ms=3600000 salt_buckets=16 host_labels=host,instance" {
+	if got := s.String(); got != "format_version=2 bucket_width_ms=3600000 salt_buckets=16 host_labels=host,instance" {
 		t.Errorf("String() = %q", got)
 	}
 	if back, err := schema.ParseSettings(s.String()); err != nil || !back.Equal(s) {
@@ -83,7 +86,7 @@ func TestSettingsCellsAreReadableText(t *testing.T) {
 	}
 	one := s
 	one.HostLabels = []string{"node"}
-	if got := one.String(); got != "format_version=1 bucket_width_ms=3600000 salt_buckets=16 host_labels=node" {
+	if got := one.String(); got != "format_version=2 bucket_width_ms=3600000 salt_buckets=16 host_labels=node" {
 		t.Errorf("String() with one host label = %q", got)
 	}
 }
@@ -148,6 +151,14 @@ func TestDecodeSettings(t *testing.T) {
 			t.Errorf("DecodeSettings = %+v, %v", s, err)
 		}
 	})
+	t.Run("format 1 and format 2 rows decode", func(t *testing.T) {
+		for _, v := range []string{"1", "2"} {
+			cells := append([]kv.Cell{cell("format_version", v)}, valid[1:]...)
+			if s, err := schema.DecodeSettings(cells); err != nil || fmt.Sprint(s.FormatVersion) != v {
+				t.Errorf("DecodeSettings of format %s = %+v, %v", v, s, err)
+			}
+		}
+	})
 	t.Run("the newest version of a column wins", func(t *testing.T) {
 		s, err := schema.DecodeSettings(append([]kv.Cell{cell("salt_buckets", "8")}, valid...))
 		if err != nil || s.SaltBuckets != 8 {
@@ -155,11 +166,11 @@ func TestDecodeSettings(t *testing.T) {
 		}
 	})
 	t.Run("a newer format version is reported as such whatever else the row holds", func(t *testing.T) {
-		_, err := schema.DecodeSettings([]kv.Cell{cell("format_version", "2"), cell("bucket_width_ms", "what"), cell("salt_buckets", "1")})
+		_, err := schema.DecodeSettings([]kv.Cell{cell("format_version", "3"), cell("bucket_width_ms", "what"), cell("salt_buckets", "1")})
 		if !errors.Is(err, schema.ErrUnsupportedFormat) {
 			t.Errorf("DecodeSettings = %v, want ErrUnsupportedFormat", err)
 		}
-		_, err = schema.DecodeSettings([]kv.Cell{cell("format_version", "2")})
+		_, err = schema.DecodeSettings([]kv.Cell{cell("format_version", "3")})
 		if !errors.Is(err, schema.ErrUnsupportedFormat) {
 			t.Errorf("DecodeSettings = %v, want ErrUnsupportedFormat", err)
 		}
@@ -210,5 +221,40 @@ func TestDecodeSettings(t *testing.T) {
 		if s, err := schema.ParseSettings(text); !errors.Is(err, schema.ErrMalformed) {
 			t.Errorf("ParseSettings(%q) = %+v, %v; want ErrMalformed", text, s, err)
 		}
+	}
+}
+
+func TestCompareSettings(t *testing.T) {
+	want := schema.DefaultHBaseSettings()
+	for _, tc := range []struct {
+		name   string
+		change func(*schema.Settings) // of the store's settings
+		want   error                  // nil: the store can be used
+		text   string                 // in the error's message
+	}{
+		{"equal settings match", func(*schema.Settings) {}, nil, ""},
+		{"a format-1 store is used as it is by a binary of format 2",
+			func(s *schema.Settings) { s.FormatVersion = schema.FormatCounterSeriesIDs }, nil, ""},
+		{"a format-3 store is refused", func(s *schema.Settings) { s.FormatVersion = schema.CurrentFormatVersion + 1 },
+			schema.ErrUnsupportedFormat, "newer than the 2 this binary supports; upgrade hbtsdb"},
+		{"format 0 is refused", func(s *schema.Settings) { s.FormatVersion = 0 }, schema.ErrUnsupportedFormat, "supports 1 to 2"},
+		{"another bucket width is a mismatch, whatever the format", func(s *schema.Settings) { s.FormatVersion, s.BucketWidth = 1, 2*time.Hour },
+			schema.ErrMismatch, "start with --schema.bucket-width=2h"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := schema.DefaultHBaseSettings()
+			tc.change(&got)
+			err := schema.CompareSettings(got, want)
+			if (tc.want == nil) != (err == nil) || tc.want != nil && (!errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.text)) {
+				t.Errorf("CompareSettings(%v, %v) = %v; want %v containing %q", got, want, err, tc.want, tc.text)
+			}
+		})
+	}
+	// A process configured with format 1 (an explicit choice, or an older
+	// binary's settings) uses a format-2 store as it is too.
+	old := want
+	old.FormatVersion = 1
+	if err := schema.CompareSettings(want, old); err != nil {
+		t.Errorf("CompareSettings(format 2 store, format 1 configured) = %v", err)
 	}
 }

@@ -87,7 +87,7 @@ func TestBadCommandLines(t *testing.T) {
 
 func TestVersion(t *testing.T) {
 	code, out, _ := tsdb(t, "version")
-	if code != 0 || !strings.HasPrefix(out, "tsdb 0.1.0-dev (revision ") || !strings.Contains(out, "schema format 1)") {
+	if code != 0 || !strings.HasPrefix(out, "tsdb 0.1.0-dev (revision ") || !strings.Contains(out, "schema format 2)") {
 		t.Fatalf("tsdb version: exit %d, %q", code, out)
 	}
 }
@@ -99,10 +99,10 @@ func TestSchemaCreatePrintNeedsNoStore(t *testing.T) {
 		t.Fatalf("schema create --print: exit %d, %s", code, stderr)
 	}
 	for _, want := range []string{
-		"# hbtsdb schema format 1: bucket width 1h0m0s, 16 salt buckets; paste into `hbase shell`.\n",
+		"# hbtsdb schema format 2: bucket width 1h0m0s, 16 salt buckets; paste into `hbase shell`.\n",
 		"create 'm-data', ",
 		"create 'm-meta', ",
-		"put 'm-meta', 'schema', 'm:format_version', '1'\n",
+		"put 'm-meta', 'schema', 'm:format_version', '2'\n",
 		"put 'm-meta', 'schema', 'm:bucket_width_ms', '3600000'\n",
 		"put 'm-meta', 'schema', 'm:salt_buckets', '16'\n",
 	} {
@@ -124,7 +124,7 @@ func TestSchemaCreateAndCheckEmbedded(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("schema check: exit %d: %s", code, stderr)
 	}
-	if !strings.Contains(out, "format_version: 1\nbucket_width: 1h0m0s\nsalt_buckets: 1\nrollups: 5m:90d,1h:5y\nraw_retention: 400d\ntables: data index meta rollup-1h rollup-5m series\n") {
+	if !strings.Contains(out, "format_version: 2 (hash-derived series IDs; this binary supports 1 to 2)\nbucket_width: 1h0m0s\nsalt_buckets: 1\nrollups: 5m:90d,1h:5y\nraw_retention: 400d\ntables: data index meta rollup-1h rollup-5m series\n") {
 		t.Fatalf("schema check --print = %q", out)
 	}
 	code, _, stderr = tsdb(t, "schema", "check", store, "--schema.salt-buckets=4")

@@ -105,7 +105,7 @@ func TestSchemaRollupsEmbedded(t *testing.T) {
 		t.Errorf("schema create logged:\n%s", stderr)
 	}
 	code, out, stderr := tsdb(t, "schema", "check", "--print", store)
-	want := "format_version: 1\nbucket_width: 1h0m0s\nsalt_buckets: 1\nrollups: 5m:90d,1h:5y\nraw_retention: 400d\ntables: data index meta rollup-1h rollup-5m series\n"
+	want := "format_version: 2 (hash-derived series IDs; this binary supports 1 to 2)\nbucket_width: 1h0m0s\nsalt_buckets: 1\nrollups: 5m:90d,1h:5y\nraw_retention: 400d\ntables: data index meta rollup-1h rollup-5m series\n"
 	if code != 0 || !strings.HasSuffix(out, want) {
 		t.Fatalf("schema check --print: exit %d, %q (stderr %s); want it to end with %q", code, out, stderr, want)
 	}

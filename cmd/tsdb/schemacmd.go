@@ -116,8 +116,8 @@ func checkSchema(ctx context.Context, w io.Writer, c *commonFlags, print bool, l
 		if !ok {
 			rollups = "(not recorded)"
 		}
-		fmt.Fprintf(w, "storage: %s\nformat_version: %d\nbucket_width: %s\nsalt_buckets: %d\nrollups: %s\n",
-			addr, got.FormatVersion, got.BucketWidth, got.SaltBuckets, rollups)
+		fmt.Fprintf(w, "storage: %s\nformat_version: %d (%s; this binary supports 1 to %d)\nbucket_width: %s\nsalt_buckets: %d\nrollups: %s\n",
+			addr, got.FormatVersion, schema.DescribeFormat(got.FormatVersion), schema.CurrentFormatVersion, got.BucketWidth, got.SaltBuckets, rollups)
 		if configured := schema.FormatRollups(opts.Rollups); !ok || configured != rollups {
 			fmt.Fprintf(w, "rollups_configured: %s (tsdb serve records it at start)\n", configured)
 		}

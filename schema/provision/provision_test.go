@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -315,7 +316,7 @@ func testANewerFormatIsRefused(t *testing.T, newStore func(*testing.T) kv.Store)
 		t.Fatal(err)
 	}
 	err := st.Apply(ctx, schema.TableMeta, []kv.Mutation{
-		kv.Put([]byte(schema.MetaSchemaRow), schema.FamilyMeta, []byte(schema.QualifierFormatVersion), time.Now().UnixMilli()+1000, []byte("2")),
+		kv.Put([]byte(schema.MetaSchemaRow), schema.FamilyMeta, []byte(schema.QualifierFormatVersion), time.Now().UnixMilli()+1000, []byte(strconv.Itoa(schema.CurrentFormatVersion+1))),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -329,7 +330,7 @@ func testANewerFormatIsRefused(t *testing.T, newStore func(*testing.T) kv.Store)
 		"Create": provision.Create(ctx, st, want, schema.TableOptions{SaltBuckets: 1}),
 	} {
 		if !errors.Is(err, schema.ErrUnsupportedFormat) || !strings.Contains(err.Error(), "upgrade") {
-			t.Errorf("%s of a format 2 store: %v; want ErrUnsupportedFormat", name, err)
+			t.Errorf("%s of a store of format %d: %v; want ErrUnsupportedFormat", name, schema.CurrentFormatVersion+1, err)
 		}
 	}
 }
