@@ -2,6 +2,7 @@ package promapi
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strconv"
 	"time"
@@ -49,8 +50,10 @@ func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
 		}, []string{"protocol"}),
 		samplesRejected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hbtsdb_samples_rejected_total",
-			Help: "Samples not stored because they were invalid (the request's answer names why), by protocol.",
-		}, []string{"protocol"}),
+			Help: "Samples not stored because they were invalid (the request's answer says why), by protocol and reason: " +
+				"invalid_labels, too_old (older than --retention.raw), out_of_range (in the future or not storable), " +
+				"invalid_datapoint (an /api/put datapoint that does not decode).",
+		}, []string{"protocol", "reason"}),
 	}
 	reg.MustRegister(m.requests, m.duration, m.writeRequests, m.samplesWritten, m.samplesRejected)
 	return m
@@ -99,31 +102,63 @@ func metricsHandler(g prometheus.Gatherer, reg prometheus.Registerer) http.Handl
 // ingestTally is what one write request stored and rejected: the handlers fill
 // it in (writeAndTally, tallyRejected), and countWrites reads it once the
 // request is answered.
-type ingestTally struct{ series, samples, rejected int }
+type ingestTally struct {
+	series, samples, rejected int
+	byReason                  map[string]int // rejected samples by reason label
+}
+
+// reject adds n rejected samples of reason to the tally.
+func (t *ingestTally) reject(reason string, n int) {
+	if n <= 0 {
+		return
+	}
+	if t.byReason == nil {
+		t.byReason = map[string]int{}
+	}
+	t.rejected += n
+	t.byReason[reason] += n
+}
+
+// rejectReason is the reason label of a write.Rejection's kind.
+func rejectReason(kind error) string {
+	switch {
+	case errors.Is(kind, write.ErrInvalidLabels):
+		return "invalid_labels"
+	case errors.Is(kind, write.ErrTooOld):
+		return "too_old"
+	case errors.Is(kind, write.ErrOutOfRange):
+		return "out_of_range"
+	default:
+		return "invalid"
+	}
+}
 
 type tallyKey struct{}
 
-// writeAndTally writes req with wr and adds what was stored and, when
-// countRejected (remote write; /api/put counts its failed datapoints itself),
-// the samples rejected as invalid to the request's tally.
-func writeAndTally(ctx context.Context, wr Writer, req *write.Request, countRejected bool) (write.Result, error) {
+// writeAndTally writes req with wr and adds what was stored and rejected to
+// the request's tally; it returns how many samples the writer rejected.
+func writeAndTally(ctx context.Context, wr Writer, req *write.Request) (write.Result, int, error) {
 	res, err := wr.Write(ctx, req)
+	rejected := 0
+	if err == nil {
+		for _, r := range res.Rejected {
+			rejected += r.Samples
+		}
+	}
 	if t, ok := ctx.Value(tallyKey{}).(*ingestTally); ok && err == nil {
 		t.series += res.SeriesWritten
 		t.samples += res.SamplesWritten
-		if countRejected {
-			for _, r := range res.Rejected {
-				t.rejected += r.Samples
-			}
+		for _, r := range res.Rejected {
+			t.reject(rejectReason(r.Kind), r.Samples)
 		}
 	}
-	return res, err
+	return res, rejected, err
 }
 
-// tallyRejected adds n rejected samples to the request's tally.
-func tallyRejected(ctx context.Context, n int) {
+// tallyRejected adds n rejected samples of reason to the request's tally.
+func tallyRejected(ctx context.Context, reason string, n int) {
 	if t, ok := ctx.Value(tallyKey{}).(*ingestTally); ok {
-		t.rejected += n
+		t.reject(reason, n)
 	}
 }
 
@@ -145,7 +180,9 @@ func countWrites(stats *IngestStats, m *httpMetrics, protocol func(*http.Request
 			p := protocol(r)
 			m.writeRequests.WithLabelValues(p, writeOutcome(sw.status)).Inc()
 			m.samplesWritten.WithLabelValues(p).Add(float64(tally.samples))
-			m.samplesRejected.WithLabelValues(p).Add(float64(tally.rejected))
+			for reason, n := range tally.byReason {
+				m.samplesRejected.WithLabelValues(p, reason).Add(float64(n))
+			}
 		}
 	})
 }

@@ -55,13 +55,15 @@ func (h *writeHandler) servePut(w http.ResponseWriter, r *http.Request) {
 		h.failPut(w, r, err)
 		return
 	}
+	writerRejected := 0
 	if len(p.Request.Series) > 0 {
 		wr, err := h.writer()
 		if err != nil {
 			h.failPut(w, r, err)
 			return
 		}
-		res, err := writeAndTally(r.Context(), wr, &p.Request, false)
+		var res write.Result
+		res, writerRejected, err = writeAndTally(r.Context(), wr, &p.Request)
 		if err != nil {
 			// Rejected whole, or the store failed: nothing is acknowledged.
 			h.failPut(w, r, err)
@@ -69,14 +71,16 @@ func (h *writeHandler) servePut(w http.ResponseWriter, r *http.Request) {
 		}
 		p.Reject(res.Rejected)
 	}
-	h.respondPut(w, r, p.Datapoints)
+	h.respondPut(w, r, p.Datapoints, writerRejected)
 }
 
 // respondPut answers a request whose datapoints were written, except those with
 // an Error: 204, or under ?summary or ?details the counts (and the failed
 // datapoints), 200 when nothing failed and 400 otherwise; without either, a
 // failure is OpenTSDB's generic 400.
-func (h *writeHandler) respondPut(w http.ResponseWriter, r *http.Request, points []wire.PutDatapoint) {
+// writerRejected of the failed datapoints were rejected by the writer (and
+// counted by reason); the others did not decode.
+func (h *writeHandler) respondPut(w http.ResponseWriter, r *http.Request, points []wire.PutDatapoint, writerRejected int) {
 	sum := putSummary{}
 	var details []putError
 	for _, dp := range points {
@@ -87,7 +91,7 @@ func (h *writeHandler) respondPut(w http.ResponseWriter, r *http.Request, points
 		sum.Failed++
 		details = append(details, putError{Datapoint: dp.Shown, Error: dp.Error})
 	}
-	tallyRejected(r.Context(), sum.Failed) // decoding's and the writer's alike
+	tallyRejected(r.Context(), "invalid_datapoint", sum.Failed-writerRejected)
 	q := r.URL.Query()
 	showDetails, showSummary := q.Has("details"), q.Has("summary")
 	if sum.Failed > 0 {

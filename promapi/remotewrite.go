@@ -163,7 +163,7 @@ func (h *writeHandler) Store(r *http.Request, msgType remoteapi.WriteMessageType
 	if err != nil {
 		return fail(err)
 	}
-	res, err := writeAndTally(r.Context(), wr, &req, true)
+	res, _, err := writeAndTally(r.Context(), wr, &req)
 	if err != nil {
 		// Rejected whole (too many series, ...) or the store failed: nothing of
 		// the request is acknowledged, so the Written headers stay 0.

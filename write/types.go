@@ -116,6 +116,9 @@ type Rejection struct {
 	// Reason says what is wrong, naming the series, e.g.
 	// `label name "" is empty in series {__name__="up", ""="x"}`.
 	Reason string
+	// Kind is the kind of problem, for counting: ErrInvalidLabels, ErrTooOld or
+	// ErrOutOfRange; nil for an invalid metadata entry.
+	Kind error
 }
 
 // ErrInvalid is wrapped by errors about the request itself (too many series, ...);

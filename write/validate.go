@@ -52,6 +52,17 @@ var (
 	ErrOutOfRange = errors.New("sample timestamp out of range")
 )
 
+// kindOf is which of ErrInvalidLabels, ErrTooOld and ErrOutOfRange err wraps,
+// or nil.
+func kindOf(err error) error {
+	for _, kind := range []error{ErrInvalidLabels, ErrTooOld, ErrOutOfRange} {
+		if errors.Is(err, kind) {
+			return kind
+		}
+	}
+	return nil
+}
+
 // invalidError is an invalid series or sample: its text is the Rejection reason.
 type invalidError struct {
 	reason string

@@ -252,7 +252,8 @@ func TestValidation(t *testing.T) {
 				valid := write.Series{Labels: labels.FromStrings("__name__", "valid", "job", "j"), Samples: one(nowMs, 42)}
 				req := write.Request{Series: append([]write.Series{valid}, tc.series...)}
 				res := f.write(t, req)
-				if !slices.Equal(res.Rejected, tc.want) {
+				checkKinds(t, res.Rejected)
+				if !slices.Equal(withoutKinds(res.Rejected), tc.want) {
 					t.Errorf("Rejected:\n%.2000s\nwant:\n%.2000s", rejections(res.Rejected), rejections(tc.want))
 				}
 				wantSamples := 0
@@ -296,6 +297,34 @@ func TestValidation(t *testing.T) {
 			})
 		})
 	}
+}
+
+// checkKinds checks each rejection's Kind against its reason: a whole series
+// for its labels, a sample for its age or its timestamp's range.
+func checkKinds(t *testing.T, rs []write.Rejection) {
+	t.Helper()
+	for _, r := range rs {
+		want := write.ErrOutOfRange
+		switch {
+		case r.Sample == -1:
+			want = write.ErrInvalidLabels
+		case strings.Contains(r.Reason, "is older than the max age"):
+			want = write.ErrTooOld
+		}
+		if r.Kind != want {
+			t.Errorf("rejection %q: kind %v, want %v", r.Reason, r.Kind, want)
+		}
+	}
+}
+
+// withoutKinds is rs with every Kind cleared, to compare with wanted
+// rejections that give only positions and reasons.
+func withoutKinds(rs []write.Rejection) []write.Rejection {
+	out := slices.Clone(rs)
+	for i := range out {
+		out[i].Kind = nil
+	}
+	return out
 }
 
 func rejections(rs []write.Rejection) string {

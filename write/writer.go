@@ -234,13 +234,13 @@ func (w *Writer) validate(req *Request, now time.Time) (plan, error) {
 		}
 		lbls, err := lim.checkLabels(s.Labels)
 		if err != nil {
-			p.res.Rejected = append(p.res.Rejected, Rejection{Series: i, Sample: -1, Samples: len(s.Samples), Reason: err.Error()})
+			p.res.Rejected = append(p.res.Rejected, Rejection{Series: i, Sample: -1, Samples: len(s.Samples), Reason: err.Error(), Kind: kindOf(err)})
 			continue
 		}
 		valid := 0
 		for j := range s.Samples {
 			if err := p.bounds.check(s.Labels, s.Samples[j].T); err != nil {
-				p.res.Rejected = append(p.res.Rejected, Rejection{Series: i, Sample: j, Samples: 1, Reason: err.Error()})
+				p.res.Rejected = append(p.res.Rejected, Rejection{Series: i, Sample: j, Samples: 1, Reason: err.Error(), Kind: kindOf(err)})
 				continue
 			}
 			valid++

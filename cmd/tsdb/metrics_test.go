@@ -106,6 +106,10 @@ func TestMetricsMoveUnderLoad(t *testing.T) {
 	if code, msg := postBody(s.addr, "/api/put", []byte(put), nil); code != 400 {
 		t.Fatalf("/api/put with one datapoint without tags: %d %s, want 400", code, msg)
 	}
+	old := remoteWriteBody(now-500*24*3600*1000, series, 1) // older than --retention.raw's 400d
+	if code, msg := postBody(s.addr, "/api/v1/write", old, remoteWriteHeaders); code != 400 {
+		t.Fatalf("remote write of a sample 500 days old: %d %s, want 400", code, msg)
+	}
 	if code, body := s.get("/api/v1/query?query=" + url.QueryEscape("count(abuse_metric)")); code != 200 || !strings.Contains(body, `"500"`) {
 		t.Fatalf("count(abuse_metric): %d %s", code, body)
 	}
@@ -119,12 +123,14 @@ func TestMetricsMoveUnderLoad(t *testing.T) {
 		{"hbtsdb_samples_written_total", []string{"protocol", "remote_write_v1"}, series},
 		{"hbtsdb_write_requests_total", []string{"protocol", "remote_write_v1", "outcome", "success"}, 1},
 		{"hbtsdb_samples_written_total", []string{"protocol", "put"}, 1},
-		{"hbtsdb_samples_rejected_total", []string{"protocol", "put"}, 1},
+		{"hbtsdb_samples_rejected_total", []string{"protocol", "put", "reason", "invalid_datapoint"}, 1},
+		{"hbtsdb_samples_rejected_total", []string{"protocol", "remote_write_v1", "reason", "too_old"}, 1},
+		{"hbtsdb_write_requests_total", []string{"protocol", "remote_write_v1", "outcome", "rejected"}, 1},
 		{"hbtsdb_write_requests_total", []string{"protocol", "put", "outcome", "rejected"}, 1},
 		{"hbtsdb_series_created_total", nil, series + 1},
 		{"hbtsdb_series_registry_lookups_total", []string{"result", "registered"}, series + 1},
 		{"hbtsdb_http_requests_total", []string{"handler", "/api/v1/write", "code", "204"}, 1},
-		{"hbtsdb_http_request_duration_seconds", []string{"handler", "/api/v1/write"}, 1},
+		{"hbtsdb_http_request_duration_seconds", []string{"handler", "/api/v1/write"}, 2},
 		{"hbtsdb_http_request_duration_seconds", []string{"handler", "/api/v1/query"}, 1},
 		{"prometheus_engine_query_duration_histogram_seconds", []string{"slice", "inner_eval"}, 1},
 	} {
