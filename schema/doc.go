@@ -18,6 +18,7 @@
 //
 //	data    row = salt | esc(host) 0x00 | esc(metric) 0x00 | seriesID(8) | ^bucketStart(8)
 //	        r: raw samples   qualifier = offset(4) in the bucket, value = float64 bits(8)
+//	                         or a native histogram (histogram.go, at least 20 bytes)
 //	        c: chunks        a sealed bucket, compressed (chunk.go; written by compaction)
 //	        t: tags          qualifier = label name, value = label value
 //	series  0x00 "next-id"            i:next = highest series ID handed out
@@ -36,7 +37,7 @@
 // the tuples they encode and a prefix never matches a longer host, metric or label.
 // Each file states the invariants of its layout next to the code that keeps them:
 // escape.go (escaping and why it preserves order), datakey.go (data rows), raw.go
-// (raw samples), chunk.go and datarow.go (chunks, and the one decoder of a data
+// (raw samples), histogram.go (native histogram samples), chunk.go and datarow.go (chunks, and the one decoder of a data
 // row's chunk and raw cells), index.go (tag index), series.go (series registry), tables.go (table
 // and family specs), settings.go (the meta row's settings), metadata.go (metric metadata),
 // lease.go (worker leases) and rollup.go (the resolution list, rollup windows and their codec).
