@@ -13,7 +13,7 @@ HBASE       := testing/hbase/hbase.sh
 PROMETHEUS  := testing/prometheus/prometheus.sh
 GOTESTFLAGS ?= -race -count=1 -timeout 45m
 
-.PHONY: test vet unit test-with-hbase e2e prometheus hbase-start hbase-stop build bench fuzz soak bench-compare
+.PHONY: test vet unit test-with-hbase e2e prometheus hbase-start hbase-stop build bench fuzz soak bench-compare dashboards
 
 test: vet prometheus test-with-hbase
 
@@ -75,6 +75,12 @@ bench:
 # written to BENCH_COMPARE_OUT when set). BENCH_COMPARE_FLAGS=-quick for a smoke run.
 bench-compare:
 	$(GO) run ./bench/compare $(if $(BENCH_COMPARE_OUT),-out $(abspath $(BENCH_COMPARE_OUT))) $(BENCH_COMPARE_FLAGS)
+
+# The Grafana dashboards (dashboards/, issue 12): regenerates dashboards/json/*.json
+# from the Go in dashboards/ (Grafana's foundation SDK). Run it after changing a
+# dashboard and commit dashboards/json; a test fails while the JSON differs.
+dashboards:
+	$(GO) run ./dashboards/gen -out dashboards/json
 
 # The soak test (cmd/tsdb TestSoak): tsdb serve with --web.enable-pprof under a
 # remote-write load of 300,000 series (TSDB_TEST_SOAK_SERIES) with churn and a few

@@ -8,6 +8,7 @@ require (
 	github.com/cockroachdb/pebble/v2 v2.1.7
 	github.com/golang/snappy v1.0.0
 	github.com/gorilla/mux v1.8.1
+	github.com/grafana/grafana-foundation-sdk/go v0.0.22
 	github.com/grafana/regexp v0.0.0-20250905093917-f7b3be9d1853
 	github.com/json-iterator/go v1.1.12
 	github.com/prometheus/client_golang/exp v0.0.0-20261019101427-217707f26b14
