@@ -35,6 +35,9 @@ type registryCollector struct{ rdb *readyDB }
 var (
 	seriesCreatedDesc = prometheus.NewDesc("hbtsdb_series_created_total",
 		"New series registered by this process (their first sample anywhere).", nil, nil)
+	seriesIDCollisionsDesc = prometheus.NewDesc("hbtsdb_series_id_collisions_total",
+		"New series whose hash-derived ID another label set already held, registered with a counter ID instead "+
+			"(store format 2; expected to stay 0 for billions of series).", nil, nil)
 	registryLookupsDesc = prometheus.NewDesc("hbtsdb_series_registry_lookups_total",
 		"Label sets the series registry resolved to IDs, by how: cache_hit, store_hit (read from the series table), "+
 			"registered (new, registered by this process) or raced (new, but another writer registered it first).",
@@ -43,6 +46,7 @@ var (
 
 func (c registryCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- seriesCreatedDesc
+	ch <- seriesIDCollisionsDesc
 	ch <- registryLookupsDesc
 }
 
@@ -53,6 +57,7 @@ func (c registryCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	s := d.RegistryStats()
 	ch <- prometheus.MustNewConstMetric(seriesCreatedDesc, prometheus.CounterValue, float64(s.Registered))
+	ch <- prometheus.MustNewConstMetric(seriesIDCollisionsDesc, prometheus.CounterValue, float64(s.Collisions))
 	for result, n := range map[string]int64{"cache_hit": s.CacheHits, "store_hit": s.StoreHits,
 		"registered": s.Registered, "raced": s.Raced} {
 		ch <- prometheus.MustNewConstMetric(registryLookupsDesc, prometheus.CounterValue, float64(n), result)
