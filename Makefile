@@ -13,7 +13,7 @@ HBASE       := testing/hbase/hbase.sh
 PROMETHEUS  := testing/prometheus/prometheus.sh
 GOTESTFLAGS ?= -race -count=1 -timeout 45m
 
-.PHONY: test vet unit test-with-hbase e2e prometheus hbase-start hbase-stop build bench fuzz soak bench-compare dashboards
+.PHONY: test vet unit test-with-hbase e2e prometheus hbase-start hbase-stop build bench fuzz soak bench-compare dashboards ui
 
 test: vet prometheus test-with-hbase
 
@@ -61,6 +61,14 @@ hbase-stop:
 
 build:
 	$(GO) build -o bin/tsdb ./cmd/tsdb
+
+# The query page at / (web/ui, docs/query-page.md): bundles web/ui/src/ and the npm
+# packages pinned in web/ui/package-lock.json with esbuild into web/ui/dist/, which
+# is committed and embedded in the binary, so that building, serving and `make test`
+# need no npm. Needs node and npm; run it after changing web/ui/src/ or the
+# packages, and commit web/ui/dist/ (a test fails while dist/ is older than src/).
+ui:
+	cd web/ui && npm ci --ignore-scripts --no-audit --no-fund && node build.mjs
 
 # Storage benchmarks on both backends (starts HBase like `make test`).
 bench:

@@ -11,6 +11,8 @@ import (
 
 	"github.com/gorilla/mux"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/hbtsdb/hbtsdb/web/ui"
 )
 
 // Options configures the HTTP surface. Each field's zero value takes the default
@@ -84,6 +86,10 @@ func NewRouter(opts Options) (http.Handler, error) {
 	r.Handle("/api/v1/read", guard.guardReads(false, remoteRead(q, opts.Query, storeErr, opts.Registerer, opts.Logger))).Methods(http.MethodPost)
 	engine := newPromQLEngine(opts.Query, opts.Registerer, opts.Logger)
 	registerPrometheusAPI(r, q, engine, opts.Query, opts.BuildInfo, storeErr, guard, opts.Logger)
+	// The query page (web/ui) at / and its assets; every other path stays 404.
+	page := ui.Handler()
+	r.Handle("/", page).Methods(http.MethodGet, http.MethodHead)
+	r.PathPrefix(ui.AssetsPrefix).Handler(page).Methods(http.MethodGet, http.MethodHead)
 	return recoverPanics(opts.Logger, r), nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/alecthomas/kingpin/v2"
+	"github.com/hbtsdb/hbtsdb/web/ui"
 	"github.com/prometheus/exporter-toolkit/web"
 	"go.yaml.in/yaml/v2"
 )
@@ -38,8 +39,8 @@ func (w *webOptions) register(cmd *kingpin.CmdClause) {
 		"changed passwords and certificates apply without a restart. Empty: plain HTTP, no authentication.").
 		Default("").StringVar(&w.configFile)
 	flag(cmd, "web.read-only-users", "Comma-separated basic_auth_users of --web.config.file that may only "+
-		"read (queries, remote read, health); any other endpoint, such as remote write and /api/put, answers "+
-		"them 403."+adminNote).Default("").StringsVar(&w.readOnlyUsers)
+		"read (queries, the query page at /, remote read, health); any other endpoint, such as remote write "+
+		"and /api/put, answers them 403."+adminNote).Default("").StringsVar(&w.readOnlyUsers)
 	flag(cmd, "web.write-only-users", "Comma-separated basic_auth_users of --web.config.file that may only "+
 		"write (remote write, /api/put, health), such as the Prometheus servers that remote-write; any other "+
 		"endpoint, such as queries and remote read, answers them 403. A user may not be in both lists."+adminNote).
@@ -143,10 +144,14 @@ func (w *webOptions) handler(next http.Handler) http.Handler {
 func readEndpoint(path string) bool {
 	switch path {
 	case "/-/healthy", "/-/ready", "/metrics",
+		"/", // the query page (web/ui), whose assets are below
 		"/api/v1/read", "/api/v1/last", "/api/v1/metadata",
 		"/api/v1/query", "/api/v1/query_range", "/api/v1/query_exemplars",
 		"/api/v1/series", "/api/v1/labels", "/api/v1/format_query", "/api/v1/parse_query":
 		return true
+	}
+	if rest, ok := strings.CutPrefix(path, ui.AssetsPrefix); ok {
+		return rest != "" && !strings.Contains(rest, "/")
 	}
 	if rest, ok := strings.CutPrefix(path, "/api/v1/label/"); ok {
 		name, tail, _ := strings.Cut(rest, "/")

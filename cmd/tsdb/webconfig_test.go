@@ -257,7 +257,8 @@ func TestReadEndpoint(t *testing.T) {
 		"/api/v1/query": true, "/api/v1/query_range": true, "/api/v1/read": true, "/api/v1/label/job/values": true,
 		"/api/v1/status/buildinfo": true, "/-/ready": true, "/api/v1/last": true,
 		"/api/v1/write": false, "/api/put": false, "/api/v1/admin/tsdb/snapshot": false, "/api/v1/label/job/x": false,
-		"/api/v1/label//values": false, "/api/v1/status/a/b": false, "/api/v1/query/../write": false, "/": false,
+		"/api/v1/label//values": false, "/api/v1/status/a/b": false, "/api/v1/query/../write": false,
+		"/": true, "/assets/app-ABC.js": true, "/assets/": false, "/assets/a/b.js": false, "/index.html": false,
 	} {
 		if got := readEndpoint(path); got != want {
 			t.Errorf("readEndpoint(%q) = %v, want %v", path, got, want)
@@ -269,7 +270,7 @@ func TestWriteEndpoint(t *testing.T) {
 	for path, want := range map[string]bool{
 		"/api/v1/write": true, "/api/put": true, "/-/healthy": true, "/-/ready": true,
 		"/api/v1/read": false, "/api/v1/query": false, "/api/v1/write/": false, "/api/put/x": false,
-		"/api/v1/admin/tsdb/delete_series": false, "/debug/pprof/": false, "/": false,
+		"/api/v1/admin/tsdb/delete_series": false, "/debug/pprof/": false, "/": false, "/assets/app-ABC.js": false,
 	} {
 		if got := writeEndpoint(path); got != want {
 			t.Errorf("writeEndpoint(%q) = %v, want %v", path, got, want)
