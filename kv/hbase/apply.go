@@ -1,6 +1,7 @@
 package hbase
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -25,7 +26,7 @@ type mutateCall struct {
 	ts     int64                        // deletes only
 	values map[string]map[string][]byte // deletes only
 	cells  []putCell                    // puts only
-	cellAt map[cellKey]int              // puts only: index in cells of each cell
+	cellAt map[cellKey]int              // puts only, once cells outgrows linearCells: index in cells of each cell
 	idx    []int
 }
 
@@ -41,6 +42,17 @@ type callKey struct {
 	ts   int64
 }
 
+// linearCells is the most cells of a put call that plan searches one by one for
+// an earlier version of the same cell; past it, the call gets a map. A
+// remote-write request carries one sample of most series, so most rows get one
+// cell (and the first write of a row its few tag cells), and a map per row cost
+// more than the rest of plan.
+const linearCells = 8
+
+// callBlock is the fewest calls plan allocates at once (more as the batch's calls
+// grow, never more than its mutations left).
+const callBlock = 16
+
 // plan groups a batch into calls, in the order of each call's first mutation: one
 // for all the puts of a row, one per (row, kind, timestamp) for deletes. Two puts
 // of the same cell version share a call, in which the later value wins, as it does
@@ -53,34 +65,52 @@ type callKey struct {
 // outcome.
 func plan(muts []kv.Mutation) []*mutateCall {
 	var (
-		calls []*mutateCall
-		byKey = make(map[callKey]*mutateCall)
+		calls   []*mutateCall
+		putRows = make(map[string]*mutateCall, len(muts))
+		last    *mutateCall // the call of the previous put: a row's puts usually come together
+		deletes map[callKey]*mutateCall
+		// Calls come from blocks of callBlock, each with the first index and
+		// the first cell of its calls (a call's slices are capped there, so a
+		// second element moves it to a slice of its own): a batch of one-cell
+		// rows allocates per block, not per call.
+		callArr []mutateCall
+		idxArr  []int
+		cellArr []putCell
 	)
 	for i, m := range muts {
-		key := callKey{string(m.Row), m.Kind, m.Timestamp}
+		var c *mutateCall
 		if m.Kind == kv.KindPut {
-			key.ts = 0 // a row's puts share one call whatever their timestamps
+			if c = last; c == nil || !bytes.Equal(c.row, m.Row) {
+				c = putRows[string(m.Row)] // a row's puts share one call whatever their timestamps
+			}
+			last = c
+		} else {
+			c = deletes[callKey{string(m.Row), m.Kind, m.Timestamp}]
 		}
-		c := byKey[key]
 		if c == nil {
-			c = &mutateCall{kind: m.Kind, row: m.Row, ts: key.ts}
-			byKey[key] = c
+			if len(callArr) == 0 {
+				n := min(len(muts)-i, max(callBlock, len(calls)))
+				callArr, idxArr, cellArr = make([]mutateCall, n), make([]int, n), make([]putCell, n)
+			}
+			c = &callArr[0]
+			c.kind, c.row, c.idx, c.cells = m.Kind, m.Row, idxArr[:0:1], cellArr[:0:1]
+			callArr, idxArr, cellArr = callArr[1:], idxArr[1:], cellArr[1:]
+			if m.Kind == kv.KindPut {
+				putRows[string(m.Row)] = c
+				last = c
+			} else {
+				c.ts = m.Timestamp
+				if deletes == nil {
+					deletes = make(map[callKey]*mutateCall)
+				}
+				deletes[callKey{string(m.Row), m.Kind, m.Timestamp}] = c
+			}
 			calls = append(calls, c)
 		}
 		c.idx = append(c.idx, i)
 		switch m.Kind {
 		case kv.KindPut:
-			if c.cellAt == nil {
-				c.cellAt = make(map[cellKey]int)
-			}
-			ck := cellKey{m.Family, string(m.Qualifier), m.Timestamp}
-			cell := putCell{family: m.Family, qualifier: m.Qualifier, ts: m.Timestamp, value: m.Value}
-			if j, dup := c.cellAt[ck]; dup {
-				c.cells[j] = cell
-			} else {
-				c.cellAt[ck] = len(c.cells)
-				c.cells = append(c.cells, cell)
-			}
+			c.addCell(putCell{family: m.Family, qualifier: m.Qualifier, ts: m.Timestamp, value: m.Value})
 		case kv.KindDeleteColumn:
 			if c.values == nil {
 				c.values = make(map[string]map[string][]byte)
@@ -101,6 +131,34 @@ func plan(muts []kv.Mutation) []*mutateCall {
 		}
 	}
 	return calls
+}
+
+// addCell adds cell to a put call, in the place of an earlier version of the same
+// cell if there is one.
+func (c *mutateCall) addCell(cell putCell) {
+	if c.cellAt == nil {
+		for j := range c.cells {
+			if o := &c.cells[j]; o.ts == cell.ts && o.family == cell.family && bytes.Equal(o.qualifier, cell.qualifier) {
+				*o = cell
+				return
+			}
+		}
+		c.cells = append(c.cells, cell)
+		if len(c.cells) > linearCells {
+			c.cellAt = make(map[cellKey]int, 2*len(c.cells))
+			for j, o := range c.cells {
+				c.cellAt[cellKey{o.family, string(o.qualifier), o.ts}] = j
+			}
+		}
+		return
+	}
+	ck := cellKey{cell.family, string(cell.qualifier), cell.ts}
+	if j, dup := c.cellAt[ck]; dup {
+		c.cells[j] = cell
+		return
+	}
+	c.cellAt[ck] = len(c.cells)
+	c.cells = append(c.cells, cell)
 }
 
 func nonNil(b []byte) []byte {
@@ -143,13 +201,36 @@ func (s *Store) Apply(ctx context.Context, table string, mutations []kv.Mutation
 		return fmt.Errorf("hbase: apply to %s: %w", htable, &kv.BatchError{Failed: failed, Total: len(mutations)})
 	}
 
-	// Calls are sent in chunks. After a chunk with a failure the rest is not sent:
-	// the caller retries the whole batch anyway, and a failure such as a missing
-	// table would otherwise cost every call a meta lookup.
+	// Puts go as one Multi RPC per region (sendPuts); deletes, and the puts HBase
+	// refused there, through gohbase's SendBatch, which retries what it can and
+	// says which rows failed why. The order does not matter (see plan).
+	var puts, rest []*mutateCall
+	for _, c := range plan(mutations) {
+		if c.kind == kv.KindPut {
+			puts = append(puts, c)
+		} else {
+			rest = append(rest, c)
+		}
+	}
+	if len(puts) > 0 {
+		retry, f := s.sendPuts(ctx, htable, puts, failed)
+		if failed = f; len(failed) > 0 {
+			for _, c := range rest {
+				for _, i := range c.idx {
+					failed = append(failed, kv.MutationError{Index: i, Err: errNotSent})
+				}
+			}
+			rest = nil
+		}
+		rest = append(retry, rest...)
+	}
+
+	// The other calls are sent in chunks. After a chunk with a failure the rest is
+	// not sent: the caller retries the whole batch anyway, and a failure such as a
+	// missing table would otherwise cost every call a meta lookup.
 	var chunks [][]*mutateCall
-	calls := plan(mutations)
-	for start := 0; start < len(calls); start += s.opts.MaxBatchCalls {
-		chunks = append(chunks, calls[start:min(start+s.opts.MaxBatchCalls, len(calls))])
+	for start := 0; start < len(rest); start += s.opts.MaxBatchCalls {
+		chunks = append(chunks, rest[start:min(start+s.opts.MaxBatchCalls, len(rest))])
 	}
 	for n, chunk := range chunks {
 		if failed = s.sendMutations(ctx, htable, chunk, failed); len(failed) == 0 {

@@ -878,3 +878,107 @@ func TestConnTrackerHandsOutTCPConns(t *testing.T) {
 		t.Fatalf("dial after closeAll: %v", err)
 	}
 }
+
+func TestRegionBoundsGroupSplitsAtKnownBoundariesAndSize(t *testing.T) {
+	var b regionBounds
+	table := []byte("t")
+	b.learn(table, []byte("b"), nil, []byte("d"), []byte("b"))
+	var calls []*mutateCall
+	for _, r := range []string{"a", "a1", "b", "c", "d", "e"} {
+		calls = append(calls, &mutateCall{row: []byte(r)})
+	}
+	show := func(groups [][]*mutateCall) string {
+		var parts []string
+		for _, g := range groups {
+			var rows []string
+			for _, c := range g {
+				rows = append(rows, string(c.row))
+			}
+			parts = append(parts, strings.Join(rows, " "))
+		}
+		return strings.Join(parts, " | ")
+	}
+	if got, want := show(b.group(table, calls, 10)), "a a1 | b c | d e"; got != want {
+		t.Errorf("group by boundaries b, d: %q, want %q", got, want)
+	}
+	if got, want := show(b.group(table, calls, 1)), "a | a1 | b | c | d | e"; got != want {
+		t.Errorf("group of at most 1: %q, want %q", got, want)
+	}
+	if got, want := show(b.group([]byte("other"), calls, 4)), "a a1 b c | d e"; got != want {
+		t.Errorf("group of a table without boundaries: %q, want %q", got, want)
+	}
+	if !b.known(table) || b.known([]byte("other")) {
+		t.Error("known: want true for the table learnt, false for another")
+	}
+}
+
+// TestApplyPutsAcrossRegions writes rows of a pre-split table, whose puts go as
+// one Multi RPC per region, twice: with nothing known of the regions, and with a
+// made-up boundary and a forgotten real one (as after a split and a merge).
+func TestApplyPutsAcrossRegions(t *testing.T) {
+	s := openTestStore(t, func(o *Options) { o.MaxBatchCalls = 50 })
+	ctx := ctxT(t)
+	spec := kv.TableSpec{Name: "split", Families: []kv.FamilySpec{{Name: "f", MaxVersions: 3}},
+		SplitKeys: [][]byte{[]byte("g"), []byte("p")}}
+	if _, err := s.EnsureTable(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	htable, err := s.tableName("split")
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(ts int64) {
+		t.Helper()
+		var muts []kv.Mutation
+		for i := range 260 {
+			row := []byte{byte('a' + i%26), byte('0' + i/26)}
+			muts = append(muts, kv.Put(row, "f", []byte("q"), ts, []byte{byte(i)}),
+				kv.Put(row, "f", []byte("r"), ts+1, []byte{byte(i)}))
+		}
+		apply(t, s, "split", muts...)
+		sc := s.Scan(ctx, "split", nil, nil, kv.TimeRange(ts, ts+2))
+		defer sc.Close()
+		rows, cells := 0, 0
+		for sc.Next() {
+			rows++
+			cells += len(sc.Row().Cells)
+		}
+		if sc.Err() != nil || rows != 260 || cells != 520 {
+			t.Fatalf("after 520 puts at %d over 260 rows: %d rows, %d cells, err %v", ts, rows, cells, sc.Err())
+		}
+	}
+	write(10)
+	s.bounds.mu.Lock()
+	got := s.bounds.tables[string(htable)]
+	s.bounds.mu.Unlock()
+	if want := [][]byte{[]byte("g"), []byte("p")}; !slices.EqualFunc(got, want, bytes.Equal) {
+		t.Errorf("region boundaries learnt: %q, want %q", got, want)
+	}
+	s.bounds.mu.Lock()
+	s.bounds.tables[string(htable)] = [][]byte{[]byte("g"), []byte("k")}
+	s.bounds.mu.Unlock()
+	write(20)
+}
+
+func TestPlanReplacesAnEarlierVersionOfACellInALongRow(t *testing.T) {
+	row := []byte("r")
+	var muts []kv.Mutation
+	for i := range 2 * linearCells {
+		muts = append(muts, kv.Put(row, "f", []byte{byte(i)}, 5, []byte{byte(i)}))
+	}
+	muts = append(muts,
+		kv.Put(row, "f", []byte{1}, 5, []byte("early")),     // found by the map
+		kv.Put([]byte("s"), "f", []byte{1}, 5, []byte("x")), // another row between
+		kv.Put(row, "f", []byte{1}, 6, []byte("newer")),     // another version: a cell of its own
+	)
+	calls := plan(muts)
+	if len(calls) != 2 || len(calls[0].cells) != 2*linearCells+1 || len(calls[0].idx) != 2*linearCells+2 {
+		t.Fatalf("plan: %d calls, first with %d cells and %d mutations", len(calls), len(calls[0].cells), len(calls[0].idx))
+	}
+	if c := calls[0].cells[1]; string(c.value) != "early" || c.ts != 5 {
+		t.Errorf("cell 1 = %s@%d, want the later value early@5", c.value, c.ts)
+	}
+	if c := calls[0].cells[2*linearCells]; string(c.value) != "newer" || c.ts != 6 {
+		t.Errorf("last cell = %s@%d, want newer@6", c.value, c.ts)
+	}
+}

@@ -20,6 +20,7 @@ const (
 	DefaultFlushInterval       = time.Millisecond
 	DefaultRPCQueueSize        = 100
 	DefaultMaxBatchCalls       = 1000
+	DefaultParallelRegionCalls = 16
 	DefaultProbeTimeout        = 30 * time.Second
 )
 
@@ -53,9 +54,15 @@ type Options struct {
 	FlushInterval time.Duration
 	// RPCQueueSize is how many calls gohbase puts in one multi request [100].
 	RPCQueueSize int
-	// MaxBatchCalls is the most calls Apply and GetRows hand to one gohbase SendBatch;
-	// larger batches are sent in several [1000].
+	// MaxBatchCalls is the most calls Apply and GetRows hand to one gohbase SendBatch,
+	// and the most rows of one Multi RPC of Apply's puts; larger batches are sent in
+	// several [1000].
 	MaxBatchCalls int
+	// ParallelRegionCalls is how many Multi RPCs of one Apply's puts (one per region
+	// the rows fall in, see regionPuts) are in flight at once [16]. HBase runs the
+	// region actions of one RPC one after the other, each waiting for its WAL
+	// sync, and those of several RPCs in parallel handlers.
+	ParallelRegionCalls int
 	// ProbeTimeout bounds Open's check that HBase answers when ctx has no deadline
 	// [30s].
 	ProbeTimeout time.Duration
@@ -98,6 +105,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxBatchCalls <= 0 {
 		o.MaxBatchCalls = DefaultMaxBatchCalls
+	}
+	if o.ParallelRegionCalls <= 0 {
+		o.ParallelRegionCalls = DefaultParallelRegionCalls
 	}
 	if o.ProbeTimeout <= 0 {
 		o.ProbeTimeout = DefaultProbeTimeout

@@ -32,6 +32,10 @@ type putCell struct {
 type rowPut struct {
 	*hrpc.Mutate
 	cells []putCell
+	// The request SerializeCellBlocks returns, allocated with the rowPut.
+	request  pb.MutateRequest
+	mutation pb.MutationProto
+	count    int32
 }
 
 func newRowPut(ctx context.Context, table, row []byte, cells []putCell) (*rowPut, error) {
@@ -46,24 +50,37 @@ func newRowPut(ctx context.Context, table, row []byte, cells []putCell) (*rowPut
 // requests use them).
 func (p *rowPut) CellBlocksEnabled() bool { return true }
 
-// SerializeCellBlocks returns the MutateRequest gohbase builds for the row, with the
-// cells appended as one cell block.
+// Shared by every rowPut's request: protobuf only reads them.
+var (
+	mutationTypePut   = pb.MutationProto_PUT
+	durabilityDefault = pb.MutationProto_USE_DEFAULT
+)
+
+// SerializeCellBlocks returns the MutateRequest of the row, its cells as one cell
+// block. gohbase only calls it for a multi request, which keeps the request's
+// Mutation and names the region itself; so the request is the mutation that
+// gohbase's own Mutate.SerializeCellBlocks would build (row, type PUT, default
+// durability, no timestamp of its own, the cell count), without a region.
 func (p *rowPut) SerializeCellBlocks(cbs [][]byte) (proto.Message, [][]byte, uint32) {
-	msg, cbs, _ := p.Mutate.SerializeCellBlocks(cbs) // no values: the request without cells
-	req := msg.(*pb.MutateRequest)
 	row := p.Key()
 	size := 0
-	for _, c := range p.cells {
+	for i := range p.cells {
+		c := &p.cells[i]
 		size += cellBlockLen(len(row), len(c.family), len(c.qualifier), len(c.value))
 	}
 	block := make([]byte, 0, size)
-	for _, c := range p.cells {
-		block = appendKeyValue(block, row, c)
+	for i := range p.cells {
+		block = appendKeyValue(block, row, &p.cells[i])
 	}
-	count := int32(len(p.cells))
-	req.Mutation.AssociatedCellCount = &count
-	req.Mutation.Timestamp = nil
-	return req, append(cbs, block), uint32(len(block))
+	p.count = int32(len(p.cells))
+	p.mutation = pb.MutationProto{
+		Row:                 row,
+		MutateType:          &mutationTypePut,
+		Durability:          &durabilityDefault,
+		AssociatedCellCount: &p.count,
+	}
+	p.request = pb.MutateRequest{Mutation: &p.mutation}
+	return &p.request, append(cbs, block), uint32(len(block))
 }
 
 // ToProto is the request without cell blocks, each cell with its own timestamp;
@@ -71,20 +88,28 @@ func (p *rowPut) SerializeCellBlocks(cbs [][]byte) (proto.Message, [][]byte, uin
 func (p *rowPut) ToProto() proto.Message {
 	req := p.Mutate.ToProto().(*pb.MutateRequest)
 	req.Mutation.Timestamp = nil
+	req.Mutation.ColumnValue = columnValues(p.cells)
+	return req
+}
+
+// columnValues are cells as a MutationProto's column values, each cell with its
+// own timestamp.
+func columnValues(cells []putCell) []*pb.MutationProto_ColumnValue {
+	var cvs []*pb.MutationProto_ColumnValue
 	byFamily := map[string]*pb.MutationProto_ColumnValue{}
-	for _, c := range p.cells {
+	for _, c := range cells {
 		cv := byFamily[c.family]
 		if cv == nil {
 			cv = &pb.MutationProto_ColumnValue{Family: []byte(c.family)}
 			byFamily[c.family] = cv
-			req.Mutation.ColumnValue = append(req.Mutation.ColumnValue, cv)
+			cvs = append(cvs, cv)
 		}
 		ts := uint64(c.ts)
 		cv.QualifierValue = append(cv.QualifierValue, &pb.MutationProto_ColumnValue_QualifierValue{
 			Qualifier: c.qualifier, Value: c.value, Timestamp: &ts,
 		})
 	}
-	return req
+	return cvs
 }
 
 // cellBlockLen is the size of one KeyValue in a cell block.
@@ -99,7 +124,7 @@ func cellBlockLen(rowLen, familyLen, qualifierLen, valueLen int) int {
 //	total length (4) | key length (4) | value length (4) |
 //	row length (2) | row | family length (1) | family | qualifier | timestamp (8) | type (1) |
 //	value
-func appendKeyValue(b, row []byte, c putCell) []byte {
+func appendKeyValue(b, row []byte, c *putCell) []byte {
 	keyLen := 2 + len(row) + 1 + len(c.family) + len(c.qualifier) + 8 + 1
 	b = binary.BigEndian.AppendUint32(b, uint32(4+4+keyLen+len(c.value)))
 	b = binary.BigEndian.AppendUint32(b, uint32(keyLen))

@@ -30,7 +30,9 @@ type Store struct {
 	// adminRPC is the admin client's SendRPC, for the calls the AdminClient
 	// interface lacks (see createTable).
 	adminRPC gohbase.RPCClient
-	conns    *connTracker
+	// rpc is the client's SendRPC, for the calls Client lacks (see regionPuts).
+	rpc   gohbase.RPCClient
+	conns *connTracker
 
 	// gate: every operation runs between begin and its done function. Close sets
 	// closed under the write lock, cancels closing (which cancels the operations'
@@ -47,6 +49,9 @@ type Store struct {
 	// up these two regions on Close).
 	regionsMu sync.Mutex
 	regions   []hrpc.RegionInfo
+
+	// bounds are the region boundaries Apply's puts have met (see regionPuts).
+	bounds regionBounds
 }
 
 var _ kv.Store = (*Store)(nil)
@@ -102,6 +107,10 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("hbase: gohbase's admin client %T does not implement SendRPC", s.admin)
 	}
 	s.adminRPC = rpc
+	if s.rpc, ok = s.client.(gohbase.RPCClient); !ok {
+		s.shutdown()
+		return nil, fmt.Errorf("hbase: gohbase's client %T does not implement SendRPC", s.client)
+	}
 
 	if err := s.probe(ctx); err != nil {
 		s.shutdown()
