@@ -81,7 +81,9 @@ func (p *Postings) PostingsMatching(ctx context.Context, day uint32, name, prefi
 func (p *Postings) NextDay(ctx context.Context, day, last uint32) (uint32, bool, error) {
 	start := schema.IndexDayPrefix(nil, day)
 	stop := kv.PrefixEnd(schema.IndexDayPrefix(nil, last))
-	sc := p.st.Scan(ctx, schema.TableIndex, start, stop, kv.RowLimit(1), kv.WithFilter(kv.KeyOnlyFilter{}))
+	// One cell: only the first row's key is wanted, and that row (the day's
+	// first label value) may hold a posting per series of the day.
+	sc := p.st.Scan(ctx, schema.TableIndex, start, stop, kv.RowLimit(1), kv.CellLimit(1), kv.WithFilter(kv.KeyOnlyFilter{}))
 	defer sc.Close()
 	if !sc.Next() {
 		if err := sc.Err(); err != nil {

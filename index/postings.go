@@ -206,7 +206,9 @@ func (p *Postings) LabelNames(ctx context.Context, day uint32) ([]string, error)
 	start := schema.IndexDayPrefix(nil, day)
 	stop := kv.PrefixEnd(start)
 	for {
-		sc := p.st.Scan(ctx, schema.TableIndex, start, stop, kv.RowLimit(1),
+		// One cell: only the row key is wanted, and a row may hold a posting
+		// per series.
+		sc := p.st.Scan(ctx, schema.TableIndex, start, stop, kv.RowLimit(1), kv.CellLimit(1),
 			kv.Families(schema.FamilyPostings), kv.WithFilter(kv.KeyOnlyFilter{}))
 		if !sc.Next() {
 			err := sc.Err()

@@ -33,9 +33,13 @@
 //     over days gives series IDs (more than Options.MaxSeries fail here, unless
 //     a SelectHints.Limit no larger cuts them), the registry their labels
 //     (cached), sorted by labels;
-//  3. reads one key range per series (newest bucket first), Options.Concurrency
-//     series at a time and at most that many ahead of the consumer (fetch.go),
-//     so memory holds a few series' windows, not the result; raw cells (family
+//  3. reads the series' rows, Options.Concurrency reads at a time and at most
+//     that many ahead of the consumer (fetch.go), so memory holds a few reads'
+//     windows, not the result: over at most 48 buckets, a batch of series per
+//     read, whose rows (series × bucket, keys known without a read) come in one
+//     kv.Store.GetRows — one Pebble iterator, one HBase multi-get — within 512
+//     rows a batch; over more, or from a rollup, one series per read, by one
+//     scan of its key range (newest bucket first). Raw cells (family
 //     r) and any chunk cells (family c, schema/chunk.go) are merged, one sample
 //     per timestamp (raw wins), ascending, values bit-exact (stale markers
 //     included). Closing the querier or cancelling the Select's context stops

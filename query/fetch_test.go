@@ -46,6 +46,17 @@ func (s *blockingStore) Scan(ctx context.Context, table string, start, stop []by
 	return s.Store.Scan(ctx, table, start, stop, opts...)
 }
 
+// GetRows blocks as Scan does: batched data reads (fetch.go) come this way.
+func (s *blockingStore) GetRows(ctx context.Context, table string, rows [][]byte, opts ...kv.ReadOption) ([]kv.Row, error) {
+	if table != schema.TableData || s.pass.Add(-1) >= 0 {
+		return s.Store.GetRows(ctx, table, rows, opts...)
+	}
+	s.started <- struct{}{}
+	<-ctx.Done()
+	s.ended <- ctx.Err()
+	return s.Store.GetRows(ctx, table, rows, opts...)
+}
+
 // awaitStarted waits until n scans are blocked.
 func (s *blockingStore) awaitStarted(n int) {
 	for range n {

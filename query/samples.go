@@ -69,7 +69,16 @@ func (r *Reader) readSeries(ctx context.Context, s *series, mint, maxt int64) ([
 // one per timestamp, through schema.DecodeDataRow — the one decoder of data rows,
 // shared by every read path and by compaction: chunk and raw cells merged, a raw
 // cell winning over a chunk's sample of the same timestamp.
+//
+// A row of raw cells only (every row until compaction seals its bucket) is
+// decoded here, cell by cell with schema.DecodeRawCell, straight into the
+// samples handed out: the samples are DecodeDataRow's (the raw cells in
+// [mint, maxt], in qualifier order, which is time order), without its
+// intermediate slice.
 func (r *Reader) decodeRow(row kv.Row, mint, maxt int64) (bucketSamples, error) {
+	if b, ok, err := r.decodeRawRow(row, mint, maxt); ok || err != nil {
+		return b, err
+	}
 	rs, err := schema.DecodeDataRow(row, r.settings.BucketWidth, mint, maxt)
 	if err != nil {
 		return bucketSamples{}, err
@@ -87,4 +96,40 @@ func clampRange(mint, maxt int64) (int64, int64, bool) {
 	mint = max(mint, 0)
 	maxt = min(maxt, kv.MaxTimestamp)
 	return mint, maxt, maxt >= mint && maxt != math.MinInt64
+}
+
+// decodeRawRow decodes a row without chunk cells; ok is false when the row has
+// a chunk cell (DecodeDataRow then merges them).
+func (r *Reader) decodeRawRow(row kv.Row, mint, maxt int64) (b bucketSamples, ok bool, err error) {
+	n := 0
+	for i := range row.Cells {
+		switch row.Cells[i].Family {
+		case schema.FamilyChunk:
+			return b, false, nil
+		case schema.FamilyRaw:
+			n++
+		}
+	}
+	_, b.bucketStart, err = schema.ParseDataRowTail(row.Key)
+	if err != nil {
+		return b, true, err
+	}
+	if n == 0 {
+		return b, true, nil
+	}
+	b.samples = make([]sample, 0, n)
+	for i := range row.Cells {
+		c := &row.Cells[i]
+		if c.Family != schema.FamilyRaw {
+			continue
+		}
+		x, err := schema.DecodeRawCell(*c, b.bucketStart, r.settings.BucketWidth)
+		if err != nil {
+			return b, true, err
+		}
+		if x.T >= mint && x.T <= maxt {
+			b.samples = append(b.samples, sample{t: x.T, v: x.V})
+		}
+	}
+	return b, true, nil
 }

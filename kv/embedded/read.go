@@ -34,6 +34,29 @@ type rowReader struct {
 	// lastCells is the cell count of the previous row: rows of a scan tend to be
 	// alike, so it sizes the next row's slice.
 	lastCells int
+	// seekKey is scratch for the keys readRow skips to.
+	seekKey []byte
+}
+
+// maxSkipNexts is how many Next calls readRow tries before a SeekGE when it
+// skips keys (an older version, a column before the time range, a family not
+// read). Most skips pass one to a few keys (one version per column; the few t:
+// cells of a data row), and a Next costs far less than a seek, which
+// repositions every level of the LSM.
+const maxSkipNexts = 8
+
+// skipTo moves it to the first key >= target, with up to maxSkipNexts Next
+// calls before it seeks, and reports whether it is valid.
+func skipTo(it *pebble.Iterator, target []byte) bool {
+	for range maxSkipNexts {
+		if !it.Next() {
+			return false
+		}
+		if bytes.Compare(it.Key(), target) >= 0 {
+			return true
+		}
+	}
+	return it.SeekGE(target)
 }
 
 // newRowReader resolves read options against a table: every family named by the
@@ -101,7 +124,15 @@ func (r *rowReader) inRanges(q []byte) bool {
 // readRow reads the row whose key prefix is the first rowLen bytes of the
 // iterator's current key, leaving the iterator on the first key after the row (or
 // exhausted). It reports whether the row has cells and passes the filters.
-func (r *rowReader) readRow(it *pebble.Iterator, rowLen int) (kv.Row, bool, error) {
+//
+// With maxCells > 0 and no value filter (which needs the whole row), it stops
+// once the row has maxCells cells, leaving the iterator inside the row: for a
+// scan that ends there (CellLimit), so that a row of millions of cells (an
+// index row) is not read to return one.
+func (r *rowReader) readRow(it *pebble.Iterator, rowLen, maxCells int) (kv.Row, bool, error) {
+	if len(r.valueFilters) > 0 {
+		maxCells = 0
+	}
 	var row kv.Row
 	rp := bytes.Clone(it.Key()[:rowLen])
 	rowKey, _, err := readEscaped(rp[tablePfx:], nil)
@@ -138,11 +169,13 @@ func (r *rowReader) readRow(it *pebble.Iterator, rowLen int) (kv.Row, bool, erro
 				fam = r.t.families[string(p.family)]
 				if !want || fam == nil {
 					// Skip to the next selected family, or past the row.
+					r.seekKey = append(r.seekKey[:0], rp...)
 					if next != "" {
-						ok = it.SeekGE(appendEscaped(bytes.Clone(rp), []byte(next)))
+						r.seekKey = appendEscaped(r.seekKey, []byte(next))
 					} else {
-						ok = it.SeekGE(prefixEnd(rp))
+						r.seekKey = incPrefix(r.seekKey)
 					}
+					ok = skipTo(it, r.seekKey)
 					fam, col = nil, nil
 					continue
 				}
@@ -153,7 +186,7 @@ func (r *rowReader) readRow(it *pebble.Iterator, rowLen int) (kv.Row, bool, erro
 		versions++
 		if versions > fam.versions || p.ts < fam.oldest(r.nowMs) {
 			// Hidden, and so is every older version of the column.
-			ok = it.SeekGE(prefixEnd(col))
+			ok = skipTo(it, incPrefix(append(r.seekKey[:0], col...)))
 			continue
 		}
 		if p.ts >= r.o.MaxTimestamp {
@@ -162,7 +195,7 @@ func (r *rowReader) readRow(it *pebble.Iterator, rowLen int) (kv.Row, bool, erro
 		}
 		if p.ts < r.o.MinTimestamp {
 			// Older versions are older still.
-			ok = it.SeekGE(prefixEnd(col))
+			ok = skipTo(it, incPrefix(append(r.seekKey[:0], col...)))
 			continue
 		}
 		var value []byte
@@ -190,6 +223,9 @@ func (r *rowReader) readRow(it *pebble.Iterator, rowLen int) (kv.Row, bool, erro
 			}
 			c.Value, arena = copyTo(arena, value)
 			row.Cells = append(row.Cells, c)
+			if maxCells > 0 && len(row.Cells) >= maxCells {
+				break
+			}
 		}
 		ok = it.Next()
 	}
@@ -203,6 +239,20 @@ func (r *rowReader) readRow(it *pebble.Iterator, rowLen int) (kv.Row, bool, erro
 		}
 	}
 	return row, len(row.Cells) > 0, nil
+}
+
+// incPrefix turns prefix p, in place, into the smallest key after every key
+// with that prefix (kv.PrefixEnd without a copy). The prefixes readRow passes
+// end with an escape terminator (0x00 0x01), so there is always a byte to
+// increment.
+func incPrefix(p []byte) []byte {
+	for i := len(p) - 1; i >= 0; i-- {
+		if p[i] < 0xFF {
+			p[i]++
+			return p[:i+1]
+		}
+	}
+	panic("embedded: incPrefix of an all-0xFF prefix")
 }
 
 // copyTo copies b to the end of arena and returns the copy, capped so that appending
@@ -261,19 +311,33 @@ func (s *Store) getRows(ctx context.Context, op, tableName string, keys [][]byte
 	}
 	defer it.Close()
 	out := make([]kv.Row, len(keys))
-	for i, k := range keys {
-		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("embedded: %s %s: %w", op, tableName, err)
+	// Rows are read in key order, whatever the request's: each seek then moves
+	// forward from the last, which Pebble does with Next calls where it can
+	// (its try-seek-using-next), rather than a fresh descent of every level.
+	order := make([]int, len(keys))
+	for i := range order {
+		order[i] = i
+	}
+	if !slices.IsSortedFunc(order, func(a, b int) int { return bytes.Compare(keys[a], keys[b]) }) {
+		slices.SortFunc(order, func(a, b int) int { return bytes.Compare(keys[a], keys[b]) })
+	}
+	var rp []byte
+	for n, i := range order {
+		k := keys[i]
+		if n%64 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, fmt.Errorf("embedded: %s %s: %w", op, tableName, err)
+			}
 		}
 		out[i].Key = bytes.Clone(k)
-		rp := rowPrefix(t.prefix, k)
+		rp = appendEscaped(append(rp[:0], t.prefix...), k)
 		if !it.SeekGE(rp) || !bytes.HasPrefix(it.Key(), rp) {
 			if err := it.Error(); err != nil {
 				return nil, fmt.Errorf("embedded: %s %s: %w", op, tableName, err)
 			}
 			continue
 		}
-		row, ok, err := r.readRow(it, len(rp))
+		row, ok, err := r.readRow(it, len(rp), 0)
 		if err != nil {
 			return nil, fmt.Errorf("embedded: %s %s: %w", op, tableName, err)
 		}
@@ -369,7 +433,11 @@ func (sc *scanner) Next() bool {
 			sc.finish(fmt.Errorf("embedded: scan %s: %w %x", sc.table, err, sc.it.Key()))
 			return false
 		}
-		row, ok, err := sc.reader.readRow(sc.it, rowLen)
+		maxCells := 0
+		if o.CellLimit > 0 {
+			maxCells = o.CellLimit - sc.cells
+		}
+		row, ok, err := sc.reader.readRow(sc.it, rowLen, maxCells)
 		if err != nil {
 			sc.finish(fmt.Errorf("embedded: scan %s: %w", sc.table, err))
 			return false

@@ -249,6 +249,14 @@ func (s *Store) Scan(ctx context.Context, table string, start, stop []byte, opts
 	if n := limitHint(o); n > 0 {
 		qopts = append(qopts, hrpc.NumberOfRows(n))
 	}
+	if o.CellLimit > 0 && !hasValueFilter(o.Filters) {
+		// No row returned needs more than CellLimit cells of one family: the
+		// first CellLimit cells of a row are among the first CellLimit of each
+		// of its families. So the server need not send the rest of a large row
+		// (an index row holds a posting per series) only for the cut below.
+		// Not with a value filter: it may need to see a cell past the limit.
+		qopts = append(qopts, hrpc.MaxResultsPerColumnFamily(uint32(min(o.CellLimit, math.MaxInt32))))
+	}
 	if stop != nil && start != nil && string(stop) <= string(start) {
 		// An empty range. HBase would read start == stop as a Get of start.
 		sc.done = true
@@ -261,6 +269,16 @@ func (s *Store) Scan(ctx context.Context, table string, start, stop []byte, opts
 	}
 	sc.hs = s.client.Scan(scan)
 	return sc
+}
+
+// hasValueFilter reports whether fs holds a kv.ColumnValueFilter.
+func hasValueFilter(fs []kv.Filter) bool {
+	for _, f := range fs {
+		if _, ok := f.(kv.ColumnValueFilter); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // limitHint is the number of rows to fetch per round trip for a limited scan: every
