@@ -40,7 +40,8 @@ type Options struct {
 	// hide: versions past their family's TTL or beyond its MaxVersions [1m].
 	// A negative interval disables the sweeper (reads still hide those cells).
 	SweepInterval time.Duration
-	// CacheSize is the size of Pebble's block cache, in bytes [64 MiB].
+	// CacheSize is the size of Pebble's block cache, in bytes [64 MiB]; the
+	// memtables come on top of it (memTableReservation).
 	CacheSize int64
 	// Logger receives the sweeper's logs and Pebble's [slog.Default()].
 	Logger *slog.Logger
@@ -136,7 +137,10 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	cache := pebble.NewCache(opts.CacheSize)
+	// Pebble reserves every memtable's size in the block cache: without room for
+	// them, 32 MiB memtables (tuning.go) left a 64 MiB cache no space for blocks,
+	// and every read went to the files (0 % hit rate, docs/query-latency.md).
+	cache := pebble.NewCache(opts.CacheSize + memTableReservation)
 	defer cache.Unref()
 	popts := &pebble.Options{
 		FS:                 privateFS{vfs.Default},

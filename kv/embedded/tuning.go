@@ -42,6 +42,10 @@ const (
 	maxCompactions = 2
 )
 
+// memTableReservation is what the memtables may reserve in the block cache at
+// once: the mutable one and those queued for flushing.
+const memTableReservation = memTableSize * (memTableStopWritesThreshold + 1)
+
 // tunePebble sets the options of o that decide Pebble's write amplification.
 func tunePebble(o *pebble.Options) {
 	o.MemTableSize = memTableSize
