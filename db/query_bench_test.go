@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql"
 	"github.com/prometheus/prometheus/promql/parser"
+	"github.com/prometheus/prometheus/storage"
 
 	"github.com/hbtsdb/hbtsdb/db"
 	"github.com/hbtsdb/hbtsdb/schema"
@@ -66,19 +67,7 @@ func BenchmarkQuery(b *testing.B) {
 				qs := `sum by (job) (rate(bench_requests_total[5m]))`
 				var res promql.Matrix
 				run(b, func() {
-					q, err := eng.NewRangeQuery(ctx, d, nil, qs, end.Add(-time.Hour), end, benchStep)
-					if err != nil {
-						b.Fatal(err)
-					}
-					r := q.Exec(ctx)
-					if r.Err != nil {
-						b.Fatal(r.Err)
-					}
-					res, err = r.Matrix()
-					if err != nil {
-						b.Fatal(err)
-					}
-					q.Close()
+					withQuery(b, ctx, eng, d, qs, end.Add(-time.Hour), end, benchStep, func(v parser.Value) { res = v.(promql.Matrix) })
 				})
 				if len(res) != rangeJobs || len(res[0].Floats) != 241 {
 					b.Fatalf("%s: %d series (want %d), %d points (want 241)", qs, len(res), rangeJobs, len(res[0].Floats))
@@ -102,19 +91,7 @@ func BenchmarkQuery(b *testing.B) {
 				qs := `{job="job-042", shard="s-0007"}`
 				var res promql.Vector
 				run(b, func() {
-					q, err := eng.NewInstantQuery(ctx, d, nil, qs, end)
-					if err != nil {
-						b.Fatal(err)
-					}
-					r := q.Exec(ctx)
-					if r.Err != nil {
-						b.Fatal(r.Err)
-					}
-					res, err = r.Vector()
-					if err != nil {
-						b.Fatal(err)
-					}
-					q.Close()
+					withQuery(b, ctx, eng, d, qs, end, end, 0, func(v parser.Value) { res = v.(promql.Vector) })
 				})
 				want := bigLabels(42*(bigSeries/bigJobs) + 7)
 				if len(res) != 1 || !labels.Equal(res[0].Metric, want) || res[0].F != 42007 {
@@ -218,4 +195,30 @@ func mustWrite(b *testing.B, d *db.DB, req *write.Request) {
 	if err := write.RejectionError(res); err != nil {
 		b.Fatalf("load: %v", err)
 	}
+}
+
+// withQuery evaluates expr on q — an instant query at end when step is 0, else
+// a range query from start to end — fails tb on any error, and hands the result
+// to use before the query is closed (the engine reuses its memory after).
+func withQuery(tb testing.TB, ctx context.Context, eng *promql.Engine, q storage.Queryable, expr string,
+	start, end time.Time, step time.Duration, use func(parser.Value)) {
+	tb.Helper()
+	var (
+		qry promql.Query
+		err error
+	)
+	if step == 0 {
+		qry, err = eng.NewInstantQuery(ctx, q, nil, expr, end)
+	} else {
+		qry, err = eng.NewRangeQuery(ctx, q, nil, expr, start, end, step)
+	}
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer qry.Close()
+	r := qry.Exec(ctx)
+	if r.Err != nil {
+		tb.Fatalf("%s: %v", expr, r.Err)
+	}
+	use(r.Value)
 }

@@ -91,27 +91,14 @@ func BenchmarkQueryCompare(b *testing.B) {
 					b.Run(c.name, func(b *testing.B) {
 						var n int
 						run(b, func() {
-							var q promql.Query
-							var err error
-							if c.step == 0 {
-								q, err = eng.NewInstantQuery(ctx, d, nil, c.expr, end)
-							} else {
-								q, err = eng.NewRangeQuery(ctx, d, nil, c.expr, end.Add(-span), end, c.step)
-							}
-							if err != nil {
-								b.Fatal(err)
-							}
-							r := q.Exec(ctx)
-							if r.Err != nil {
-								b.Fatal(r.Err)
-							}
-							switch v := r.Value.(type) {
-							case promql.Matrix:
-								n = len(v)
-							case promql.Vector:
-								n = len(v)
-							}
-							q.Close()
+							withQuery(b, ctx, eng, d, c.expr, end.Add(-span), end, c.step, func(v parser.Value) {
+								switch v := v.(type) {
+								case promql.Matrix:
+									n = len(v)
+								case promql.Vector:
+									n = len(v)
+								}
+							})
 						})
 						if n != c.series {
 							b.Fatalf("%s: %d series, want %d", c.expr, n, c.series)
@@ -287,18 +274,7 @@ func BenchmarkQueryOneOf1M(b *testing.B) {
 	qs := `{job="job-0042", shard="s-0007"}`
 	var res promql.Vector
 	run(b, func() {
-		q, err := eng.NewInstantQuery(ctx, d, nil, qs, end)
-		if err != nil {
-			b.Fatal(err)
-		}
-		r := q.Exec(ctx)
-		if r.Err != nil {
-			b.Fatal(r.Err)
-		}
-		if res, err = r.Vector(); err != nil {
-			b.Fatal(err)
-		}
-		q.Close()
+		withQuery(b, ctx, eng, d, qs, end, end, 0, func(v parser.Value) { res = v.(promql.Vector) })
 	})
 	want := 42*(n/jobs) + 7
 	if len(res) != 1 || !labels.Equal(res[0].Metric, lbls(want)) || res[0].F != float64(want) {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
@@ -100,25 +99,10 @@ func (h *hbaseInstance) compact(ctx context.Context, root string, tables []strin
 // archived, so the name follows a file from WALs/ to oldWALs/.
 func walFiles(rootDir string) (map[string]int64, error) {
 	sizes := map[string]int64{}
-	err := filepath.WalkDir(rootDir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil // archived or cleaned while we walked
-			}
-			return err
+	err := walkFileSizes(rootDir, func(path string, d fs.DirEntry, size int64) {
+		if inWALDir(rootDir, path) {
+			sizes[d.Name()] = size
 		}
-		if !d.Type().IsRegular() || !inWALDir(rootDir, path) {
-			return nil
-		}
-		info, err := d.Info()
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		sizes[d.Name()] = info.Size()
-		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("hbase: WAL files under %s: %w", rootDir, err)

@@ -177,10 +177,21 @@ func (r *running) stop() error {
 // dirBytes is the apparent size of the regular files under dir.
 func dirBytes(dir string) (int64, error) {
 	var total int64
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+	err := walkFileSizes(dir, func(_ string, _ fs.DirEntry, size int64) { total += size })
+	if err != nil {
+		return 0, fmt.Errorf("disk usage of %s: %w", dir, err)
+	}
+	return total, nil
+}
+
+// walkFileSizes calls fn with the size of every regular file under dir. Files
+// removed while the walk runs (a compaction, an archived WAL segment) are
+// skipped, not errors.
+func walkFileSizes(dir string, fn func(path string, d fs.DirEntry, size int64)) error {
+	return filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
-				return nil // removed while we walked (a compaction, a WAL segment)
+				return nil
 			}
 			return err
 		}
@@ -194,13 +205,9 @@ func dirBytes(dir string) (int64, error) {
 		if err != nil {
 			return err
 		}
-		total += info.Size()
+		fn(path, d, info.Size())
 		return nil
 	})
-	if err != nil {
-		return 0, fmt.Errorf("disk usage of %s: %w", dir, err)
-	}
-	return total, nil
 }
 
 // binaries are the servers' binaries and what else starting them needs.

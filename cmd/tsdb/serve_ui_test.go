@@ -2,12 +2,9 @@ package main
 
 import (
 	"net/http"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
-
-	"github.com/hbtsdb/hbtsdb/testing/pkitest"
 )
 
 // TestQueryPageBehindWebConfig: with --web.config.file the query page and its
@@ -15,14 +12,7 @@ import (
 // users get them, a write-only user (who could not run a query from it) gets
 // 403, and paths next to the page stay 404.
 func TestQueryPageBehindWebConfig(t *testing.T) {
-	dir := t.TempDir()
-	cfg := writeWebConfig(t, filepath.Join(dir, "web.yml"), "basic_auth_users:\n"+
-		"  admin: "+pkitest.BcryptHash(t, "pw-admin")+"\n"+
-		"  prometheus: "+pkitest.BcryptHash(t, "pw-prometheus")+"\n"+
-		"  grafana: "+pkitest.BcryptHash(t, "pw-grafana")+"\n")
-	s := startServe(t, "--storage=embedded:"+t.TempDir(), "--web.config.file="+cfg,
-		"--web.read-only-users=grafana", "--web.write-only-users=prometheus")
-	s.waitLog(t, `msg="store ready"`)
+	s := startRolesServer(t)
 	c := http.DefaultClient
 	base := "http://" + s.addr
 

@@ -278,18 +278,26 @@ func TestWriteEndpoint(t *testing.T) {
 	}
 }
 
-// TestWebRoles: with a write-only, a read-only and an unrestricted user on one
-// server, each may call exactly its endpoints, and the admin ones (neither
-// read nor write) only the unrestricted user.
-func TestWebRoles(t *testing.T) {
-	dir := t.TempDir()
-	cfg := writeWebConfig(t, filepath.Join(dir, "web.yml"), "basic_auth_users:\n"+
+// startRolesServer starts tsdb serve behind basic auth with three users: admin
+// (unrestricted, password pw-admin), prometheus (write-only, pw-prometheus) and
+// grafana (read-only, pw-grafana), and waits until its store is ready.
+func startRolesServer(t *testing.T) *server {
+	t.Helper()
+	cfg := writeWebConfig(t, filepath.Join(t.TempDir(), "web.yml"), "basic_auth_users:\n"+
 		"  admin: "+pkitest.BcryptHash(t, "pw-admin")+"\n"+
 		"  prometheus: "+pkitest.BcryptHash(t, "pw-prometheus")+"\n"+
 		"  grafana: "+pkitest.BcryptHash(t, "pw-grafana")+"\n")
 	s := startServe(t, "--storage=embedded:"+t.TempDir(), "--web.config.file="+cfg,
 		"--web.read-only-users=grafana", "--web.write-only-users=prometheus")
 	s.waitLog(t, `msg="store ready"`)
+	return s
+}
+
+// TestWebRoles: with a write-only, a read-only and an unrestricted user on one
+// server, each may call exactly its endpoints, and the admin ones (neither
+// read nor write) only the unrestricted user.
+func TestWebRoles(t *testing.T) {
+	s := startRolesServer(t)
 	c := http.DefaultClient
 	base := "http://" + s.addr
 	query := base + "/api/v1/query?query=" + url.QueryEscape(`{__name__="sys.cpu.user"}`) + fmt.Sprintf("&time=%d", now)
