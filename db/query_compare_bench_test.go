@@ -110,17 +110,6 @@ func BenchmarkQueryCompare(b *testing.B) {
 	}
 }
 
-func benchEngine() *promql.Engine {
-	return promql.NewEngine(promql.EngineOpts{
-		MaxSamples:           50_000_000,
-		Timeout:              5 * time.Minute,
-		LookbackDelta:        5 * time.Minute,
-		EnableAtModifier:     true,
-		EnableNegativeOffset: true,
-		Parser:               parser.NewParser(parser.Options{}),
-	})
-}
-
 // compareLabels are the labels of series i of host h in bench/compare's load.
 func compareLabels(h, i int) labels.Labels {
 	name := "node_gauge_" + strconv.Itoa(i)
