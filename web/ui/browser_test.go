@@ -202,7 +202,10 @@ func TestQueryPageInBrowser(t *testing.T) {
 	do := func(what string, actions ...chromedp.Action[chromedp.Void]) {
 		t.Helper()
 		if err := chromedp.Do(ctx, actions...); err != nil {
-			t.Fatalf("%s: %v", what, err)
+			// What the page showed, to tell a slow page from a wrong one.
+			editorText, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector("#editor .cm-content")?.textContent ?? "(no editor)"`))
+			completions, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`[...document.querySelectorAll(".cm-tooltip-autocomplete li")].map(li => li.textContent).join(", ")`))
+			t.Fatalf("%s: %v (the editor holds %q; completions offered: %q)", what, err, editorText, completions)
 		}
 	}
 	type row struct{ Series, Value string }
@@ -219,10 +222,18 @@ func TestQueryPageInBrowser(t *testing.T) {
 		}
 		return out
 	}
-	// completion is the completion list's entry labelled label (an XPath,
-	// which a plain string selector may be).
-	completion := func(label string) string {
-		return fmt.Sprintf(`//div[contains(@class,"cm-tooltip-autocomplete")]//li[.//span[contains(@class,"cm-completionLabel") and string(.)=%q]]`, label)
+	// completionFor is the completion list's entry labelled label (an XPath,
+	// which a plain string selector may be) once the list has been filtered
+	// by typed, the whole prefix (CodeMirror marks the matched characters): the
+	// list is re-rendered as each key arrives, and a click on an entry of an
+	// earlier rendering can land outside the editor and take its focus away.
+	completionFor := func(label, typed string) string {
+		return fmt.Sprintf(`//div[contains(@class,"cm-tooltip-autocomplete")]//li[.//span[contains(@class,"cm-completionLabel") and string(.)=%q]`+
+			`//span[contains(@class,"cm-completionMatchedText") and string(.)=%q]]`, label, typed)
+	}
+	// editorHolds waits until the editor's text is text.
+	editorHolds := func(text string) chromedp.Action[chromedp.Void] {
+		return chromedp.Poll[chromedp.Void](fmt.Sprintf(`document.querySelector("#editor .cm-content").textContent === %q`, text))
 	}
 	editor := chromedp.CSS(`#editor .cm-content`)
 	noCompletions := chromedp.CSS(`.cm-tooltip-autocomplete`)
@@ -234,20 +245,45 @@ func TestQueryPageInBrowser(t *testing.T) {
 		chromedp.WaitVisible(editor),
 		chromedp.Click(editor),
 	)
-	do("complete a metric name",
-		chromedp.KeyEvent("node_loa"),
-		chromedp.WaitVisible(completion("node_load1")),
-		chromedp.Click(completion("node_load5")),
-		chromedp.WaitNotPresent(noCompletions),
-	)
-	do("complete a label name",
-		chromedp.KeyEvent("{ho"),
-		// A click, not Enter: for a moment after the list opens, Enter runs
-		// the query rather than taking a completion (CodeMirror's
-		// interactionDelay), as it should for a person typing fast.
-		chromedp.Click(completion("host")),
-		chromedp.WaitNotPresent(noCompletions),
-	)
+	// complete takes the completion label for what was typed (the editor then
+	// holds typedText), by a click, not Enter: for a moment after the list
+	// opens, Enter runs the query rather than taking a completion (CodeMirror's
+	// interactionDelay), as it should for a person typing fast. Completions
+	// arrive from the API while the list is open, and a click on an entry the
+	// update replaces is lost (the list closes, nothing is taken, the editor may
+	// lose the focus): then the editor is focused, the cursor put back (toCursor:
+	// keys after End) and the last letter typed again, which opens the list
+	// again, and the entry is clicked again, until the editor holds want or the
+	// test's context ends.
+	complete := func(typed, typedText, label, want string, toCursor ...string) {
+		t.Helper()
+		for {
+			do("complete "+typed+" with "+label,
+				chromedp.WaitVisible(completionFor(label, typed)),
+				chromedp.Click(completionFor(label, typed)),
+				chromedp.WaitNotPresent(noCompletions),
+			)
+			got := value(t, ctx, "read the editor", chromedp.TextContent(editor))
+			if got == want {
+				return
+			} else if got != typedText {
+				t.Fatalf("after taking the completion %s, the editor holds %q, want %q", label, got, want)
+			}
+			t.Logf("the click on the completion %s was lost while the list updated; typing its last letter again", label)
+			last := typed[len(typed)-1:]
+			retype := []chromedp.Action[chromedp.Void]{chromedp.Click(editor), chromedp.KeyEvent(kb.End)}
+			for _, k := range toCursor {
+				retype = append(retype, chromedp.KeyEvent(k))
+			}
+			retype = append(retype, chromedp.KeyEvent(kb.Backspace), editorHolds(strings.Replace(typedText, typed, typed[:len(typed)-1], 1)),
+				chromedp.KeyEvent(last), editorHolds(typedText))
+			do("open the completion list again", retype...)
+		}
+	}
+	do("type a metric name's beginning", chromedp.KeyEvent("node_loa"), editorHolds("node_loa"))
+	complete("node_loa", "node_loa", "node_load5", "node_load5")
+	do("type a label name's beginning", chromedp.KeyEvent("{ho"), editorHolds("node_load5{ho}"))
+	complete("ho", "node_load5{ho}", "host", "node_load5{host}", kb.ArrowLeft)
 	do("finish the expression", chromedp.KeyEvent(`!="db1`), chromedp.KeyEvent(kb.Escape))
 	expr := value(t, ctx, "read the editor", chromedp.TextContent(editor))
 	if want := `node_load5{host!="db1"}`; expr != want {
