@@ -7,18 +7,23 @@ import (
 	"time"
 
 	"github.com/hbtsdb/hbtsdb/schema"
+	"github.com/prometheus/prometheus/model/exemplar"
 	"github.com/prometheus/prometheus/model/labels"
 )
 
-// Series is one label set (with __name__) and its samples, in any order.
+// Series is one label set (with __name__) and its samples, in any order: float
+// samples, native histogram samples (integer or float, one of H and FH set) and
+// exemplars. A timestamp that is both a float and a histogram sample of one
+// request is a duplicate: the histogram is rejected.
 type Series struct {
-	Labels  labels.Labels
-	Samples []schema.Sample
+	Labels     labels.Labels
+	Samples    []schema.Sample
+	Histograms []schema.HistogramSample
+	Exemplars  []exemplar.Exemplar
 }
 
 // Request is one write: what one remote-write or /api/put request carries once
-// decoded. Native histograms and exemplars are not stored yet; the decoder counts
-// them so the response can say they were not written.
+// decoded.
 type Request struct {
 	Series   []Series
 	Metadata []schema.Metadata
@@ -97,6 +102,11 @@ type Result struct {
 	// SeriesWritten and SamplesWritten count what was durably stored.
 	SeriesWritten  int
 	SamplesWritten int
+	// HistogramsWritten and ExemplarsWritten count the native histogram
+	// samples and exemplars durably stored (SamplesWritten counts floats only,
+	// as remote write 2.0's Samples-Written header does).
+	HistogramsWritten int
+	ExemplarsWritten  int
 	// MetadataWritten counts the entries of Request.Metadata that are stored
 	// (including those this process had stored already, unchanged).
 	MetadataWritten int
