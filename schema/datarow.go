@@ -2,7 +2,10 @@ package schema
 
 import (
 	"cmp"
+	"encoding/binary"
+	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -30,8 +33,13 @@ import (
 type RowSamples struct {
 	// BucketStart is the row's bucket start (ms).
 	BucketStart int64
-	// Samples are the row's samples in [mint, maxt], ascending, one per timestamp.
+	// Samples are the row's float samples in [mint, maxt], ascending, one per
+	// timestamp.
 	Samples []Sample
+	// Histograms are the row's native histogram samples in [mint, maxt],
+	// ascending, one per timestamp, none at a timestamp of Samples (a series
+	// holds one sample per timestamp, of either kind).
+	Histograms []HistogramSample
 	// Chunk is set when the row's samples in [mint, maxt] are exactly those of its
 	// only chunk cell (no raw cell, the chunk wholly within the range): a reader
 	// that serves chunks (remote read) may hand it out unchanged.
@@ -53,6 +61,7 @@ func DecodeDataRow(row kv.Row, width time.Duration, mint, maxt int64) (RowSample
 	out := RowSamples{BucketStart: bucketStart}
 	var (
 		fromChunks, raw []Sample
+		rawH            []HistogramSample
 		chunks          []chunkenc.Chunk
 		cut             bool // a chunk had samples outside [mint, maxt]
 	)
@@ -61,6 +70,16 @@ func DecodeDataRow(row kv.Row, width time.Duration, mint, maxt int64) (RowSample
 		case FamilyRaw:
 			out.RawCells++
 			s, err := DecodeRawCell(c, bucketStart, width)
+			if errors.Is(err, ErrHistogramCell) {
+				h, err := DecodeRawHistogramCell(c, bucketStart, width)
+				if err != nil {
+					return out, err
+				}
+				if h.T >= mint && h.T <= maxt {
+					rawH = append(rawH, h)
+				}
+				continue
+			}
 			if err != nil {
 				return out, err
 			}
@@ -105,17 +124,41 @@ func DecodeDataRow(row kv.Row, width time.Duration, mint, maxt int64) (RowSample
 	default:
 		out.Samples = mergeRaw(fromChunks, raw)
 	}
+	if len(rawH) > 0 {
+		out.Chunk = nil
+		out.Histograms = rawH
+		out.Samples = dropAt(out.Samples, rawH)
+	}
 	return out, nil
 }
 
-// DecodeRawCell decodes one raw cell of the row whose bucket starts at
-// bucketStart. The cell's timestamp must be the sample's (raw.go).
+// dropAt removes from samples (ascending) those at a timestamp of hs
+// (ascending): a raw histogram replaces a chunk's float of its timestamp.
+func dropAt(samples []Sample, hs []HistogramSample) []Sample {
+	out := samples[:0]
+	j := 0
+	for _, s := range samples {
+		for j < len(hs) && hs[j].T < s.T {
+			j++
+		}
+		if j < len(hs) && hs[j].T == s.T {
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// ErrHistogramCell is DecodeRawCell's answer for a raw cell that holds a native
+// histogram sample (histogram.go) rather than a float one: decode it with
+// DecodeRawHistogramCell.
+var ErrHistogramCell = errors.New("schema: raw cell holds a histogram sample")
+
+// DecodeRawCell decodes one raw cell holding a float sample, of the row whose
+// bucket starts at bucketStart. The cell's timestamp must be the sample's
+// (raw.go). A cell holding a histogram sample fails with ErrHistogramCell.
 func DecodeRawCell(c kv.Cell, bucketStart int64, width time.Duration) (Sample, error) {
 	off, err := DecodeRawQualifier(c.Qualifier, width)
-	if err != nil {
-		return Sample{}, err
-	}
-	v, err := DecodeRawValue(c.Value)
 	if err != nil {
 		return Sample{}, err
 	}
@@ -123,7 +166,38 @@ func DecodeRawCell(c kv.Cell, bucketStart int64, width time.Duration) (Sample, e
 		return Sample{}, fmt.Errorf("schema: raw cell at offset %d of bucket %d has timestamp %d: %w",
 			off, bucketStart, c.Timestamp, ErrMalformed)
 	}
-	return Sample{T: c.Timestamp, V: v}, nil
+	if len(c.Value) == RawValueLen {
+		return Sample{T: c.Timestamp, V: math.Float64frombits(binary.BigEndian.Uint64(c.Value))}, nil
+	}
+	if len(c.Value) >= minHistogramValueLen {
+		return Sample{}, ErrHistogramCell
+	}
+	v, err := DecodeSampleValue(c.Value)
+	if err != nil {
+		return Sample{}, err
+	}
+	return Sample{T: c.Timestamp, V: v.F, ST: v.ST}, nil
+}
+
+// DecodeRawHistogramCell decodes one raw cell holding a histogram sample (see
+// DecodeRawCell). A float cell fails, wrapping ErrMalformed.
+func DecodeRawHistogramCell(c kv.Cell, bucketStart int64, width time.Duration) (HistogramSample, error) {
+	off, err := DecodeRawQualifier(c.Qualifier, width)
+	if err != nil {
+		return HistogramSample{}, err
+	}
+	if t := bucketStart + off; t != c.Timestamp {
+		return HistogramSample{}, fmt.Errorf("schema: raw cell at offset %d of bucket %d has timestamp %d: %w",
+			off, bucketStart, c.Timestamp, ErrMalformed)
+	}
+	if len(c.Value) < minHistogramValueLen {
+		return HistogramSample{}, fmt.Errorf("schema: raw cell at offset %d of bucket %d holds a float, not a histogram: %w", off, bucketStart, ErrMalformed)
+	}
+	v, err := DecodeSampleValue(c.Value)
+	if err != nil {
+		return HistogramSample{}, fmt.Errorf("schema: raw cell at offset %d of bucket %d: %w", off, bucketStart, err)
+	}
+	return HistogramSample{T: c.Timestamp, ST: v.ST, H: v.H, FH: v.FH}, nil
 }
 
 // DecodeChunkCell decodes a chunk cell. Only the float XOR encoding is accepted:

@@ -22,7 +22,9 @@ import (
 //	timestamp = the sample's timestamp
 //
 //	kind         0x01 an integer histogram (histogram.Histogram), 0x02 a float
-//	             histogram (histogram.FloatHistogram)
+//	             histogram (histogram.FloatHistogram); 0x11 and 0x12 the same
+//	             with a start timestamp: 8 more bytes, big-endian int64 ms,
+//	             right after the hint
 //	hint         the counter-reset hint (histogram.CounterResetHint, 0..3)
 //	zeroCount,   uvarint for an integer histogram; 8 bytes of float64 bits
 //	count        (big-endian, as every float here) for a float histogram
@@ -34,10 +36,13 @@ import (
 //	             bounds of a custom-buckets histogram (schema -53, NHCB); n is
 //	             0 for exponential schemas
 //
+// A float sample with a start timestamp (Sample.ST != 0) has a 16-byte value:
+// the start timestamp (big-endian int64 ms), then the float's bits.
+//
 // Invariants:
 //
-//   - a float sample's value is exactly 8 bytes (RawValueLen) and a histogram's
-//     is at least 20 (kind, hint, schema, zero threshold, sum and the five
+//   - a float sample's value is exactly 8 bytes (RawValueLen), 16 with a start
+//     timestamp (RawValueSTLen), and a histogram's is at least 20 (kind, hint, schema, zero threshold, sum and the five
 //     counts of the empty lists), so the length tells them apart
 //     (DecodeSampleValue);
 //   - every float is stored as its bit pattern, so NaN payloads (the stale
@@ -56,7 +61,44 @@ import (
 const (
 	histogramKindInt   byte = 0x01
 	histogramKindFloat byte = 0x02
+	// histogramWithST marks a histogram value that carries a start timestamp.
+	histogramWithST byte = 0x10
 )
+
+// RawValueSTLen is the length of a float sample's value with a start timestamp.
+const RawValueSTLen = 8 + RawValueLen
+
+// AppendSampleValue appends the raw cell value of a float sample to dst: its
+// bits, preceded by its start timestamp when it has one.
+func AppendSampleValue(dst []byte, s Sample) []byte {
+	if s.ST != 0 {
+		dst = binary.BigEndian.AppendUint64(dst, uint64(s.ST))
+	}
+	return AppendRawValue(dst, s.V)
+}
+
+// AppendHistogramSampleValue appends the raw cell value of a histogram sample
+// (its H or FH, which must be valid) to dst, with its start timestamp when it
+// has one.
+func AppendHistogramSampleValue(dst []byte, s HistogramSample) []byte {
+	start := len(dst)
+	if s.H != nil {
+		dst = AppendHistogramValue(dst, s.H)
+	} else {
+		dst = AppendFloatHistogramValue(dst, s.FH)
+	}
+	if s.ST == 0 {
+		return dst
+	}
+	// Insert the start timestamp after kind and hint.
+	dst[start] |= histogramWithST
+	var st [8]byte
+	binary.BigEndian.PutUint64(st[:], uint64(s.ST))
+	dst = append(dst, st[:]...)
+	copy(dst[start+10:], dst[start+2:len(dst)-8])
+	copy(dst[start+2:start+10], st[:])
+	return dst
+}
 
 // minHistogramValueLen is the shortest histogram value: kind, hint, a one-byte
 // schema, zero threshold and sum (8 each), one-byte zero count and count, and
@@ -96,8 +138,10 @@ func AppendFloatHistogramValue(dst []byte, h *histogram.FloatHistogram) []byte {
 }
 
 // SampleValue is a decoded raw cell value: exactly one of a float (H and FH
-// nil), an integer histogram (H) or a float histogram (FH).
+// nil), an integer histogram (H) or a float histogram (FH), and its start
+// timestamp (0 when it has none).
 type SampleValue struct {
+	ST int64
 	F  float64
 	H  *histogram.Histogram
 	FH *histogram.FloatHistogram
@@ -107,9 +151,17 @@ type SampleValue struct {
 // fails, wrapping ErrMalformed, on any value that AppendRawValue,
 // AppendHistogramValue or AppendFloatHistogramValue cannot have written.
 func DecodeSampleValue(b []byte) (SampleValue, error) {
-	if len(b) == RawValueLen {
+	switch len(b) {
+	case RawValueLen:
 		f, err := DecodeRawValue(b)
 		return SampleValue{F: f}, err
+	case RawValueSTLen:
+		st := int64(binary.BigEndian.Uint64(b))
+		if st == 0 {
+			return SampleValue{}, fmt.Errorf("schema: float sample value with a start timestamp of 0: %w", ErrMalformed)
+		}
+		f, err := DecodeRawValue(b[8:])
+		return SampleValue{ST: st, F: f}, err
 	}
 	if len(b) < minHistogramValueLen {
 		return SampleValue{}, fmt.Errorf("schema: sample value of %d bytes is neither a float (%d) nor a histogram (at least %d): %w",
@@ -117,6 +169,15 @@ func DecodeSampleValue(b []byte) (SampleValue, error) {
 	}
 	d := histogramDecoder{b: b[2:]}
 	kind, hint := b[0], histogram.CounterResetHint(b[1])
+	var st int64
+	if kind&histogramWithST != 0 {
+		kind &^= histogramWithST
+		st = int64(binary.BigEndian.Uint64(b[2:10])) // len(b) >= 20
+		if st == 0 {
+			return SampleValue{}, fmt.Errorf("schema: histogram value with a start timestamp of 0: %w", ErrMalformed)
+		}
+		d.b = b[10:]
+	}
 	if hint > histogram.GaugeType {
 		return SampleValue{}, fmt.Errorf("schema: histogram counter-reset hint %d is unknown: %w", hint, ErrMalformed)
 	}
@@ -139,7 +200,7 @@ func DecodeSampleValue(b []byte) (SampleValue, error) {
 		if err := h.Validate(); err != nil {
 			return SampleValue{}, fmt.Errorf("schema: integer histogram: %v: %w", err, ErrMalformed)
 		}
-		return SampleValue{H: h}, nil
+		return SampleValue{ST: st, H: h}, nil
 	case histogramKindFloat:
 		h := &histogram.FloatHistogram{CounterResetHint: hint, Schema: int32(schemaNumber)}
 		h.ZeroThreshold = d.float()
@@ -157,7 +218,7 @@ func DecodeSampleValue(b []byte) (SampleValue, error) {
 		if err := h.Validate(); err != nil {
 			return SampleValue{}, fmt.Errorf("schema: float histogram: %v: %w", err, ErrMalformed)
 		}
-		return SampleValue{FH: h}, nil
+		return SampleValue{ST: st, FH: h}, nil
 	default:
 		return SampleValue{}, fmt.Errorf("schema: sample value kind 0x%02x is unknown: %w", kind, ErrMalformed)
 	}

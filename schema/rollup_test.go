@@ -549,22 +549,22 @@ func TestAggregateWindowsCases(t *testing.T) {
 		samples []schema.Sample
 		want    []schema.RollupWindow
 	}{
-		{"max and min skip NaN", []schema.Sample{{1, math.NaN()}, {2, 5}, {3, nanPayload}, {4, 3}},
+		{"max and min skip NaN", []schema.Sample{{T: 1, V: math.NaN()}, {T: 2, V: 5}, {T: 3, V: nanPayload}, {T: 4, V: 3}},
 			[]schema.RollupWindow{{End: m, Count: 4, Sum: math.NaN(), Min: 3, Max: 5, FirstT: 1, FirstV: math.NaN(), LastT: 4, LastV: 3, StaleT: -1}}},
-		{"all NaN: the last NaN, as max_over_time", []schema.Sample{{1, math.NaN()}, {2, nanPayload}},
+		{"all NaN: the last NaN, as max_over_time", []schema.Sample{{T: 1, V: math.NaN()}, {T: 2, V: nanPayload}},
 			[]schema.RollupWindow{{End: m, Count: 2, Sum: math.NaN(), Min: nanPayload, Max: nanPayload, FirstT: 1, FirstV: math.NaN(), LastT: 2, LastV: nanPayload, StaleT: -1}}},
-		{"only a stale marker", []schema.Sample{{m + 5, staleNaN}},
+		{"only a stale marker", []schema.Sample{{T: m + 5, V: staleNaN}},
 			[]schema.RollupWindow{{End: 2 * m, StaleT: m + 5}}},
 		{"stale markers in the middle are skipped, the reset counted across them",
-			[]schema.Sample{{1, 10}, {2, staleNaN}, {3, 4}, {m, staleNaN}},
+			[]schema.Sample{{T: 1, V: 10}, {T: 2, V: staleNaN}, {T: 3, V: 4}, {T: m, V: staleNaN}},
 			[]schema.RollupWindow{{End: m, Count: 2, Sum: 14, Min: 4, Max: 10, FirstT: 1, FirstV: 10, LastT: 3, LastV: 4, Resets: 10, StaleT: m}}},
-		{"a sample after a stale marker clears it", []schema.Sample{{1, staleNaN}, {2, 1}},
+		{"a sample after a stale marker clears it", []schema.Sample{{T: 1, V: staleNaN}, {T: 2, V: 1}},
 			[]schema.RollupWindow{{End: m, Count: 1, Sum: 1, Min: 1, Max: 1, FirstT: 2, FirstV: 1, LastT: 2, LastV: 1, StaleT: -1}}},
-		{"-0 and +0: the first is kept", []schema.Sample{{1, negZero}, {2, 0}},
+		{"-0 and +0: the first is kept", []schema.Sample{{T: 1, V: negZero}, {T: 2, V: 0}},
 			[]schema.RollupWindow{{End: m, Count: 2, Sum: 0, Min: negZero, Max: negZero, FirstT: 1, FirstV: negZero, LastT: 2, LastV: 0, StaleT: -1}}},
-		{"Inf in the sum", []schema.Sample{{1, 1}, {2, math.Inf(1)}, {m, 2}},
+		{"Inf in the sum", []schema.Sample{{T: 1, V: 1}, {T: 2, V: math.Inf(1)}, {T: m, V: 2}},
 			[]schema.RollupWindow{{End: m, Count: 3, Sum: math.Inf(1), Min: 1, Max: math.Inf(1), FirstT: 1, FirstV: 1, LastT: m, LastV: 2, Resets: math.Inf(1), StaleT: -1}}},
-		{"windows are closed on the right, empty ones absent", []schema.Sample{{0, 1}, {1, 2}, {3 * m, 3}},
+		{"windows are closed on the right, empty ones absent", []schema.Sample{{T: 0, V: 1}, {T: 1, V: 2}, {T: 3 * m, V: 3}},
 			[]schema.RollupWindow{
 				{End: 0, Count: 1, Sum: 1, Min: 1, Max: 1, FirstT: 0, FirstV: 1, LastT: 0, LastV: 1, StaleT: -1},
 				{End: m, Count: 1, Sum: 2, Min: 2, Max: 2, FirstT: 1, FirstV: 2, LastT: 1, LastV: 2, StaleT: -1},
@@ -686,14 +686,14 @@ func TestMergeCases(t *testing.T) {
 		name string
 		a, b []schema.Sample
 	}{
-		{"stale only, then samples", []schema.Sample{{1, staleNaN}}, []schema.Sample{{2, 5}}},
-		{"samples, then stale only", []schema.Sample{{1, 5}}, []schema.Sample{{2, staleNaN}}},
-		{"stale only twice", []schema.Sample{{1, staleNaN}}, []schema.Sample{{2, staleNaN}}},
-		{"stale ends the first part", []schema.Sample{{1, 5}, {2, staleNaN}}, []schema.Sample{{3, 1}}},
-		{"reset at the boundary", []schema.Sample{{1, 5}}, []schema.Sample{{2, 1}, {m, 3}}},
-		{"NaN then numbers", []schema.Sample{{1, math.NaN()}}, []schema.Sample{{2, 1}, {3, nanPayload}}},
-		{"numbers then NaN", []schema.Sample{{1, 7}}, []schema.Sample{{2, nanPayload}}},
-		{"-0 then +0", []schema.Sample{{1, negZero}}, []schema.Sample{{2, 0}}},
+		{"stale only, then samples", []schema.Sample{{T: 1, V: staleNaN}}, []schema.Sample{{T: 2, V: 5}}},
+		{"samples, then stale only", []schema.Sample{{T: 1, V: 5}}, []schema.Sample{{T: 2, V: staleNaN}}},
+		{"stale only twice", []schema.Sample{{T: 1, V: staleNaN}}, []schema.Sample{{T: 2, V: staleNaN}}},
+		{"stale ends the first part", []schema.Sample{{T: 1, V: 5}, {T: 2, V: staleNaN}}, []schema.Sample{{T: 3, V: 1}}},
+		{"reset at the boundary", []schema.Sample{{T: 1, V: 5}}, []schema.Sample{{T: 2, V: 1}, {T: m, V: 3}}},
+		{"NaN then numbers", []schema.Sample{{T: 1, V: math.NaN()}}, []schema.Sample{{T: 2, V: 1}, {T: 3, V: nanPayload}}},
+		{"numbers then NaN", []schema.Sample{{T: 1, V: 7}}, []schema.Sample{{T: 2, V: nanPayload}}},
+		{"-0 then +0", []schema.Sample{{T: 1, V: negZero}}, []schema.Sample{{T: 2, V: 0}}},
 	} {
 		all := append(slices.Clone(tc.a), tc.b...)
 		checkMerged(t, tc.name, agg(tc.a...).Merge(agg(tc.b...)), agg(all...), all, 2)
