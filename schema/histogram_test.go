@@ -95,6 +95,42 @@ func TestDecodeSampleValueTellsFloatsFromHistograms(t *testing.T) {
 	}
 }
 
+// A start timestamp rides along with either kind: 8 more bytes, the rest of
+// the value unchanged, and without one the value is what it always was.
+func TestSampleValueStartTimestamps(t *testing.T) {
+	for _, st := range []int64{0, 1, -1, 1_700_000_000_000, math.MaxInt64, math.MinInt64} {
+		f := Sample{T: 5, V: math.Float64frombits(value.StaleNaN), ST: st}
+		b := AppendSampleValue([]byte{0xEE}, f)[1:]
+		if want := map[bool]int{false: RawValueSTLen, true: RawValueLen}[st == 0]; len(b) != want {
+			t.Fatalf("float with ST %d: %d bytes, want %d", st, len(b), want)
+		}
+		got, err := DecodeSampleValue(b)
+		if err != nil || got.ST != st || math.Float64bits(got.F) != value.StaleNaN || got.H != nil || got.FH != nil {
+			t.Fatalf("float with ST %d: %+v, %v", st, got, err)
+		}
+		for i, h := range testHistograms() {
+			plain := AppendHistogramValue(nil, h)
+			b := AppendHistogramSampleValue([]byte{0xEE}, HistogramSample{ST: st, H: h})[1:]
+			if st == 0 && !bytes.Equal(b, plain) {
+				t.Fatalf("histogram %d without ST: %x, want %x", i, b, plain)
+			}
+			if st != 0 && (len(b) != len(plain)+8 || b[0] != plain[0]|histogramWithST || !bytes.Equal(b[10:], plain[2:])) {
+				t.Fatalf("histogram %d with ST %d: %x, want %x with the ST after kind and hint", i, st, b, plain)
+			}
+			got, err := DecodeSampleValue(b)
+			if err != nil || got.ST != st || got.H == nil || !got.H.Equals(h) || got.H.CounterResetHint != h.CounterResetHint {
+				t.Fatalf("histogram %d with ST %d: %+v, %v", i, st, got, err)
+			}
+		}
+		for i, h := range testFloatHistograms() {
+			got, err := DecodeSampleValue(AppendHistogramSampleValue(nil, HistogramSample{ST: st, FH: h}))
+			if err != nil || got.ST != st || got.FH == nil || !got.FH.Equals(h) {
+				t.Fatalf("float histogram %d with ST %d: %+v, %v", i, st, got, err)
+			}
+		}
+	}
+}
+
 func TestDecodeSampleValueRefusesMalformed(t *testing.T) {
 	valid := AppendHistogramValue(nil, tsdbutil.GenerateTestHistogram(1))
 	badSchema := tsdbutil.GenerateTestHistogram(1)
@@ -121,6 +157,8 @@ func TestDecodeSampleValueRefusesMalformed(t *testing.T) {
 		{"negative bucket count", AppendHistogramValue(nil, negative)},
 		{"custom buckets with a zero count", AppendHistogramValue(nil, customWithZero)},
 		{"a non-minimal varint", overlong},
+		{"a float with a start timestamp of 0", make([]byte, RawValueSTLen)},
+		{"a histogram with a start timestamp of 0", append([]byte{histogramKindInt | histogramWithST, 0}, append(make([]byte, 8), valid[2:]...)...)},
 		{"a list longer than the value", append([]byte{histogramKindFloat, 0, 0}, append(make([]byte, 32), 0xff, 0xff, 0xff, 0x0f)...)},
 	} {
 		if got, err := DecodeSampleValue(tc.value); !errors.Is(err, ErrMalformed) {
@@ -139,6 +177,9 @@ func FuzzDecodeSampleValue(f *testing.F) {
 		f.Add(AppendFloatHistogramValue(nil, h))
 	}
 	f.Add(AppendRawValue(nil, 1.5))
+	f.Add(AppendSampleValue(nil, Sample{T: 2, V: 1.5, ST: 1}))
+	f.Add(AppendHistogramSampleValue(nil, HistogramSample{T: 9, ST: 7, H: testHistograms()[0]}))
+	f.Add(AppendHistogramSampleValue(nil, HistogramSample{T: 9, ST: -7, FH: testFloatHistograms()[0]}))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		v, err := DecodeSampleValue(b)
 		if err != nil {
@@ -149,12 +190,10 @@ func FuzzDecodeSampleValue(f *testing.F) {
 		}
 		var again []byte
 		switch {
-		case v.H != nil:
-			again = AppendHistogramValue(nil, v.H)
-		case v.FH != nil:
-			again = AppendFloatHistogramValue(nil, v.FH)
+		case v.H != nil || v.FH != nil:
+			again = AppendHistogramSampleValue(nil, HistogramSample{ST: v.ST, H: v.H, FH: v.FH})
 		default:
-			again = AppendRawValue(nil, v.F)
+			again = AppendSampleValue(nil, Sample{V: v.F, ST: v.ST})
 		}
 		if !bytes.Equal(again, b) {
 			t.Fatalf("%x decodes to %+v, which encodes to %x", b, v, again)
