@@ -143,15 +143,12 @@ func (h *writeHandler) Store(r *http.Request, msgType remoteapi.WriteMessageType
 	if err != nil {
 		return fail(err)
 	}
-	var (
-		req     write.Request
-		dropped wire.NotStored
-	)
+	var req write.Request
 	switch msgType {
 	case remoteapi.WriteV1MessageType:
-		req, dropped, err = wire.DecodeV1(data)
+		req, err = wire.DecodeV1(data)
 	case remoteapi.WriteV2MessageType:
-		req, dropped, err = wire.DecodeV2(data)
+		req, err = wire.DecodeV2(data)
 	default: // remoteapi checked the type against acceptedMessages
 		err = fmt.Errorf("%w: proto message %s is not accepted", errUnsupportedMedia, msgType)
 	}
@@ -159,6 +156,7 @@ func (h *writeHandler) Store(r *http.Request, msgType remoteapi.WriteMessageType
 		return fail(err)
 	}
 
+	dropped := stripNotStored(&req)
 	wr, err := h.writer()
 	if err != nil {
 		return fail(err)
@@ -181,10 +179,30 @@ func (h *writeHandler) Store(r *http.Request, msgType remoteapi.WriteMessageType
 	return resp, nil
 }
 
+// notStored counts what a decoded request carried that the writer does not
+// store yet.
+type notStored struct{ Histograms, Exemplars int }
+
+// stripNotStored removes histograms and exemplars from req and counts them.
+func stripNotStored(req *write.Request) notStored {
+	var n notStored
+	kept := req.Series[:0]
+	for _, s := range req.Series {
+		n.Histograms += len(s.Histograms)
+		n.Exemplars += len(s.Exemplars)
+		s.Histograms, s.Exemplars = nil, nil
+		if len(s.Samples) > 0 {
+			kept = append(kept, s)
+		}
+	}
+	req.Series = kept
+	return n
+}
+
 // partialWriteError describes what of a written request was not stored — series
 // and samples the writer rejected, histograms and exemplars hbtsdb does not store
 // — or returns nil when everything was.
-func partialWriteError(res write.Result, dropped wire.NotStored) error {
+func partialWriteError(res write.Result, dropped notStored) error {
 	var parts []string
 	rejected := write.RejectionError(res)
 	if rejected != nil {

@@ -26,18 +26,23 @@
 // writer rejects such a series alone (write.Result.Rejected), so that the rest
 // of the request is written, as both remote-write specs allow ("Receivers MAY
 // write valid samples within a write request that also contains some invalid
-// ... samples"). What every decoder guarantees of a request it returns: each
-// series has at least one sample and its labels are sorted by name; the
-// request does not alias the body, which the caller may reuse.
+// ... samples"). Native histograms and exemplars are decoded but not
+// validated either: the histograms are converted by Prometheus' own prompb and
+// writev2 converters (ToIntHistogram, ToFloatHistogram, ToExemplar), so that
+// what the writer validates and stores is exactly what Prometheus' receiver
+// would append; validation (histogram.Validate, schemas, exemplar label
+// lengths) is the writer's. What every decoder guarantees of a request it
+// returns: each series has at least one float sample, histogram sample or
+// exemplar, and its labels (and its exemplars' labels) are sorted by name;
+// the request does not alias the body, which the caller may reuse.
 //
 // Errors: a body that cannot be used at all (malformed protobuf or JSON, a 2.0
 // message whose symbol references are broken, a 1.0 body sent as 2.0 or the
 // reverse, an /api/put body without datapoints) is an error wrapping
 // write.ErrInvalid, whose text is meant for the client (promapi sends it as
 // is). Invalid datapoints of an /api/put body are not errors: each is reported
-// in its PutDatapoint, as OpenTSDB answers them one by one. What a decoder does
-// not store (native histograms and exemplars) is counted in NotStored, so that
-// the response can say so.
+// in its PutDatapoint, as OpenTSDB answers them one by one. /api/put carries
+// float samples only.
 //
 // Every decoder is fuzzed (FuzzDecodeV1, FuzzDecodeV2, FuzzDecodePut): it must
 // not panic, and what it accepts must keep the guarantees above.

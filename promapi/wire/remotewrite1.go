@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/exemplar"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/prompb"
 
@@ -23,37 +24,32 @@ const (
 	messageV2 = "io.prometheus.write.v2.Request"
 )
 
-// NotStored counts what a remote-write request carried that hbtsdb does not store
-// yet, and which a decoder therefore leaves out of the write.Request: native
-// histogram samples and exemplars.
-type NotStored struct {
-	Histograms, Exemplars int
-}
-
 // DecodeV1 decodes a body whose sender declared it a remote-write 1.0
 // prometheus.WriteRequest (uncompressed protobuf) into a write.Request: every
-// series with float samples, its labels sorted by name (duplicates and invalid
-// names kept: the writer rejects them per series), the metadata of each
-// MetricMetadata entry, and the count of histograms and exemplars left out.
-// Series that carry only histograms or exemplars are left out. The request's
-// label strings do not alias data, which the caller may reuse.
+// series with its float samples, native histogram samples (converted by
+// prompb's own ToIntHistogram and ToFloatHistogram, as Prometheus' receiver
+// does) and exemplars (prompb's ToExemplar), its labels sorted by name
+// (duplicates and invalid names kept: the writer rejects them per series), and
+// the metadata of each MetricMetadata entry. A series that carries none of
+// samples, histograms and exemplars is left out. The request's label strings
+// do not alias data, which the caller may reuse.
 //
 // Errors wrap write.ErrInvalid: a body that is not a valid
 // prometheus.WriteRequest, or one that decodes to nothing while holding the
 // fields of an io.prometheus.write.v2.Request ("Receiver accidental use of wrong
 // schema ... will result in empty message", 2.0 Content-Type), which would
 // otherwise be acknowledged as an empty write.
-func DecodeV1(data []byte) (write.Request, NotStored, error) {
-	req, dropped, err := decodeV1(data)
+func DecodeV1(data []byte) (write.Request, error) {
+	req, err := decodeV1(data)
 	if err != nil {
-		return write.Request{}, NotStored{}, fmt.Errorf("%w: body is not a protobuf %s: %v", write.ErrInvalid, messageV1, err)
+		return write.Request{}, fmt.Errorf("%w: body is not a protobuf %s: %v", write.ErrInvalid, messageV1, err)
 	}
-	if len(req.Series) == 0 && len(req.Metadata) == 0 && dropped == (NotStored{}) && hasTopLevelField(data, 4, 5) {
-		return write.Request{}, NotStored{}, fmt.Errorf("%w: body is an %s (it has symbols or timeseries in fields 4 and 5), "+
+	if len(req.Series) == 0 && len(req.Metadata) == 0 && hasTopLevelField(data, 4, 5) {
+		return write.Request{}, fmt.Errorf("%w: body is an %s (it has symbols or timeseries in fields 4 and 5), "+
 			"but Content-Type says %s; send it with Content-Type application/x-protobuf;proto=%s",
 			write.ErrInvalid, messageV2, messageV1, messageV2)
 	}
-	return req, dropped, nil
+	return req, nil
 }
 
 // decodeV1 decodes a remote-write 1.0 body (prometheus.WriteRequest) straight into
@@ -67,62 +63,79 @@ func DecodeV1(data []byte) (write.Request, NotStored, error) {
 // It accepts and rejects exactly what the generated Unmarshal does (the fuzz test
 // FuzzDecodeV1 holds it to that): wire types are checked for known fields,
 // unknown fields (groups included) are skipped, and exemplars, histograms and
-// metadata, which are rare or not stored, go through the generated code.
-func decodeV1(data []byte) (write.Request, NotStored, error) {
-	var dropped NotStored
+// metadata, which are rarer and allocate anyway, go through the generated code
+// and prompb's converters.
+func decodeV1(data []byte) (write.Request, error) {
 	nSeries, nSamples, err := countV1(data)
 	if err != nil {
-		return write.Request{}, dropped, err
+		return write.Request{}, err
 	}
 	req := write.Request{Series: make([]write.Series, 0, nSeries)}
 	samples := make([]schema.Sample, 0, nSamples)
 	b := labels.NewScratchBuilder(16)
+	d := seriesDecoderV1{b: &b}
 	r := pbReader{b: data}
 	for !r.done() {
 		field, wire, start, err := r.tag("WriteRequest")
 		if err != nil {
-			return write.Request{}, dropped, err
+			return write.Request{}, err
 		}
 		switch field {
 		case 1: // timeseries
 			msg, err := r.message(wire, "Timeseries")
 			if err != nil {
-				return write.Request{}, dropped, err
+				return write.Request{}, err
 			}
 			first := len(samples)
 			b.Reset()
-			if samples, err = decodeSeriesV1(msg, &b, samples, &dropped); err != nil {
-				return write.Request{}, dropped, err
+			d.histograms, d.exemplars = nil, nil
+			if samples, err = d.decode(msg, samples); err != nil {
+				return write.Request{}, err
 			}
-			if len(samples) == first {
-				continue // nothing to store (a series of histograms or exemplars only)
+			if len(samples) == first && d.histograms == nil && d.exemplars == nil {
+				continue // nothing to store
 			}
 			b.Sort()
-			req.Series = append(req.Series, write.Series{Labels: b.Labels(), Samples: samples[first:len(samples):len(samples)]})
+			s := write.Series{Labels: b.Labels(), Histograms: d.histograms, Exemplars: d.exemplars}
+			if len(samples) > first {
+				s.Samples = samples[first:len(samples):len(samples)]
+			}
+			req.Series = append(req.Series, s)
 		case 3: // metadata
 			msg, err := r.message(wire, "Metadata")
 			if err != nil {
-				return write.Request{}, dropped, err
+				return write.Request{}, err
 			}
 			var m prompb.MetricMetadata
 			if err := m.Unmarshal(msg); err != nil {
-				return write.Request{}, dropped, err
+				return write.Request{}, err
 			}
 			req.Metadata = append(req.Metadata, schema.Metadata{
 				Metric: m.MetricFamilyName, Type: metricTypeV1(m.Type), Help: m.Help, Unit: m.Unit,
 			})
 		default:
 			if err := r.skip(start); err != nil {
-				return write.Request{}, dropped, err
+				return write.Request{}, err
 			}
 		}
 	}
-	return req, dropped, nil
+	return req, nil
 }
 
-// decodeSeriesV1 decodes one TimeSeries: its labels into b (in wire order), its
-// samples appended to samples; exemplars and histograms are checked and counted.
-func decodeSeriesV1(data []byte, b *labels.ScratchBuilder, samples []schema.Sample, dropped *NotStored) ([]schema.Sample, error) {
+// seriesDecoderV1 decodes the TimeSeries of one request: b receives a series'
+// labels, histograms and exemplars its histogram samples and exemplars (nil
+// when it has none; the caller resets them per series), eb is the scratch
+// builder of exemplar labels.
+type seriesDecoderV1 struct {
+	b, eb      *labels.ScratchBuilder
+	histograms []schema.HistogramSample
+	exemplars  []exemplar.Exemplar
+}
+
+// decode decodes one TimeSeries: its labels into d.b (in wire order), its
+// samples appended to samples, its histograms and exemplars to d's.
+func (d *seriesDecoderV1) decode(data []byte, samples []schema.Sample) ([]schema.Sample, error) {
+	b := d.b
 	r := pbReader{b: data}
 	for !r.done() {
 		field, wire, start, err := r.tag("TimeSeries")
@@ -150,7 +163,7 @@ func decodeSeriesV1(data []byte, b *labels.ScratchBuilder, samples []schema.Samp
 				return samples, err
 			}
 			samples = append(samples, s)
-		case 3: // exemplars: not stored, but they must decode
+		case 3: // exemplars
 			msg, err := r.message(wire, "Exemplars")
 			if err != nil {
 				return samples, err
@@ -159,8 +172,12 @@ func decodeSeriesV1(data []byte, b *labels.ScratchBuilder, samples []schema.Samp
 			if err := e.Unmarshal(msg); err != nil {
 				return samples, err
 			}
-			dropped.Exemplars++
-		case 4: // histograms: not stored, but they must decode
+			if d.eb == nil {
+				eb := labels.NewScratchBuilder(4)
+				d.eb = &eb
+			}
+			d.exemplars = append(d.exemplars, e.ToExemplar(d.eb, nil))
+		case 4: // histograms
 			msg, err := r.message(wire, "Histograms")
 			if err != nil {
 				return samples, err
@@ -169,7 +186,7 @@ func decodeSeriesV1(data []byte, b *labels.ScratchBuilder, samples []schema.Samp
 			if err := h.Unmarshal(msg); err != nil {
 				return samples, err
 			}
-			dropped.Histograms++
+			d.histograms = append(d.histograms, histogramV1(&h))
 		default:
 			if err := r.skip(start); err != nil {
 				return samples, err
@@ -238,6 +255,17 @@ func decodeSampleV1(data []byte) (schema.Sample, error) {
 		}
 	}
 	return s, nil
+}
+
+// histogramV1 converts a 1.0 histogram with prompb's own converters, so that
+// it is exactly what Prometheus' receiver appends: an integer histogram when
+// its counts are integers, a float histogram otherwise. 1.0 has no start
+// timestamps.
+func histogramV1(h *prompb.Histogram) schema.HistogramSample {
+	if h.IsFloatHistogram() {
+		return schema.HistogramSample{T: h.Timestamp, FH: h.ToFloatHistogram()}
+	}
+	return schema.HistogramSample{T: h.Timestamp, H: h.ToIntHistogram()}
 }
 
 // metricTypeV1 is the metric type of a 1.0 MetricMetadata; unknown values are

@@ -6,9 +6,11 @@ import (
 	"math"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/exemplar"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/prompb"
 
@@ -17,13 +19,13 @@ import (
 )
 
 // fromV1 is the reference decodeV1 is held to: prompb's generated Unmarshal,
-// then the conversion decodeV1 does (labels sorted, series without float samples
-// left out with their histograms and exemplars counted).
-func fromV1(msg *prompb.WriteRequest) (write.Request, NotStored) {
+// then the conversion decodeV1 does (labels sorted, histograms and exemplars
+// converted by prompb's own converters, series with none of samples,
+// histograms and exemplars left out).
+func fromV1(msg *prompb.WriteRequest) write.Request {
 	var (
-		dropped NotStored
-		total   int
-		b       = labels.NewScratchBuilder(16)
+		total int
+		b     = labels.NewScratchBuilder(16)
 	)
 	for i := range msg.Timeseries {
 		total += len(msg.Timeseries[i].Samples)
@@ -32,9 +34,7 @@ func fromV1(msg *prompb.WriteRequest) (write.Request, NotStored) {
 	req := write.Request{Series: make([]write.Series, 0, len(msg.Timeseries))}
 	for i := range msg.Timeseries {
 		ts := &msg.Timeseries[i]
-		dropped.Histograms += len(ts.Histograms)
-		dropped.Exemplars += len(ts.Exemplars)
-		if len(ts.Samples) == 0 {
+		if len(ts.Samples) == 0 && len(ts.Histograms) == 0 && len(ts.Exemplars) == 0 {
 			continue
 		}
 		b.Reset()
@@ -42,28 +42,39 @@ func fromV1(msg *prompb.WriteRequest) (write.Request, NotStored) {
 			b.Add(l.Name, l.Value)
 		}
 		b.Sort()
+		s := write.Series{Labels: b.Labels()}
 		start := len(samples)
-		for _, s := range ts.Samples {
-			samples = append(samples, schema.Sample{T: s.Timestamp, V: s.Value})
+		for _, x := range ts.Samples {
+			samples = append(samples, schema.Sample{T: x.Timestamp, V: x.Value})
 		}
-		req.Series = append(req.Series, write.Series{Labels: b.Labels(), Samples: samples[start:len(samples):len(samples)]})
+		s.Samples = samples[start:len(samples):len(samples)]
+		for _, h := range ts.Histograms {
+			if h.IsFloatHistogram() {
+				s.Histograms = append(s.Histograms, schema.HistogramSample{T: h.Timestamp, FH: h.ToFloatHistogram()})
+			} else {
+				s.Histograms = append(s.Histograms, schema.HistogramSample{T: h.Timestamp, H: h.ToIntHistogram()})
+			}
+		}
+		for _, e := range ts.Exemplars {
+			s.Exemplars = append(s.Exemplars, e.ToExemplar(&b, nil))
+		}
+		req.Series = append(req.Series, s)
 	}
 	for _, m := range msg.Metadata {
 		req.Metadata = append(req.Metadata, schema.Metadata{
 			Metric: m.MetricFamilyName, Type: metricTypeV1(m.Type), Help: m.Help, Unit: m.Unit,
 		})
 	}
-	return req, dropped
+	return req
 }
 
 // referenceV1 decodes data with the generated code.
-func referenceV1(data []byte) (write.Request, NotStored, error) {
+func referenceV1(data []byte) (write.Request, error) {
 	var msg prompb.WriteRequest
 	if err := msg.Unmarshal(data); err != nil {
-		return write.Request{}, NotStored{}, err
+		return write.Request{}, err
 	}
-	req, dropped := fromV1(&msg)
-	return req, dropped, nil
+	return fromV1(&msg), nil
 }
 
 // sameRequest compares two decoded requests, sample values bit for bit.
@@ -72,7 +83,9 @@ func sameRequest(a, b write.Request) bool {
 		return false
 	}
 	for i := range a.Series {
-		if !labels.Equal(a.Series[i].Labels, b.Series[i].Labels) || !sameSamples(a.Series[i].Samples, b.Series[i].Samples) {
+		x, y := &a.Series[i], &b.Series[i]
+		if !labels.Equal(x.Labels, y.Labels) || !sameSamples(x.Samples, y.Samples) ||
+			!sameHistograms(x.Histograms, y.Histograms) || !sameExemplars(x.Exemplars, y.Exemplars) {
 			return false
 		}
 	}
@@ -82,7 +95,24 @@ func sameRequest(a, b write.Request) bool {
 // sameSamples compares bit-exactly (NaN payloads included).
 func sameSamples(a, b []schema.Sample) bool {
 	return slices.EqualFunc(a, b, func(x, y schema.Sample) bool {
-		return x.T == y.T && math.Float64bits(x.V) == math.Float64bits(y.V)
+		return x.T == y.T && x.ST == y.ST && math.Float64bits(x.V) == math.Float64bits(y.V)
+	})
+}
+
+// sameHistograms compares bit-exactly: kind, every field and float bits, by
+// their raw cell encoding, which holds each of them.
+func sameHistograms(a, b []schema.HistogramSample) bool {
+	return slices.EqualFunc(a, b, func(x, y schema.HistogramSample) bool {
+		return x.T == y.T && (x.H == nil) == (y.H == nil) && (x.FH == nil) == (y.FH == nil) &&
+			string(schema.AppendHistogramSampleValue(nil, x)) == string(schema.AppendHistogramSampleValue(nil, y))
+	})
+}
+
+// sameExemplars compares labels, timestamps and value bits.
+func sameExemplars(a, b []exemplar.Exemplar) bool {
+	return slices.EqualFunc(a, b, func(x, y exemplar.Exemplar) bool {
+		return labels.Equal(x.Labels, y.Labels) && x.Ts == y.Ts && x.HasTs == y.HasTs &&
+			math.Float64bits(x.Value) == math.Float64bits(y.Value)
 	})
 }
 
@@ -105,12 +135,18 @@ func marshal(tb testing.TB, msg interface{ Marshal() ([]byte, error) }) []byte {
 }
 
 // checkDecoded checks what every decoder promises of a request it accepts:
-// every series has samples and its labels sorted by name.
+// every series has a sample, a histogram or an exemplar, and its labels (and
+// its exemplars') are sorted by name.
 func checkDecoded(t *testing.T, req write.Request) {
 	t.Helper()
 	for i, s := range req.Series {
-		if len(s.Samples) == 0 {
-			t.Errorf("series %d %s has no samples", i, s.Labels)
+		if len(s.Samples) == 0 && len(s.Histograms) == 0 && len(s.Exemplars) == 0 {
+			t.Errorf("series %d %s has no samples, histograms or exemplars", i, s.Labels)
+		}
+		for j, e := range s.Exemplars {
+			if !slices.IsSortedFunc(labelNames(e.Labels), strings.Compare) {
+				t.Errorf("series %d exemplar %d: labels %s not sorted by name", i, j, e.Labels)
+			}
 		}
 		prev := ""
 		s.Labels.Range(func(l labels.Label) {
@@ -120,6 +156,12 @@ func checkDecoded(t *testing.T, req write.Request) {
 			prev = l.Name
 		})
 	}
+}
+
+func labelNames(ls labels.Labels) []string {
+	var names []string
+	ls.Range(func(l labels.Label) { names = append(names, l.Name) })
+	return names
 }
 
 // v1Seeds are the interesting 1.0 bodies: well-formed requests of every kind,
@@ -136,6 +178,12 @@ func v1Seeds(tb testing.TB) [][]byte {
 				Exemplars: []prompb.Exemplar{{Labels: v1Labels("trace_id", "1"), Timestamp: 3, Value: 1}}}},
 			Metadata: []prompb.MetricMetadata{{Type: prompb.MetricMetadata_GAUGE, MetricFamilyName: "e", Help: "help", Unit: "u"}}},
 		{Timeseries: []prompb.TimeSeries{{Labels: v1Labels("__name__", "cpu", "host", "a", "host", "a"), Samples: []prompb.Sample{{Timestamp: 1, Value: 1}}}}},
+		{Timeseries: []prompb.TimeSeries{
+			{Labels: v1Labels("__name__", "lat"), Histograms: v1Histograms(), Exemplars: []prompb.Exemplar{
+				{Labels: v1Labels("trace_id", "abc", "span_id", "1"), Timestamp: 5, Value: 0.5}, {Timestamp: 0, Value: math.NaN()}}},
+			{Labels: v1Labels("__name__", "only_exemplars"), Exemplars: []prompb.Exemplar{{Labels: v1Labels("trace_id", "x"), Timestamp: 7, Value: 2}}},
+			{Labels: v1Labels("__name__", "nothing")},
+		}},
 		{Timeseries: []prompb.TimeSeries{{Labels: v1Labels("host", "h1"), Samples: []prompb.Sample{{Timestamp: 1, Value: 1}}}}},
 	} {
 		seeds = append(seeds, marshal(tb, msg))
@@ -156,31 +204,31 @@ func FuzzDecodeV1(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		want, wantDropped, wantErr := referenceV1(data)
-		got, gotDropped, gotErr := decodeV1(data)
+		want, wantErr := referenceV1(data)
+		got, gotErr := decodeV1(data)
 		if (gotErr != nil) != (wantErr != nil) {
 			t.Fatalf("decodeV1 error %v, generated code error %v", gotErr, wantErr)
 		}
 		if gotErr != nil {
 			return
 		}
-		if !sameRequest(got, want) || gotDropped != wantDropped {
-			t.Fatalf("decodeV1 = %+v %+v\ngenerated code = %+v %+v", got, gotDropped, want, wantDropped)
+		if !sameRequest(got, want) {
+			t.Fatalf("decodeV1 = %+v\ngenerated code = %+v", got, want)
 		}
 		checkDecoded(t, got)
 		// DecodeV1 is decodeV1 plus the wrong-schema check, its errors invalid input.
-		req, dropped, err := DecodeV1(data)
+		req, err := DecodeV1(data)
 		if err != nil {
 			if !errors.Is(err, write.ErrInvalid) {
 				t.Fatalf("DecodeV1 error %v does not wrap write.ErrInvalid", err)
 			}
-			if len(got.Series) != 0 || len(got.Metadata) != 0 || gotDropped != (NotStored{}) {
+			if len(got.Series) != 0 || len(got.Metadata) != 0 {
 				t.Fatalf("DecodeV1 refused a body with content: %v", err)
 			}
 			return
 		}
-		if !sameRequest(req, got) || dropped != gotDropped {
-			t.Fatalf("DecodeV1 = %+v %+v, decodeV1 = %+v %+v", req, dropped, got, gotDropped)
+		if !sameRequest(req, got) {
+			t.Fatalf("DecodeV1 = %+v, decodeV1 = %+v", req, got)
 		}
 	})
 }
@@ -197,14 +245,11 @@ func TestDecodeV1KeepsValuesAndMetadata(t *testing.T) {
 		},
 		Metadata: []prompb.MetricMetadata{{Type: prompb.MetricMetadata_COUNTER, MetricFamilyName: "up", Help: "h", Unit: "seconds"}},
 	})
-	req, dropped, err := DecodeV1(body)
+	req, err := DecodeV1(body)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if dropped != (NotStored{Histograms: 2, Exemplars: 1}) {
-		t.Errorf("dropped = %+v", dropped)
-	}
-	if len(req.Series) != 2 || !labels.Equal(req.Series[0].Labels, labels.FromStrings("__name__", "up", "job", "a")) {
+	if len(req.Series) != 3 || !labels.Equal(req.Series[0].Labels, labels.FromStrings("__name__", "up", "job", "a")) {
 		t.Fatalf("series = %+v", req.Series)
 	}
 	if got := math.Float64bits(req.Series[0].Samples[0].V); got != 0x7ff0000000000002 {
@@ -222,7 +267,7 @@ func TestDecodeV1KeepsValuesAndMetadata(t *testing.T) {
 func TestDecodeV1LabelsDoNotAliasTheBody(t *testing.T) {
 	body := marshal(t, &prompb.WriteRequest{Timeseries: []prompb.TimeSeries{
 		{Labels: v1Labels("__name__", "up", "job", "node"), Samples: []prompb.Sample{{Timestamp: 1, Value: 1}}}}})
-	req, _, err := DecodeV1(body)
+	req, err := DecodeV1(body)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +294,7 @@ func TestDecodeV1Errors(t *testing.T) {
 				"but Content-Type says prometheus.WriteRequest; send it with Content-Type application/x-protobuf;proto=io.prometheus.write.v2.Request"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, _, err := DecodeV1(tc.body)
+			_, err := DecodeV1(tc.body)
 			if err == nil || err.Error() != tc.want || !errors.Is(err, write.ErrInvalid) {
 				t.Errorf("DecodeV1 error = %v, want %q wrapping write.ErrInvalid", err, tc.want)
 			}
@@ -275,12 +320,12 @@ func BenchmarkDecodeV1(b *testing.B) {
 	data := marshal(b, benchBodyV1(batch))
 	for _, tc := range []struct {
 		name   string
-		decode func([]byte) (write.Request, NotStored, error)
+		decode func([]byte) (write.Request, error)
 	}{{"hand-written", decodeV1}, {"generated", referenceV1}} {
 		b.Run(tc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, _, err := tc.decode(data); err != nil {
+				if _, err := tc.decode(data); err != nil {
 					b.Fatal(err)
 				}
 			}

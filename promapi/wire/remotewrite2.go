@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/exemplar"
 	"github.com/prometheus/prometheus/model/labels"
 	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
 
@@ -14,12 +15,16 @@ import (
 
 // DecodeV2 decodes a body whose sender declared it a remote-write 2.0
 // io.prometheus.write.v2.Request (uncompressed protobuf) into a write.Request:
-// every series with float samples, its labels resolved through the symbols table
-// and sorted by name (duplicates and invalid names kept: the writer rejects them
-// per series), one schema.Metadata per metric family named by a series' metadata
-// (the first series' wins), and the count of histograms and exemplars left out.
-// Created timestamps are not kept (they are optional information about samples,
-// which are stored).
+// every series with its float samples (with their start_timestamp, as
+// schema.Sample.ST), native histogram samples (converted by writev2's own
+// ToIntHistogram and ToFloatHistogram, as Prometheus' receiver does, with
+// their start_timestamp) and exemplars (writev2's ToExemplar), its labels
+// resolved through the symbols table and sorted by name (duplicates and
+// invalid names kept: the writer rejects them per series), and one
+// schema.Metadata per metric family named by a series' metadata (the first
+// series' wins). A series with none of samples, histograms and exemplars is
+// left out. (The experimental created_timestamp, field 6, is reserved in the
+// 2.0 proto: it is skipped as any unknown field.)
 //
 // Errors wrap write.ErrInvalid: a body that is not a valid
 // io.prometheus.write.v2.Request; one that decodes to no series while holding
@@ -27,13 +32,13 @@ import (
 // in empty message", 2.0 Content-Type); and one whose symbol references break
 // the 2.0 Symbols rules (checkSymbolRefs), which make the message corrupt as a
 // whole.
-func DecodeV2(data []byte) (write.Request, NotStored, error) {
+func DecodeV2(data []byte) (write.Request, error) {
 	var msg writev2.Request
 	if err := msg.Unmarshal(data); err != nil {
-		return write.Request{}, NotStored{}, fmt.Errorf("%w: body is not a protobuf %s: %v", write.ErrInvalid, messageV2, err)
+		return write.Request{}, fmt.Errorf("%w: body is not a protobuf %s: %v", write.ErrInvalid, messageV2, err)
 	}
 	if len(msg.Timeseries) == 0 && hasTopLevelField(data, 1, 2, 3) {
-		return write.Request{}, NotStored{}, fmt.Errorf("%w: body is a %s (it has fields 1 to 3, which 2.0 reserves), "+
+		return write.Request{}, fmt.Errorf("%w: body is a %s (it has fields 1 to 3, which 2.0 reserves), "+
 			"but Content-Type says %s", write.ErrInvalid, messageV1, messageV2)
 	}
 	return fromV2(&msg)
@@ -68,6 +73,19 @@ func checkSymbolRefs(msg *writev2.Request) error {
 					write.ErrInvalid, i, j, ref, len(syms))
 			}
 		}
+		for k := range ts.Exemplars {
+			refs := ts.Exemplars[k].LabelsRefs
+			if len(refs)%2 != 0 {
+				return fmt.Errorf("%w: timeseries[%d]: exemplars[%d]: labels_refs has odd length %d; it must hold name/value pairs",
+					write.ErrInvalid, i, k, len(refs))
+			}
+			for j, ref := range refs {
+				if int64(ref) >= int64(len(syms)) {
+					return fmt.Errorf("%w: timeseries[%d]: exemplars[%d]: labels_refs[%d] = %d is outside the symbols table of %d symbols",
+						write.ErrInvalid, i, k, j, ref, len(syms))
+				}
+			}
+		}
 		if ref := ts.Metadata.HelpRef; int64(ref) >= int64(len(syms)) {
 			return fmt.Errorf("%w: timeseries[%d]: metadata help_ref = %d is outside the symbols table of %d symbols",
 				write.ErrInvalid, i, ref, len(syms))
@@ -82,10 +100,9 @@ func checkSymbolRefs(msg *writev2.Request) error {
 
 // fromV2 converts a 2.0 message after checking its symbol references. Each series'
 // metadata becomes one schema.Metadata per metric name.
-func fromV2(msg *writev2.Request) (write.Request, NotStored, error) {
-	var dropped NotStored
+func fromV2(msg *writev2.Request) (write.Request, error) {
 	if err := checkSymbolRefs(msg); err != nil {
-		return write.Request{}, dropped, err
+		return write.Request{}, err
 	}
 	syms := msg.Symbols
 	total := 0
@@ -98,8 +115,6 @@ func fromV2(msg *writev2.Request) (write.Request, NotStored, error) {
 	b := labels.NewScratchBuilder(16)
 	for i := range msg.Timeseries {
 		ts := &msg.Timeseries[i]
-		dropped.Histograms += len(ts.Histograms)
-		dropped.Exemplars += len(ts.Exemplars)
 		b.Reset()
 		for j := 0; j < len(ts.LabelsRefs); j += 2 {
 			b.Add(syms[ts.LabelsRefs[j]], syms[ts.LabelsRefs[j+1]])
@@ -113,16 +128,47 @@ func fromV2(msg *writev2.Request) (write.Request, NotStored, error) {
 			seenMetadata[md.Metric] = true
 			req.Metadata = append(req.Metadata, md)
 		}
-		if len(ts.Samples) == 0 {
+		if len(ts.Samples) == 0 && len(ts.Histograms) == 0 && len(ts.Exemplars) == 0 {
 			continue
 		}
-		start := len(samples)
-		for _, s := range ts.Samples {
-			samples = append(samples, schema.Sample{T: s.Timestamp, V: s.Value})
+		s := write.Series{Labels: lbls}
+		if len(ts.Samples) > 0 {
+			start := len(samples)
+			for _, smp := range ts.Samples {
+				samples = append(samples, schema.Sample{T: smp.Timestamp, V: smp.Value, ST: smp.StartTimestamp})
+			}
+			s.Samples = samples[start:len(samples):len(samples)]
 		}
-		req.Series = append(req.Series, write.Series{Labels: lbls, Samples: samples[start:len(samples):len(samples)]})
+		if len(ts.Histograms) > 0 {
+			s.Histograms = make([]schema.HistogramSample, len(ts.Histograms))
+			for j := range ts.Histograms {
+				s.Histograms[j] = histogramV2(&ts.Histograms[j])
+			}
+		}
+		if len(ts.Exemplars) > 0 {
+			s.Exemplars = make([]exemplar.Exemplar, len(ts.Exemplars))
+			for j := range ts.Exemplars {
+				e, err := ts.Exemplars[j].ToExemplar(&b, syms)
+				if err != nil { // checkSymbolRefs checked the refs
+					return write.Request{}, fmt.Errorf("%w: timeseries[%d]: exemplars[%d]: %v", write.ErrInvalid, i, j, err)
+				}
+				s.Exemplars[j] = e
+			}
+		}
+		req.Series = append(req.Series, s)
 	}
-	return req, dropped, nil
+	return req, nil
+}
+
+// histogramV2 converts a 2.0 histogram with writev2's own converters, so that
+// it is exactly what Prometheus' receiver appends: an integer histogram when
+// its counts are integers, a float histogram otherwise, with its start
+// timestamp.
+func histogramV2(h *writev2.Histogram) schema.HistogramSample {
+	if h.IsFloatHistogram() {
+		return schema.HistogramSample{T: h.Timestamp, ST: h.StartTimestamp, FH: h.ToFloatHistogram()}
+	}
+	return schema.HistogramSample{T: h.Timestamp, ST: h.StartTimestamp, H: h.ToIntHistogram()}
 }
 
 // metadataV2 returns a series' metadata, or a zero Metadata when it has none (or

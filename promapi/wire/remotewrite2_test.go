@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/exemplar"
 	"github.com/prometheus/prometheus/model/labels"
 	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
 
@@ -37,9 +38,7 @@ func v2Request(series ...v2In) *writev2.Request {
 		for _, x := range s.samples {
 			ts.Samples = append(ts.Samples, writev2.Sample{Timestamp: x.t, Value: x.v})
 		}
-		for i := range s.histograms {
-			ts.Histograms = append(ts.Histograms, writev2.Histogram{Timestamp: int64(i)})
-		}
+		ts.Histograms = append(ts.Histograms, v2Histograms()[:s.histograms]...)
 		for i := range s.exemplars {
 			ts.Exemplars = append(ts.Exemplars, writev2.Exemplar{Timestamp: int64(i), Value: 1})
 		}
@@ -66,6 +65,9 @@ func v2Seeds(tb testing.TB) [][]byte {
 			v2In{labels: labels.FromStrings("__name__", "lat"), histograms: 2, exemplars: 1},
 			v2In{labels: labels.FromStrings("host", "bad"), samples: []v2Sample{{5, 1}}}),
 		{Symbols: []string{"", "__name__", "cpu"}, Timeseries: []writev2.TimeSeries{{LabelsRefs: []uint32{1, 7}, Samples: []writev2.Sample{{Timestamp: 1, Value: 1}}}}},
+		{Symbols: []string{"", "__name__", "cpu", "trace_id"}, Timeseries: []writev2.TimeSeries{{LabelsRefs: []uint32{1, 2},
+			Samples: []writev2.Sample{{Timestamp: 5, Value: 1, StartTimestamp: 2}}, Histograms: v2Histograms(),
+			Exemplars: []writev2.Exemplar{{LabelsRefs: []uint32{3, 2}, Timestamp: 5, Value: 1}, {LabelsRefs: []uint32{3, 9}}}}}},
 		{Symbols: []string{"", "__name__", "cpu"}, Timeseries: []writev2.TimeSeries{{LabelsRefs: []uint32{1, 2, 1}, Samples: []writev2.Sample{{Timestamp: 1, Value: 1}}}}},
 		{Symbols: []string{"__name__", "cpu"}, Timeseries: []writev2.TimeSeries{{LabelsRefs: []uint32{0, 1}, Samples: []writev2.Sample{{Timestamp: 1, Value: 1}}}}},
 		{Symbols: []string{"", "__name__", "cpu"}, Timeseries: []writev2.TimeSeries{{LabelsRefs: []uint32{1, 2}, Samples: []writev2.Sample{{Timestamp: 1, Value: 1}},
@@ -83,14 +85,15 @@ func v2Seeds(tb testing.TB) [][]byte {
 
 // FuzzDecodeV2: DecodeV2 never panics, its errors say the input is invalid, and
 // what it accepts is what the message holds: every series with float samples,
-// their labels resolved and sorted, every sample in order, the histograms and
-// exemplars counted, one metadata entry per metric family.
+// histograms or exemplars, their labels resolved and sorted, every sample,
+// histogram and exemplar in order, converted as writev2 converts them, one
+// metadata entry per metric family.
 func FuzzDecodeV2(f *testing.F) {
 	for _, seed := range v2Seeds(f) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		req, dropped, err := DecodeV2(data)
+		req, err := DecodeV2(data)
 		if err != nil {
 			if !errors.Is(err, write.ErrInvalid) {
 				t.Fatalf("DecodeV2 error %v does not wrap write.ErrInvalid", err)
@@ -102,13 +105,10 @@ func FuzzDecodeV2(f *testing.F) {
 		if err := msg.Unmarshal(data); err != nil {
 			t.Fatalf("DecodeV2 accepted what the generated code refuses: %v", err)
 		}
-		var want NotStored
 		s := 0
 		for i := range msg.Timeseries {
 			ts := &msg.Timeseries[i]
-			want.Histograms += len(ts.Histograms)
-			want.Exemplars += len(ts.Exemplars)
-			if len(ts.Samples) == 0 {
+			if len(ts.Samples) == 0 && len(ts.Histograms) == 0 && len(ts.Exemplars) == 0 {
 				continue
 			}
 			if s >= len(req.Series) {
@@ -127,17 +127,33 @@ func FuzzDecodeV2(f *testing.F) {
 			}
 			wantSamples := make([]schema.Sample, len(ts.Samples))
 			for j, x := range ts.Samples {
-				wantSamples[j] = schema.Sample{T: x.Timestamp, V: x.Value}
+				wantSamples[j] = schema.Sample{T: x.Timestamp, V: x.Value, ST: x.StartTimestamp}
 			}
 			if !sameSamples(got.Samples, wantSamples) {
 				t.Errorf("timeseries[%d]: samples %v, want %v", i, got.Samples, wantSamples)
 			}
+			var wantHistograms []schema.HistogramSample
+			for _, h := range ts.Histograms {
+				wantHistograms = append(wantHistograms, histogramV2(&h))
+			}
+			if !sameHistograms(got.Histograms, wantHistograms) {
+				t.Errorf("timeseries[%d]: histograms %v, want %v", i, got.Histograms, wantHistograms)
+			}
+			var wantExemplars []exemplar.Exemplar
+			b := labels.NewScratchBuilder(0)
+			for _, e := range ts.Exemplars {
+				x, err := e.ToExemplar(&b, msg.Symbols)
+				if err != nil {
+					t.Fatalf("timeseries[%d]: DecodeV2 accepted an exemplar writev2 refuses: %v", i, err)
+				}
+				wantExemplars = append(wantExemplars, x)
+			}
+			if !sameExemplars(got.Exemplars, wantExemplars) {
+				t.Errorf("timeseries[%d]: exemplars %v, want %v", i, got.Exemplars, wantExemplars)
+			}
 		}
 		if s != len(req.Series) {
-			t.Errorf("DecodeV2 returned %d series, the message has %d with samples", len(req.Series), s)
-		}
-		if dropped != want {
-			t.Errorf("dropped = %+v, want %+v", dropped, want)
+			t.Errorf("DecodeV2 returned %d series, the message has %d with samples, histograms or exemplars", len(req.Series), s)
 		}
 		seen := map[string]bool{}
 		for _, md := range req.Metadata {
@@ -163,14 +179,11 @@ func TestDecodeV2ResolvesSymbolsAndMetadata(t *testing.T) {
 			samples: []v2Sample{{5, 1}}, typ: writev2.Metadata_METRIC_TYPE_COUNTER, help: "Requests.", unit: "requests"},
 		v2In{labels: labels.FromStrings("__name__", "lat"), histograms: 1},
 	))
-	req, dropped, err := DecodeV2(body)
+	req, err := DecodeV2(body)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if dropped != (NotStored{Histograms: 1}) {
-		t.Errorf("dropped = %+v", dropped)
-	}
-	if len(req.Series) != 2 || req.Series[1].Labels.Get("code") != "500" || req.Series[1].Samples[0] != (schema.Sample{T: 5, V: 1}) {
+	if len(req.Series) != 3 || len(req.Series[2].Histograms) != 1 || req.Series[1].Labels.Get("code") != "500" || req.Series[1].Samples[0] != (schema.Sample{T: 5, V: 1}) {
 		t.Errorf("series = %+v", req.Series)
 	}
 	want := schema.Metadata{Metric: "http_requests_total", Type: model.MetricTypeCounter, Help: "Requests.", Unit: "requests"}
@@ -208,9 +221,15 @@ func TestDecodeV2Errors(t *testing.T) {
 		{"a unit reference outside the table", marshal(t, &writev2.Request{Symbols: []string{"", "__name__", "cpu"},
 			Timeseries: []writev2.TimeSeries{{LabelsRefs: []uint32{1, 2}, Samples: sample, Metadata: writev2.Metadata{UnitRef: 4}}}}),
 			"invalid write request: timeseries[0]: metadata unit_ref = 4 is outside the symbols table of 3 symbols"},
+		{"an exemplar label reference outside the table", marshal(t, &writev2.Request{Symbols: []string{"", "__name__", "cpu"},
+			Timeseries: []writev2.TimeSeries{{LabelsRefs: []uint32{1, 2}, Samples: sample, Exemplars: []writev2.Exemplar{{LabelsRefs: []uint32{1, 3}}}}}}),
+			"invalid write request: timeseries[0]: exemplars[0]: labels_refs[1] = 3 is outside the symbols table of 3 symbols"},
+		{"exemplar labels_refs of odd length", marshal(t, &writev2.Request{Symbols: []string{"", "__name__", "cpu"},
+			Timeseries: []writev2.TimeSeries{{LabelsRefs: []uint32{1, 2}, Exemplars: []writev2.Exemplar{{LabelsRefs: []uint32{1}}}}}}),
+			"invalid write request: timeseries[0]: exemplars[0]: labels_refs has odd length 1; it must hold name/value pairs"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, _, err := DecodeV2(tc.body)
+			_, err := DecodeV2(tc.body)
 			if err == nil || err.Error() != tc.want || !errors.Is(err, write.ErrInvalid) {
 				t.Errorf("DecodeV2 error = %v, want %q wrapping write.ErrInvalid", err, tc.want)
 			}
