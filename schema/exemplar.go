@@ -1,8 +1,218 @@
 package schema
 
-// Exemplars: table TableExemplars. Placeholder of issue 11's exemplar storage:
-// the cell format, row key and retention are defined here by the exemplar
-// work; until then nothing is written to it.
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/prometheus/prometheus/model/exemplar"
+	"github.com/prometheus/prometheus/model/labels"
+)
+
+// Exemplars: table TableExemplars, family FamilyExemplars.
+//
+//	row       = the series' data row key (datakey.go) for the bucket of the
+//	            exemplar's timestamp: salt(1) | esc(host) 0x00 | esc(metric) 0x00 |
+//	            seriesID(8) | ^bucketStart(8)
+//	qualifier = slotOffset(4) | index(1)
+//	value     = flags(1) | ts(8) | value(8) | labels
+//	timestamp = the exemplar's timestamp (ms)
+//
+// slotOffset is the offset in ms from the bucket start of the exemplar's slot:
+// the bucket is cut into slots of a configured width (write.Options.ExemplarSlot
+// [DefaultExemplarSlot]) counted from the bucket start, big-endian. index is the
+// exemplar's position among the exemplars of one write request that fall into
+// that slot of that series, oldest first; a request keeps the newest
+// write.Options.ExemplarsPerSlot [DefaultExemplarsPerSlot] of them. flags bit 0
+// is Exemplar.HasTs, the other bits are 0; ts is the exemplar's timestamp
+// (int64, big-endian; equal to the cell timestamp), value its float64 bits
+// (big-endian, so NaN payloads survive); labels are uvarint(count) then, per
+// label in labels.Labels order, uvarint(len) name uvarint(len) value.
+//
+// Invariants:
+//
+//   - The exemplars of a series lie in its own key range, laid out like its data
+//     rows (same salt, same pre-split regions), newest bucket first: the
+//     exemplars of a series in [mint, maxt] are one scan (SeriesRowRange).
+//   - Bounded: a row (series × bucket) holds at most one cell per (slot, index):
+//     at most ceil(bucketWidth / slot) × perSlot exemplars per series per
+//     bucket, whatever is written. With the defaults (1h, 10s, 10) that is 3,600
+//     per series per hour. A later exemplar for an occupied (slot, index)
+//     replaces the stored one when its timestamp is newer (the family keeps one
+//     version and the cell timestamp is the exemplar's), and is hidden by it
+//     when older; at an equal timestamp the last write wins.
+//   - Idempotent: the same exemplar (series, timestamp, value, labels) written
+//     again in the same position is the same cell (same row, qualifier,
+//     timestamp and value). Readers also drop exact duplicates, which two
+//     requests can leave at two indexes of one slot.
+//   - The slot width and the per-slot bound shape only new cells: readers use
+//     the value alone (never the qualifier), so changing them needs no
+//     migration; the bound of a bucket written under both is the sum of both.
+//   - The family's TTL is the exemplar retention (TableOptions.ExemplarRetention),
+//     counted from the exemplar's timestamp.
 
 // TableExemplars is the logical name of the exemplar table.
 const TableExemplars = "exemplars"
+
+// FamilyExemplars (exemplar table): one cell per stored exemplar.
+const FamilyExemplars = "e"
+
+// Defaults of the exemplar storage.
+const (
+	// DefaultExemplarRetention is how long exemplars are kept [30 days]: longer
+	// than any dashboard usually shows them, much shorter than raw samples,
+	// since an exemplar's trace is rarely kept longer by a tracing backend.
+	DefaultExemplarRetention = 30 * 24 * time.Hour
+	// DefaultExemplarSlot is the slot width [10s]: at most DefaultExemplarsPerSlot
+	// exemplars per series per 10 s. A series scraped every 10 s or more slowly
+	// keeps every exemplar of a float or classic-histogram series (one per scrape).
+	DefaultExemplarSlot = 10 * time.Second
+	// DefaultExemplarsPerSlot is how many exemplars of one slot a request may
+	// store [10]: client_golang's default NativeHistogramMaxExemplars, so a
+	// native histogram's exemplars of one scrape fit.
+	DefaultExemplarsPerSlot = 10
+	// MaxExemplarsPerSlot is the largest per-slot bound: the index is one byte.
+	MaxExemplarsPerSlot = 256
+)
+
+// ExemplarQualifierLen is the length of an exemplar qualifier.
+const ExemplarQualifierLen = 5
+
+// exemplarFixedLen is flags(1) | ts(8) | value(8).
+const exemplarFixedLen = 17
+
+// exemplarFlagHasTs is Exemplar.HasTs in the flags byte.
+const exemplarFlagHasTs = 0x01
+
+// ExemplarSlotOffset is the qualifier offset of the slot of ts in the bucket
+// that starts at bucketStart: the offset of ts rounded down to a multiple of
+// slot (counted from the bucket start). slot must be at least a millisecond;
+// ts must lie in the bucket.
+func ExemplarSlotOffset(ts, bucketStart int64, slot time.Duration) int64 {
+	off := ts - bucketStart
+	s := slot.Milliseconds()
+	if s <= 1 {
+		return off
+	}
+	return off - off%s
+}
+
+// AppendExemplarQualifier appends the qualifier of (slotOffset, index) to dst.
+// slotOffset must lie in [0, bucket width) (widths fit 32 bits, see
+// AppendRawQualifier); it fails, wrapping ErrMalformed, otherwise.
+func AppendExemplarQualifier(dst []byte, slotOffset int64, index uint8) ([]byte, error) {
+	if slotOffset < 0 || slotOffset > math.MaxUint32 {
+		return dst, fmt.Errorf("schema: exemplar slot offset %d outside [0, %d]: %w", slotOffset, uint32(math.MaxUint32), ErrMalformed)
+	}
+	dst = binary.BigEndian.AppendUint32(dst, uint32(slotOffset))
+	return append(dst, index), nil
+}
+
+// ParseExemplarQualifier decodes an exemplar qualifier into its slot offset and
+// index; one that is not ExemplarQualifierLen bytes wraps ErrMalformed.
+func ParseExemplarQualifier(q []byte) (slotOffset int64, index uint8, err error) {
+	if len(q) != ExemplarQualifierLen {
+		return 0, 0, fmt.Errorf("schema: exemplar qualifier of %d bytes, want %d: %w", len(q), ExemplarQualifierLen, ErrMalformed)
+	}
+	return int64(binary.BigEndian.Uint32(q)), q[4], nil
+}
+
+// ExemplarValueLen is the length of the value AppendExemplarValue writes for e.
+func ExemplarValueLen(e exemplar.Exemplar) int {
+	n := exemplarFixedLen + exemplarUvarintLen(uint64(e.Labels.Len()))
+	e.Labels.Range(func(l labels.Label) {
+		n += exemplarUvarintLen(uint64(len(l.Name))) + len(l.Name) + exemplarUvarintLen(uint64(len(l.Value))) + len(l.Value)
+	})
+	return n
+}
+
+// AppendExemplarValue appends the cell value of e to dst: flags, timestamp,
+// value bits and labels, bit-exact.
+func AppendExemplarValue(dst []byte, e exemplar.Exemplar) []byte {
+	var flags byte
+	if e.HasTs {
+		flags |= exemplarFlagHasTs
+	}
+	dst = append(dst, flags)
+	dst = binary.BigEndian.AppendUint64(dst, uint64(e.Ts))
+	dst = binary.BigEndian.AppendUint64(dst, math.Float64bits(e.Value))
+	dst = binary.AppendUvarint(dst, uint64(e.Labels.Len()))
+	e.Labels.Range(func(l labels.Label) {
+		dst = binary.AppendUvarint(dst, uint64(len(l.Name)))
+		dst = append(dst, l.Name...)
+		dst = binary.AppendUvarint(dst, uint64(len(l.Value)))
+		dst = append(dst, l.Value...)
+	})
+	return dst
+}
+
+// DecodeExemplarValue decodes an exemplar cell value. It fails, wrapping
+// ErrMalformed, on a value shorter than its fixed part, unknown flag bits, a
+// label count or length that overruns the value, trailing bytes, or label
+// names that are empty, unsorted or repeated (AppendExemplarValue writes
+// labels.Labels, sorted and unique).
+func DecodeExemplarValue(b []byte) (exemplar.Exemplar, error) {
+	var e exemplar.Exemplar
+	if len(b) < exemplarFixedLen+1 {
+		return e, fmt.Errorf("schema: exemplar value of %d bytes is too short: %w", len(b), ErrMalformed)
+	}
+	if b[0]&^exemplarFlagHasTs != 0 {
+		return e, fmt.Errorf("schema: exemplar value flags %#02x has unknown bits: %w", b[0], ErrMalformed)
+	}
+	e.HasTs = b[0]&exemplarFlagHasTs != 0
+	e.Ts = int64(binary.BigEndian.Uint64(b[1:]))
+	e.Value = math.Float64frombits(binary.BigEndian.Uint64(b[9:]))
+	rest := b[exemplarFixedLen:]
+	n, k := binary.Uvarint(rest)
+	if k <= 0 || n > uint64(len(rest)) {
+		return e, fmt.Errorf("schema: exemplar value label count: %w", ErrMalformed)
+	}
+	rest = rest[k:]
+	sb := labels.NewScratchBuilder(int(n))
+	prev := ""
+	for i := uint64(0); i < n; i++ {
+		var name, value string
+		var err error
+		if name, rest, err = exemplarString(rest); err != nil {
+			return e, fmt.Errorf("schema: exemplar value label %d name: %w", i, err)
+		}
+		if value, rest, err = exemplarString(rest); err != nil {
+			return e, fmt.Errorf("schema: exemplar value label %d value: %w", i, err)
+		}
+		if name == "" || (i > 0 && name <= prev) {
+			return e, fmt.Errorf("schema: exemplar value label %d name %q is empty, unsorted or repeated: %w", i, name, ErrMalformed)
+		}
+		prev = name
+		sb.Add(name, value)
+	}
+	if len(rest) != 0 {
+		return e, fmt.Errorf("schema: exemplar value has %d trailing bytes: %w", len(rest), ErrMalformed)
+	}
+	e.Labels = sb.Labels()
+	return e, nil
+}
+
+// exemplarString reads a uvarint length and that many bytes.
+func exemplarString(b []byte) (string, []byte, error) {
+	n, k := binary.Uvarint(b)
+	if k <= 0 || n > uint64(len(b)-k) {
+		return "", b, fmt.Errorf("length overruns the value: %w", ErrMalformed)
+	}
+	return string(b[k : k+int(n)]), b[k+int(n):], nil
+}
+
+// exemplarUvarintLen is the length of x as a uvarint.
+func exemplarUvarintLen(x uint64) int {
+	n := 1
+	for x >= 0x80 {
+		x >>= 7
+		n++
+	}
+	return n
+}
+
+// QualifierExemplarRetention (meta table, schema row) is the exemplar
+// retention the store's exemplar table was created with, as a Prometheus
+// duration ("30d") or "0" for forever; see schema/provision.
+const QualifierExemplarRetention = "exemplar_retention"

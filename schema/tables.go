@@ -56,6 +56,9 @@ type TableOptions struct {
 	// RawRetention is the TTL of the data table's families [400 days]. The index
 	// keeps entries one day longer, so that a posting outlives its day's samples.
 	RawRetention time.Duration
+	// ExemplarRetention is the TTL of the exemplar table's family, counted from
+	// each exemplar's timestamp (exemplar.go) [DefaultExemplarRetention, 30 days].
+	ExemplarRetention time.Duration
 	// Rollups are the resolutions of downsampled data and their retentions, one
 	// table each (rollup.go) [DefaultRollups: 5m:90d,1h:5y].
 	Rollups []Rollup
@@ -73,10 +76,11 @@ type TableOptions struct {
 // DefaultSaltBucketsHBase; the embedded store uses DefaultSaltBucketsEmbedded.
 func DefaultTableOptions() TableOptions {
 	return TableOptions{
-		RawRetention: DefaultRawRetention,
-		Rollups:      DefaultRollups(),
-		Compression:  DefaultCompression,
-		SaltBuckets:  DefaultSaltBucketsHBase,
+		RawRetention:      DefaultRawRetention,
+		ExemplarRetention: DefaultExemplarRetention,
+		Rollups:           DefaultRollups(),
+		Compression:       DefaultCompression,
+		SaltBuckets:       DefaultSaltBucketsHBase,
 	}
 }
 
@@ -85,6 +89,9 @@ func (o TableOptions) Validate() error {
 	if o.RawRetention < 0 || o.RawRetention%time.Second != 0 {
 		// HBase counts TTL in whole seconds (kv.FamilySpec).
 		return fmt.Errorf("schema: raw retention %s is negative or not a whole number of seconds: %w", o.RawRetention, kv.ErrInvalidArgument)
+	}
+	if o.ExemplarRetention < 0 || o.ExemplarRetention%time.Second != 0 {
+		return fmt.Errorf("schema: exemplar retention %s is negative or not a whole number of seconds: %w", o.ExemplarRetention, kv.ErrInvalidArgument)
 	}
 	// The bucket width is checked with the settings; here only what needs none.
 	if err := ValidateRollups(o.Rollups, 0); err != nil {
@@ -97,9 +104,10 @@ func (o TableOptions) Validate() error {
 }
 
 // Tables returns the specs of every table of the schema, in the order they are
-// created: data, series, index, meta, then one rollup table per resolution. Every family keeps one version; TTLs
-// come from o (the series registry and the meta table never expire). The data and
-// rollup tables are pre-split at the salt bytes 1 .. SaltBuckets-1 so that every salt
+// created: data, series, index, meta, exemplars, then one rollup table per
+// resolution (the rollup tables are always last). Every family keeps one version; TTLs
+// come from o (the series registry and the meta table never expire). The data,
+// exemplar and rollup tables are pre-split at the salt bytes 1 .. SaltBuckets-1 so that every salt
 // starts in its own region; with one salt bucket they are not split. o should pass
 // Validate; Tables clamps SaltBuckets into [1, MaxSaltBuckets].
 func Tables(o TableOptions) []kv.TableSpec {
@@ -143,6 +151,7 @@ func Tables(o TableOptions) []kv.TableSpec {
 			Name:     TableMeta,
 			Families: []kv.FamilySpec{fam(FamilyMeta, 0, "NONE")},
 		},
+		ExemplarTable(o),
 	}
 	for _, r := range o.Rollups {
 		tables = append(tables, kv.TableSpec{
@@ -152,6 +161,28 @@ func Tables(o TableOptions) []kv.TableSpec {
 		})
 	}
 	return tables
+}
+
+// ExemplarTable returns the spec of the exemplar table (exemplar.go): family
+// FamilyExemplars with TTL o.ExemplarRetention, one version, pre-split like the
+// data table, whose row keys it shares.
+func ExemplarTable(o TableOptions) kv.TableSpec {
+	compression := o.Compression
+	if compression == "" {
+		compression = DefaultCompression
+	}
+	return kv.TableSpec{
+		Name: TableExemplars,
+		Families: []kv.FamilySpec{{
+			Name:          FamilyExemplars,
+			MaxVersions:   1,
+			TTL:           o.ExemplarRetention,
+			Compression:   compression,
+			BlockEncoding: DefaultBlockEncoding,
+			BloomFilter:   DefaultBloomFilter,
+		}},
+		SplitKeys: saltSplitKeys(o.SaltBuckets),
+	}
 }
 
 // IndexRetention is the TTL of the tag index: a day longer than the longest

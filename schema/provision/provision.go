@@ -33,9 +33,10 @@ import (
 //     as not created, and Create completes it from the claim, never from its own
 //     settings, so the stored settings are always exactly one creator's.
 
-// Create creates the base tables of the schema (data, series, index, meta;
-// EnsureTable, existing tables are left as they are), then the schema meta row
-// with settings want, then records opts.Rollups and creates their tables (see
+// Create creates the base tables of the schema (data, series, index, meta,
+// exemplars; EnsureTable, existing tables are left as they are), then the schema meta row
+// with settings want, records the raw and exemplar retentions (retention.go,
+// exemplars.go), then records opts.Rollups and creates their tables (see
 // rollups.go). opts.SaltBuckets of 0 means want.SaltBuckets; any other value must
 // equal it. Create is idempotent and safe against concurrent creators: if the
 // store already has (or another process concurrently claims) other settings, it
@@ -59,6 +60,9 @@ func Create(ctx context.Context, st kv.Store, want schema.Settings, opts schema.
 	}
 	c := newConfig(options)
 	if err := reconcileRawRetention(ctx, st, opts, !existed, c); err != nil {
+		return err
+	}
+	if err := reconcileExemplars(ctx, st, opts, true, !existed, c); err != nil {
 		return err
 	}
 	return reconcileRollups(ctx, st, opts, true, c)
@@ -192,7 +196,10 @@ func Check(ctx context.Context, st kv.Store, want schema.Settings) (schema.Setti
 
 // Open prepares a store for use with settings want, the raw retention
 // opts.RawRetention and the resolution list opts.Rollups: it checks the meta
-// row, refuses a raw retention other than the one recorded (retention.go), and if the schema was not created and
+// row, refuses a raw retention other than the one recorded (retention.go),
+// creates a missing exemplar table (unless autoCreate is off: then it is an
+// error) and refuses an exemplar retention other than the one recorded
+// (exemplars.go), and if the schema was not created and
 // autoCreate is set, creates it with want and opts (see Create). On a store
 // that exists, it records the resolution list and creates the tables of the
 // resolutions added (unless autoCreate is off: then they must exist), and
@@ -207,6 +214,9 @@ func Open(ctx context.Context, st kv.Store, want schema.Settings, opts schema.Ta
 		}
 		c := newConfig(options)
 		if err := reconcileRawRetention(ctx, st, opts, false, c); err != nil {
+			return got, err
+		}
+		if err := reconcileExemplars(ctx, st, opts, autoCreate, false, c); err != nil {
 			return got, err
 		}
 		return got, reconcileRollups(ctx, st, opts, autoCreate, c)

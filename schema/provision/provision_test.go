@@ -118,7 +118,7 @@ func testCreateMakesTablesAndAReadableMetaRow(t *testing.T, newStore func(*testi
 		t.Fatal(err)
 	}
 	tables, err := st.ListTables(ctx)
-	if err != nil || !slices.Equal(tables, []string{"data", "index", "meta", "rollup-1h", "rollup-5m", "series"}) {
+	if err != nil || !slices.Equal(tables, []string{"data", "exemplars", "index", "meta", "rollup-1h", "rollup-5m", "series"}) {
 		t.Errorf("tables after Create: %v, %v", tables, err)
 	}
 	row, err := st.Get(ctx, schema.TableMeta, []byte(schema.MetaSchemaRow))
@@ -130,13 +130,14 @@ func testCreateMakesTablesAndAReadableMetaRow(t *testing.T, newStore func(*testi
 		got[c.Family+":"+string(c.Qualifier)] = string(c.Value)
 	}
 	wantCells := map[string]string{
-		"m:format_version":  "1",
-		"m:bucket_width_ms": "7200000",
-		"m:salt_buckets":    "4",
-		"m:host_labels":     "host,instance",
-		"m:claim":           "format_version=1 bucket_width_ms=7200000 salt_buckets=4 host_labels=host,instance",
-		"m:rollups":         "5m:90d,1h:5y",
-		"m:raw_retention":   "400d",
+		"m:format_version":     "1",
+		"m:bucket_width_ms":    "7200000",
+		"m:salt_buckets":       "4",
+		"m:host_labels":        "host,instance",
+		"m:claim":              "format_version=1 bucket_width_ms=7200000 salt_buckets=4 host_labels=host,instance",
+		"m:rollups":            "5m:90d,1h:5y",
+		"m:raw_retention":      "400d",
+		"m:exemplar_retention": "30d",
 	}
 	if len(got) != len(wantCells) {
 		t.Errorf("meta row %v, want %v", got, wantCells)
