@@ -1,17 +1,93 @@
 package write
 
 import (
+	"slices"
+	"time"
+
 	"github.com/prometheus/prometheus/model/exemplar"
 
 	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/schema"
 )
 
+// Exemplars are stored in table schema.TableExemplars, one cell per exemplar,
+// in the series' own key range (the layout and its bound are documented in
+// schema/exemplar.go). Per series and request, appendExemplarMutations:
+//
+//  1. sorts the exemplars as Prometheus orders them (exemplar.Compare:
+//     timestamp, value, labels) and drops exact repeats;
+//  2. groups them by slot (schema.ExemplarSlotOffset of the exemplar's bucket,
+//     slot width exemplarSlot) and keeps the newest exemplarsPerSlot of each
+//     slot — the bound: what a slot keeps is what the newest writes put there;
+//  3. puts each kept exemplar at (slot, index), index 0 the oldest kept, with
+//     the exemplar's timestamp as the cell timestamp, so that a re-sent
+//     exemplar rewrites the same cell, and a newer exemplar sent later for the
+//     same (slot, index) replaces the stored one (one version per cell, the
+//     newest timestamp wins on both backends).
+//
+// The slot width and per-slot bound are schema.DefaultExemplarSlot and
+// schema.DefaultExemplarsPerSlot.
+const (
+	exemplarSlot     = schema.DefaultExemplarSlot
+	exemplarsPerSlot = schema.DefaultExemplarsPerSlot
+)
+
 // appendExemplarMutations appends to muts the puts (of table
 // schema.TableExemplars) that store ex, the validated exemplars of the series
 // whose data key is k (k.BucketStart is ignored), using buf for keys and values;
-// it returns both and how many exemplars the puts store. Placeholder: the
-// exemplar storage of issue 11 fills it in; today it stores nothing.
+// it returns both and how many exemplars the puts store: repeats within ex,
+// exemplars over the per-slot bound and any timestamp a cell cannot have
+// (outside [0, kv.MaxTimestamp]) are left out and not counted. ex is not
+// modified.
 func (w *Writer) appendExemplarMutations(muts []kv.Mutation, buf []byte, k schema.DataKey, ex []exemplar.Exemplar) ([]kv.Mutation, []byte, int) {
-	return muts, buf, 0
+	sorted := make([]exemplar.Exemplar, 0, len(ex))
+	for _, e := range ex {
+		if e.Ts >= 0 && e.Ts <= kv.MaxTimestamp {
+			sorted = append(sorted, e)
+		}
+	}
+	slices.SortStableFunc(sorted, exemplar.Compare)
+	sorted = slices.CompactFunc(sorted, func(a, b exemplar.Exemplar) bool {
+		return exemplar.Compare(a, b) == 0 && a.HasTs == b.HasTs
+	})
+	return appendExemplarPuts(muts, buf, k, sorted, w.width, exemplarSlot, exemplarsPerSlot)
+}
+
+// appendExemplarPuts is step 2 and 3 of appendExemplarMutations on sorted,
+// the exemplars of one series sorted by exemplar.Compare, without repeats and
+// with storable timestamps.
+func appendExemplarPuts(muts []kv.Mutation, buf []byte, k schema.DataKey, sorted []exemplar.Exemplar,
+	width, slot time.Duration, perSlot int) ([]kv.Mutation, []byte, int) {
+	var (
+		row      []byte
+		rowStart int64 = -1
+		stored   int
+	)
+	for i := 0; i < len(sorted); {
+		// The group of sorted[i]: the exemplars of its slot, sorted[i:j].
+		bs := schema.BucketStart(sorted[i].Ts, width)
+		off := schema.ExemplarSlotOffset(sorted[i].Ts, bs, slot)
+		j := i + 1
+		for j < len(sorted) && schema.BucketStart(sorted[j].Ts, width) == bs && schema.ExemplarSlotOffset(sorted[j].Ts, bs, slot) == off {
+			j++
+		}
+		group := sorted[max(i, j-perSlot):j]
+		i = j
+		if bs != rowStart {
+			start := len(buf)
+			k.BucketStart = bs
+			buf = schema.DataRowKey(buf, k)
+			row, rowStart = buf[start:len(buf):len(buf)], bs
+		}
+		for idx, e := range group {
+			start := len(buf)
+			// off lies in [0, width), and widths fit 32 bits: no error.
+			buf, _ = schema.AppendExemplarQualifier(buf, off, uint8(idx))
+			mid := len(buf)
+			buf = schema.AppendExemplarValue(buf, e)
+			muts = append(muts, kv.Put(row, schema.FamilyExemplars, buf[start:mid:mid], e.Ts, buf[mid:len(buf):len(buf)]))
+			stored++
+		}
+	}
+	return muts, buf, stored
 }
