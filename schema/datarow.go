@@ -18,16 +18,21 @@ import (
 // cells (family FamilyRaw, raw.go), merged. DecodeDataRow is the one decoder of
 // data rows: every read path (query's Select, ChunkQuerier, Samples, Last) and the
 // compaction that rewrites rows read through it, so that they agree on what a row
-// holds. BucketChunkCell is its inverse for chunks.
+// holds. BucketCell is its inverse for chunks.
 //
 // Invariants:
 //
 //   - The samples of a row are ascending, one per timestamp.
-//   - A raw sample wins over a chunk's sample of the same timestamp: it is a late
-//     (or re-sent) sample written after the bucket was compacted.
+//   - A row holds one sample per timestamp across both kinds, float and
+//     histogram.
+//   - A raw sample wins over a chunk's sample of the same timestamp, whatever
+//     their kinds: it is a late (or re-sent) sample written after the bucket was
+//     compacted.
 //   - Chunks of one row may overlap in time (a bucket compacted again merges them
 //     into new chunks, but a reader may meet both during the rewrite); for equal
-//     timestamps in two chunks, the chunk whose cell comes later in the row wins.
+//     timestamps in two chunk cells, the cell that comes later in the row wins,
+//     whatever the kinds. Within one cell, chunks are ascending and disjoint
+//     (chunk.go).
 
 // RowSamples are the samples DecodeDataRow found in one data row.
 type RowSamples struct {
@@ -40,9 +45,15 @@ type RowSamples struct {
 	// ascending, one per timestamp, none at a timestamp of Samples (a series
 	// holds one sample per timestamp, of either kind).
 	Histograms []HistogramSample
-	// Chunk is set when the row's samples in [mint, maxt] are exactly those of its
-	// only chunk cell (no raw cell, the chunk wholly within the range): a reader
-	// that serves chunks (remote read) may hand it out unchanged.
+	// Chunks is set when the row's samples in [mint, maxt] are exactly those of
+	// its only chunk cell (no raw sample in the range, the cell wholly within
+	// the range, and all its chunks Prometheus chunks, not decimal ones): the
+	// cell's chunks, oldest first, ascending and disjoint in time, which a
+	// reader that serves chunks (remote read) may hand out unchanged. They may
+	// be of any chunkenc encoding (XOR, XOR2, histogram, float histogram, and
+	// their ST forms).
+	Chunks []chunkenc.Chunk
+	// Chunk is Chunks[0] when Chunks holds exactly one chunk, else nil.
 	Chunk chunkenc.Chunk
 	// RawCells and ChunkCells count the row's cells of each family that were
 	// decoded (raw cells outside [mint, maxt] included).
@@ -60,10 +71,14 @@ func DecodeDataRow(row kv.Row, width time.Duration, mint, maxt int64) (RowSample
 	}
 	out := RowSamples{BucketStart: bucketStart}
 	var (
-		fromChunks, raw []Sample
-		rawH            []HistogramSample
-		chunks          []chunkenc.Chunk
-		cut             bool // a chunk had samples outside [mint, maxt]
+		raw   []Sample
+		rawH  []HistogramSample
+		cells ChunkCellSamples
+		// ends[i] is where the samples of chunk cell i end in cells.Samples
+		// and cells.Histograms.
+		ends       [][2]int
+		cut        bool // a chunk had samples outside [mint, maxt]
+		prometheus = true
 	)
 	for _, c := range row.Cells {
 		switch c.Family {
@@ -88,65 +103,90 @@ func DecodeDataRow(row kv.Row, width time.Duration, mint, maxt int64) (RowSample
 			}
 		case FamilyChunk:
 			out.ChunkCells++
-			if enc, data, err := DecodeChunkValue(c.Value); err == nil && enc == EncDecimal {
-				n := len(fromChunks)
-				var total int
-				if fromChunks, total, err = DecodeDecimalChunk(fromChunks, data, mint, maxt); err != nil {
-					return out, fmt.Errorf("schema: chunk of bucket %d: %w", bucketStart, err)
-				}
-				// Not a Prometheus chunk: a reader that serves chunks encodes
-				// the samples itself.
-				chunks = append(chunks, nil)
-				cut = cut || len(fromChunks)-n != total
-				continue
-			}
-			chk, err := DecodeChunkCell(c)
-			if err != nil {
+			n, nh, nc, total := len(cells.Samples), len(cells.Histograms), len(cells.Chunks), cells.Total
+			if cells, err = DecodeChunkCellSamples(cells, c.Value, mint, maxt); err != nil {
 				return out, fmt.Errorf("schema: chunk of bucket %d: %w", bucketStart, err)
 			}
-			chunks = append(chunks, chk)
-			n := len(fromChunks)
-			if fromChunks, err = appendChunkSamples(fromChunks, chk, mint, maxt); err != nil {
-				return out, fmt.Errorf("schema: chunk of bucket %d: %w: %w", bucketStart, err, ErrMalformed)
+			ends = append(ends, [2]int{len(cells.Samples), len(cells.Histograms)})
+			cut = cut || len(cells.Samples)-n+len(cells.Histograms)-nh != cells.Total-total
+			for _, chk := range cells.Chunks[nc:] {
+				prometheus = prometheus && chk != nil
 			}
-			cut = cut || len(fromChunks)-n != chk.NumSamples()
 		}
 	}
+	fromChunks := cells.Samples
 	switch {
+	case len(cells.Histograms) > 0 || len(rawH) > 0:
+		out.Samples, out.Histograms = mergeKinds(cells, ends, raw, rawH)
 	case len(fromChunks) == 0:
 		out.Samples = raw
 	case len(raw) == 0:
-		slices.SortStableFunc(fromChunks, func(a, b Sample) int { return cmp.Compare(a.T, b.T) })
-		out.Samples = keepLast(fromChunks)
-		if len(chunks) == 1 && chunks[0] != nil && !cut && len(out.Samples) == chunks[0].NumSamples() {
-			out.Chunk = chunks[0]
+		if len(ends) > 1 {
+			slices.SortStableFunc(fromChunks, func(a, b Sample) int { return cmp.Compare(a.T, b.T) })
+			fromChunks = keepLast(fromChunks)
 		}
+		out.Samples = fromChunks
 	default:
 		out.Samples = mergeRaw(fromChunks, raw)
 	}
-	if len(rawH) > 0 {
-		out.Chunk = nil
-		out.Histograms = rawH
-		out.Samples = dropAt(out.Samples, rawH)
+	if len(ends) == 1 && prometheus && !cut && len(raw) == 0 && len(rawH) == 0 &&
+		len(out.Samples)+len(out.Histograms) == cells.Total && cells.Total > 0 {
+		out.Chunks = cells.Chunks
+		if len(out.Chunks) == 1 {
+			out.Chunk = out.Chunks[0]
+		}
 	}
 	return out, nil
 }
 
-// dropAt removes from samples (ascending) those at a timestamp of hs
-// (ascending): a raw histogram replaces a chunk's float of its timestamp.
-func dropAt(samples []Sample, hs []HistogramSample) []Sample {
-	out := samples[:0]
-	j := 0
-	for _, s := range samples {
-		for j < len(hs) && hs[j].T < s.T {
-			j++
-		}
-		if j < len(hs) && hs[j].T == s.T {
-			continue
-		}
-		out = append(out, s)
+// mergeKinds merges the samples of chunk cells (cells, the samples of cell i
+// ending at ends[i]) and raw cells into floats and histograms, one sample per
+// timestamp across both kinds: a raw sample wins over a chunk's, a later chunk
+// cell's over an earlier one's, whatever the kinds.
+func mergeKinds(cells ChunkCellSamples, ends [][2]int, raw []Sample, rawH []HistogramSample) ([]Sample, []HistogramSample) {
+	type entry struct {
+		t     int64
+		hist  bool
+		i     int
+		isRaw bool
 	}
-	return out
+	es := make([]entry, 0, len(cells.Samples)+len(cells.Histograms)+len(raw)+len(rawH))
+	f, h := 0, 0
+	for _, e := range ends {
+		for ; f < e[0]; f++ {
+			es = append(es, entry{t: cells.Samples[f].T, i: f})
+		}
+		for ; h < e[1]; h++ {
+			es = append(es, entry{t: cells.Histograms[h].T, hist: true, i: h})
+		}
+	}
+	for i, s := range raw {
+		es = append(es, entry{t: s.T, i: i, isRaw: true})
+	}
+	for i, s := range rawH {
+		es = append(es, entry{t: s.T, hist: true, i: i, isRaw: true})
+	}
+	slices.SortStableFunc(es, func(a, b entry) int { return cmp.Compare(a.t, b.t) })
+	var (
+		fs []Sample
+		hs []HistogramSample
+	)
+	for k, e := range es {
+		if k+1 < len(es) && es[k+1].t == e.t {
+			continue // a later one of the same timestamp wins
+		}
+		switch {
+		case e.hist && e.isRaw:
+			hs = append(hs, rawH[e.i])
+		case e.hist:
+			hs = append(hs, cells.Histograms[e.i])
+		case e.isRaw:
+			fs = append(fs, raw[e.i])
+		default:
+			fs = append(fs, cells.Samples[e.i])
+		}
+	}
+	return fs, hs
 }
 
 // ErrHistogramCell is DecodeRawCell's answer for a raw cell that holds a native
@@ -198,79 +238,6 @@ func DecodeRawHistogramCell(c kv.Cell, bucketStart int64, width time.Duration) (
 		return HistogramSample{}, fmt.Errorf("schema: raw cell at offset %d of bucket %d: %w", off, bucketStart, err)
 	}
 	return HistogramSample{T: c.Timestamp, ST: v.ST, H: v.H, FH: v.FH}, nil
-}
-
-// DecodeChunkCell decodes a chunk cell. Only the float XOR encoding is accepted:
-// hbtsdb stores no histograms yet.
-func DecodeChunkCell(c kv.Cell) (chunkenc.Chunk, error) {
-	enc, data, err := DecodeChunkValue(c.Value)
-	if err != nil {
-		return nil, err
-	}
-	e := chunkenc.Encoding(enc)
-	if e != chunkenc.EncXOR {
-		return nil, fmt.Errorf("schema: chunk encoding %s is not a float encoding hbtsdb reads: %w", e, ErrMalformed)
-	}
-	chk, err := chunkenc.FromData(e, data)
-	if err != nil {
-		return nil, fmt.Errorf("schema: %w: %w", err, ErrMalformed)
-	}
-	return chk, nil
-}
-
-// MaxChunkSamples is the most samples one chunk holds: Prometheus' XOR chunk
-// counts its samples in 16 bits. A bucket with more stays raw.
-const MaxChunkSamples = 1<<16 - 1
-
-// BucketChunkCell returns the chunk cell (family FamilyChunk, chunk.go) that
-// holds samples — ascending, one per timestamp, all in the bucket starting at
-// bucketStart — as one chunk, Prometheus' XOR or a decimal chunk (decimal.go),
-// whichever is smaller: qualifier offset 0, timestamp the bucket's last
-// millisecond. It fails, wrapping kv.ErrInvalidArgument, on no samples, samples
-// out of order or outside the bucket, or more than MaxChunkSamples.
-func BucketChunkCell(samples []Sample, bucketStart int64, width time.Duration) (kv.Cell, error) {
-	switch {
-	case len(samples) == 0:
-		return kv.Cell{}, fmt.Errorf("schema: a chunk of no samples: %w", kv.ErrInvalidArgument)
-	case len(samples) > MaxChunkSamples:
-		return kv.Cell{}, fmt.Errorf("schema: %d samples in bucket %d, more than a chunk holds (%d): %w",
-			len(samples), bucketStart, MaxChunkSamples, kv.ErrInvalidArgument)
-	case samples[0].T < bucketStart || samples[len(samples)-1].T-bucketStart >= width.Milliseconds():
-		return kv.Cell{}, fmt.Errorf("schema: samples [%d, %d] are not all in bucket %d: %w",
-			samples[0].T, samples[len(samples)-1].T, bucketStart, kv.ErrInvalidArgument)
-	}
-	chk := chunkenc.NewXORChunk()
-	app, err := chk.Appender()
-	if err != nil {
-		return kv.Cell{}, fmt.Errorf("schema: chunk appender: %w", err)
-	}
-	for i, s := range samples {
-		if i > 0 && s.T <= samples[i-1].T {
-			return kv.Cell{}, fmt.Errorf("schema: chunk samples not ascending at %d: %w", s.T, kv.ErrInvalidArgument)
-		}
-		app.Append(0, s.T, s.V)
-	}
-	q, err := AppendChunkQualifier(nil, 0, width)
-	if err != nil {
-		return kv.Cell{}, err
-	}
-	value := AppendChunkValue(nil, byte(chunkenc.EncXOR), chk.Bytes())
-	if dec, ok := AppendDecimalChunk(nil, samples); ok && len(dec) < len(value) {
-		value = dec
-	}
-	return kv.Cell{Family: FamilyChunk, Qualifier: q, Timestamp: bucketStart + width.Milliseconds() - 1, Value: value}, nil
-}
-
-// appendChunkSamples appends the samples of chk in [mint, maxt].
-func appendChunkSamples(dst []Sample, chk chunkenc.Chunk, mint, maxt int64) ([]Sample, error) {
-	it := chk.Iterator(nil)
-	for it.Next() == chunkenc.ValFloat {
-		t, v := it.At()
-		if t >= mint && t <= maxt {
-			dst = append(dst, Sample{T: t, V: v})
-		}
-	}
-	return dst, it.Err()
 }
 
 // mergeRaw merges chunk samples (any order) with ascending raw samples, one per
