@@ -13,8 +13,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/route"
 	"github.com/prometheus/prometheus/config"
-	"github.com/prometheus/prometheus/model/exemplar"
-	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql"
 	"github.com/prometheus/prometheus/promql/parser"
 	"github.com/prometheus/prometheus/storage"
@@ -212,7 +210,7 @@ func registerPrometheusAPI(r *mux.Router, q storage.SampleAndChunkQueryable, eng
 		}
 	}
 	noConfig := func() config.Config { return config.Config{} }
-	api := v1.NewAPI(timeoutEngine{engine}, q, nil, emptyExemplars{}, nil, nil, nil, noConfig, map[string]string{},
+	api := v1.NewAPI(timeoutEngine{engine}, q, nil, exemplarsOf(q), nil, nil, nil, noConfig, map[string]string{},
 		v1.GlobalURLOptions{}, ready, nil, "", false, false, 0, logger, nil,
 		opts.RemoteReadSampleLimit, opts.RemoteReadConcurrency, opts.RemoteReadMaxBytesInFrame, false, opts.CORSOrigin,
 		nil, &build, nil, nil, nil, nil, nil, false, nil, false, false, false,
@@ -235,20 +233,6 @@ func registerPrometheusAPI(r *mux.Router, q storage.SampleAndChunkQueryable, eng
 		// OPTIONS is a browser's CORS preflight, answered by Prometheus' handler.
 		r.Handle("/api/v1"+p.path, h).Methods(append(p.methods, http.MethodOptions)...)
 	}
-}
-
-// emptyExemplars answers /api/v1/query_exemplars with no exemplars: hbtsdb does
-// not store exemplars yet.
-type emptyExemplars struct{}
-
-func (emptyExemplars) ExemplarQuerier(context.Context) (storage.ExemplarQuerier, error) {
-	return emptyExemplars{}, nil
-}
-
-// Select returns an empty, non-nil list, as Prometheus' exemplar storage does,
-// so that the answer's data is [] rather than null.
-func (emptyExemplars) Select(int64, int64, ...[]*labels.Matcher) ([]exemplar.QueryResult, error) {
-	return []exemplar.QueryResult{}, nil
 }
 
 // queryGate is promql's QueryTracker reduced to what hbtsdb needs: at most n
