@@ -12,14 +12,20 @@
 //     naming the series and the problem (validate.go), and the valid rest goes on —
 //     a partial write, as Prometheus' remote-write 2.0 receiver and Mimir do;
 //  2. resolve series IDs through index.Registry (cache, then one GetRows for the
-//     misses, then a check-and-put per truly new series);
+//     misses, then a check-and-put per truly new series); a series that carries
+//     nothing but exemplars is looked up, never registered (an exemplar alone
+//     does not create a series, as in Prometheus' TSDB);
 //  3. build, grouped by data row, the raw-sample cells (family r, qualifier and
-//     value from schema's codecs, cell timestamp = sample timestamp), the promoted
-//     tag columns (family t, once per row per process) and the day's postings
-//     (index.Postings, once per series per day per process);
-//  4. store: the data table in Applies of at most Options.MaxBatch mutations, the
-//     postings and the metadata, concurrently (the first error cancels the rest);
-//     and return only after the store acknowledged every one of them.
+//     value from schema's codecs, cell timestamp = sample timestamp): float
+//     samples (8 bytes, 16 with a start timestamp) and native histogram samples
+//     (schema.AppendHistogramSampleValue) in the same cells, so a series may
+//     change kind sample by sample; the promoted tag columns (family t, once per
+//     row per process), the day's postings (index.Postings, once per series per
+//     day per process) and the exemplar table's cells (exemplars.go);
+//  4. store: the data and exemplar tables in Applies of at most
+//     Options.MaxBatch mutations, the postings and the metadata, concurrently
+//     (the first error cancels the rest); and return only after the store
+//     acknowledged every one of them.
 //
 // # Guarantees
 //
@@ -29,7 +35,12 @@
 //     from the request (samples: their own; tags: their bucket's end; postings: their
 //     day's start), so a retry rewrites the same cells instead of adding versions.
 //   - Values are stored bit-exact: NaN payloads, stale markers
-//     (0x7ff0000000000002) and ±Inf included.
+//     (0x7ff0000000000002) and ±Inf included, in floats and in every field of
+//     a histogram. A histogram is stored as Prometheus' receiver would append
+//     it: schemas 9..52 reduced to 8, and one over Limits.MaxHistogramBuckets
+//     reduced until it fits (validate.go).
+//   - Invalid exemplars never fail their series: they are left out and listed
+//     in Result.RejectedExemplars, as Prometheus' receiver drops them.
 //   - Out-of-order and late samples are accepted: a sample only has to lie within
 //     Limits.MaxAge and Limits.MaxFutureSkew of the clock (Options.Now), and never
 //     before 1970 (HBase cell timestamps are >= 0).

@@ -33,7 +33,8 @@ type Request struct {
 // DefaultLimits gives the defaults the server runs with.
 type Limits struct {
 	// MaxSeriesPerRequest and MaxSamplesPerRequest bound a whole request; over
-	// them the request is rejected whole.
+	// them the request is rejected whole. Samples are float and histogram
+	// samples.
 	MaxSeriesPerRequest  int
 	MaxSamplesPerRequest int
 	// MaxLabelsPerSeries, MaxLabelNameLength and MaxLabelValueLength (bytes)
@@ -47,7 +48,19 @@ type Limits struct {
 	// MaxAge rejects samples older than now - MaxAge (the raw retention: they
 	// would expire at once).
 	MaxAge time.Duration
+	// MaxHistogramBuckets bounds the buckets (both sides) of a native
+	// histogram sample: one with more is stored at the highest resolution at
+	// which it fits, and rejected when it does not fit even at schema -4 or
+	// has custom buckets (as Mimir's max_native_histogram_buckets and
+	// Prometheus' native_histogram_bucket_limit).
+	MaxHistogramBuckets int
 }
+
+// DefaultMaxHistogramBuckets is the default of Limits.MaxHistogramBuckets:
+// far above what instrumentation libraries produce (client_golang and
+// OpenTelemetry SDKs default to at most 160 per side), it bounds what one
+// cell holds (about 9 bytes per bucket at worst).
+const DefaultMaxHistogramBuckets = 4096
 
 // DefaultLimits are the server's default limits.
 func DefaultLimits() Limits {
@@ -59,6 +72,7 @@ func DefaultLimits() Limits {
 		MaxLabelValueLength:  4096,
 		MaxFutureSkew:        10 * time.Minute,
 		MaxAge:               400 * 24 * time.Hour,
+		MaxHistogramBuckets:  DefaultMaxHistogramBuckets,
 	}
 }
 
@@ -78,6 +92,7 @@ func (l Limits) Validate() error {
 		{"MaxLabelsPerSeries", l.MaxLabelsPerSeries},
 		{"MaxLabelNameLength", l.MaxLabelNameLength},
 		{"MaxLabelValueLength", l.MaxLabelValueLength},
+		{"MaxHistogramBuckets", l.MaxHistogramBuckets},
 	} {
 		if f.value < 0 {
 			errs = append(errs, fmt.Errorf("write: Limits.%s must not be negative (0 means no limit), got %d", f.name, f.value))
@@ -113,6 +128,11 @@ type Result struct {
 	// Rejected lists the series and samples that were not written because they are
 	// invalid; the rest of the request was written. Empty when all was written.
 	Rejected []Rejection
+	// RejectedExemplars lists the exemplars that were left out because they
+	// are invalid (Kind ErrInvalidExemplar; Sample is the exemplar's index in
+	// Series.Exemplars, Samples 0). They do not make the request fail, as in
+	// Prometheus' receiver, and are not part of RejectionError.
+	RejectedExemplars []Rejection
 }
 
 // Rejection is one invalid series or sample of a request.
@@ -121,13 +141,14 @@ type Rejection struct {
 	// sample in that series, or -1 when the whole series was rejected. For an
 	// invalid entry of Request.Metadata, Series is -1 and Sample its index.
 	Series, Sample int
-	// Samples is how many samples the rejection dropped.
+	// Samples is how many samples (float and histogram) the rejection dropped.
 	Samples int
 	// Reason says what is wrong, naming the series, e.g.
 	// `label name "" is empty in series {__name__="up", ""="x"}`.
 	Reason string
-	// Kind is the kind of problem, for counting: ErrInvalidLabels, ErrTooOld or
-	// ErrOutOfRange; nil for an invalid metadata entry.
+	// Kind is the kind of problem, for counting: ErrInvalidLabels, ErrTooOld,
+	// ErrOutOfRange, ErrInvalidHistogram, ErrDuplicateSample or
+	// ErrInvalidExemplar; nil for an invalid metadata entry.
 	Kind error
 }
 
@@ -135,7 +156,8 @@ type Rejection struct {
 // such a request is rejected whole and nothing of it is written. HTTP: 400.
 var ErrInvalid = errors.New("invalid write request")
 
-// RejectionError summarizes Result.Rejected as an error for a 400 response.
+// RejectionError summarizes Result.Rejected as an error for a 400 response;
+// "written" counts float and histogram samples.
 func RejectionError(res Result) error {
 	if len(res.Rejected) == 0 {
 		return nil
@@ -146,7 +168,7 @@ func RejectionError(res Result) error {
 	for _, r := range res.Rejected {
 		dropped += r.Samples
 	}
-	fmt.Fprintf(&b, "%d samples rejected, %d written:", dropped, res.SamplesWritten)
+	fmt.Fprintf(&b, "%d samples rejected, %d written:", dropped, res.SamplesWritten+res.HistogramsWritten)
 	for i, r := range res.Rejected {
 		if i == show {
 			fmt.Fprintf(&b, "; and %d more", len(res.Rejected)-show)

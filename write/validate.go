@@ -3,12 +3,15 @@ package write
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/exemplar"
+	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/hbtsdb/hbtsdb/kv"
@@ -52,10 +55,11 @@ var (
 	ErrOutOfRange = errors.New("sample timestamp out of range")
 )
 
-// kindOf is which of ErrInvalidLabels, ErrTooOld and ErrOutOfRange err wraps,
-// or nil.
+// kindOf is which of the kinds of rejection err wraps (ErrInvalidLabels,
+// ErrTooOld, ErrOutOfRange, ErrInvalidHistogram, ErrDuplicateSample,
+// ErrInvalidExemplar), or nil.
 func kindOf(err error) error {
-	for _, kind := range []error{ErrInvalidLabels, ErrTooOld, ErrOutOfRange} {
+	for _, kind := range []error{ErrInvalidLabels, ErrTooOld, ErrOutOfRange, ErrInvalidHistogram, ErrDuplicateSample, ErrInvalidExemplar} {
 		if errors.Is(err, kind) {
 			return kind
 		}
@@ -67,10 +71,16 @@ func kindOf(err error) error {
 type invalidError struct {
 	reason string
 	kind   error
+	cause  error // Prometheus' own error (a histogram.Error), or nil
 }
 
-func (e *invalidError) Error() string   { return e.reason }
-func (e *invalidError) Unwrap() []error { return []error{ErrInvalid, e.kind} }
+func (e *invalidError) Error() string { return e.reason }
+func (e *invalidError) Unwrap() []error {
+	if e.cause != nil {
+		return []error{ErrInvalid, e.kind, e.cause}
+	}
+	return []error{ErrInvalid, e.kind}
+}
 
 // rowKeyOverhead bounds how many bytes the longest row key built from a series'
 // labels adds to their canonical encoding: a data row key is 1 (salt) + esc(host)
@@ -316,4 +326,220 @@ func describe(ls labels.Labels) string {
 	})
 	b.WriteByte('}')
 	return b.String()
+}
+
+// Native histograms.
+//
+// What Write checks of a histogram sample, beside its timestamp (as for a
+// float), and the Rejection.Reason it gives (h the histogram's timestamp and
+// date, p Prometheus' own error text):
+//
+//	histogram at timestamp h has neither an integer nor a float histogram in series s
+//	histogram at timestamp h has the unknown counter reset hint 7 in series s
+//	histogram at timestamp h has an invalid zero threshold NaN (it must be a number >= 0) in series s
+//	histogram at timestamp h: p in series s        (histogram.Validate: spans and
+//	                                               buckets, negative counts, count
+//	                                               consistency, schemas, custom bounds)
+//	histogram at timestamp h has 200 buckets, over the limit of 160, even at schema -4 in series s
+//	histogram at timestamp h duplicates a float sample at the same timestamp in series s
+//
+// As Prometheus' receiver (storage/remote/write_handler.go, timeLimitAppender),
+// a histogram whose exponential schema is above 8 but within Prometheus'
+// reserved range (9..52) is stored at schema 8 (histogram.ReduceResolution)
+// rather than rejected; schemas below -4 (other than -53, custom buckets)
+// are rejected by Validate as Prometheus' TSDB rejects them. A histogram with
+// more buckets than Limits.MaxHistogramBuckets is stored at the highest
+// resolution at which it fits, as Prometheus' scrape bucket limit and Mimir's
+// max_native_histogram_buckets do, and rejected when even schema -4 is over
+// (or it has custom buckets, which cannot be merged). Stale markers (Sum =
+// value.StaleNaN) are histograms like others: Validate allows a NaN Sum. The
+// zero threshold must be a number >= 0, which Prometheus assumes but does not
+// check: a NaN or negative threshold makes every later operation on the
+// histogram meaningless. A histogram is never changed in place: a reduced one
+// is a copy.
+//
+// A float sample and a histogram sample of one series at one timestamp in one
+// request are a duplicate (Prometheus: ErrDuplicateSampleForTimestamp): the
+// float is kept and the histogram rejected.
+
+// Exemplars.
+//
+// Exemplars are checked as Prometheus' TSDB checks them (tsdb/exemplar.go,
+// ValidateExemplar), after dropping labels with an empty value:
+//
+//	exemplar e: label name "n" is not unique in series s
+//	exemplar e: label name "n" is not valid UTF-8 in series s   (value likewise)
+//	exemplar e: label length for exemplar exceeds maximum of 128 UTF-8 characters in series s
+//	exemplar e: timestamp t (date) is ... in series s        (the bounds of samples)
+//	exemplar e: series s is not stored, and an exemplar alone does not create it
+//
+// where e is the exemplar as Prometheus writes one ({trace_id="abc"} 0.5 1000).
+// An invalid exemplar does not fail its series or the request: it is listed in
+// Result.RejectedExemplars and left out, as Prometheus' receiver logs exemplar
+// errors without failing the request ("we don't fail the request on ingestion
+// errors", write_handler.go); the 2.0 Exemplars-Written header counts only
+// the stored ones.
+
+var (
+	// ErrInvalidHistogram: a native histogram sample is invalid (see above).
+	ErrInvalidHistogram = errors.New("invalid native histogram")
+	// ErrDuplicateSample: a histogram sample has the timestamp of a float
+	// sample of the same series in the same request.
+	ErrDuplicateSample = errors.New("duplicate sample for timestamp")
+	// ErrInvalidExemplar: an exemplar is invalid; it is left out and does
+	// not fail its series.
+	ErrInvalidExemplar = errors.New("invalid exemplar")
+)
+
+// histogramError builds the *invalidError of histogram sample hs of series ls.
+func histogramError(ls labels.Labels, t int64, problem string, kind error) error {
+	return &invalidError{reason: fmt.Sprintf("histogram at timestamp %d (%s)%s in series %s", t, date(t), problem, describe(ls)), kind: kind}
+}
+
+// histogramBuckets is how many buckets hs has, both sides.
+func histogramBuckets(hs schema.HistogramSample) int {
+	if hs.H != nil {
+		return len(hs.H.PositiveBuckets) + len(hs.H.NegativeBuckets)
+	}
+	return len(hs.FH.PositiveBuckets) + len(hs.FH.NegativeBuckets)
+}
+
+// checkHistogram validates histogram sample hs of series ls (its timestamp
+// aside) and returns it as it is stored: hs itself, or a copy at a lower
+// resolution (see above). On a problem it returns an *invalidError of kind
+// ErrInvalidHistogram.
+func (l Limits) checkHistogram(ls labels.Labels, hs schema.HistogramSample) (schema.HistogramSample, error) {
+	if (hs.H == nil) == (hs.FH == nil) {
+		return hs, histogramError(ls, hs.T, " has neither an integer nor a float histogram", ErrInvalidHistogram)
+	}
+	var (
+		hint      histogram.CounterResetHint
+		sch       int32
+		threshold float64
+	)
+	if hs.H != nil {
+		hint, sch, threshold = hs.H.CounterResetHint, hs.H.Schema, hs.H.ZeroThreshold
+	} else {
+		hint, sch, threshold = hs.FH.CounterResetHint, hs.FH.Schema, hs.FH.ZeroThreshold
+	}
+	if hint > histogram.GaugeType {
+		return hs, histogramError(ls, hs.T, fmt.Sprintf(" has the unknown counter reset hint %d", hint), ErrInvalidHistogram)
+	}
+	if math.IsNaN(threshold) || threshold < 0 {
+		return hs, histogramError(ls, hs.T, fmt.Sprintf(" has an invalid zero threshold %v (it must be a number >= 0)", threshold), ErrInvalidHistogram)
+	}
+	// Schemas 9..52: validate the structure as schema 8 (spans, buckets and
+	// counts do not depend on the schema), then reduce a copy, which needs a
+	// valid structure.
+	reduce := histogram.IsExponentialSchemaReserved(sch) && sch > histogram.ExponentialSchemaMax
+	var err error
+	switch {
+	case hs.H != nil && reduce:
+		h := *hs.H
+		h.Schema = histogram.ExponentialSchemaMax
+		err = h.Validate()
+	case hs.H != nil:
+		err = hs.H.Validate()
+	case reduce:
+		fh := *hs.FH
+		fh.Schema = histogram.ExponentialSchemaMax
+		err = fh.Validate()
+	default:
+		err = hs.FH.Validate()
+	}
+	if err != nil {
+		e := histogramError(ls, hs.T, ": "+err.Error(), ErrInvalidHistogram).(*invalidError)
+		e.cause = err
+		return hs, e
+	}
+	target := sch
+	if reduce {
+		target = histogram.ExponentialSchemaMax
+	}
+	n := histogramBuckets(hs)
+	if max := l.MaxHistogramBuckets; max > 0 && n > max {
+		if histogram.IsCustomBucketsSchema(sch) {
+			return hs, histogramError(ls, hs.T, fmt.Sprintf(" has %d custom buckets, over the limit of %d", n, max), ErrInvalidHistogram)
+		}
+		// Each schema step down merges pairs of buckets: at most halves them.
+		for target > histogram.ExponentialSchemaMin && n > max {
+			target--
+			n = bucketsAt(hs, target)
+		}
+		if n > max {
+			return hs, histogramError(ls, hs.T, fmt.Sprintf(" has %d buckets, over the limit of %d, even at schema %d",
+				histogramBuckets(hs), max, histogram.ExponentialSchemaMin), ErrInvalidHistogram)
+		}
+	}
+	if target == sch {
+		return hs, nil
+	}
+	// ReduceResolution cannot fail here: the schema is exponential, the
+	// target lower and the structure valid.
+	if hs.H != nil {
+		h := hs.H.Copy()
+		_ = h.ReduceResolution(target)
+		hs.H = h
+	} else {
+		fh := hs.FH.Copy()
+		_ = fh.ReduceResolution(target)
+		hs.FH = fh
+	}
+	return hs, nil
+}
+
+// bucketsAt is how many buckets hs has once reduced to schema target, which
+// is below its schema.
+func bucketsAt(hs schema.HistogramSample, target int32) int {
+	if hs.H != nil {
+		h := hs.H.Copy()
+		_ = h.ReduceResolution(target)
+		return len(h.PositiveBuckets) + len(h.NegativeBuckets)
+	}
+	fh := hs.FH.Copy()
+	_ = fh.ReduceResolution(target)
+	return len(fh.PositiveBuckets) + len(fh.NegativeBuckets)
+}
+
+// exemplarError builds the *invalidError of exemplar e of series ls.
+func exemplarError(ls labels.Labels, e exemplar.Exemplar, problem string) error {
+	return &invalidError{reason: fmt.Sprintf("exemplar %s %s %d: %s in series %s",
+		describe(e.Labels), strconv.FormatFloat(e.Value, 'g', -1, 64), e.Ts, problem, describe(ls)), kind: ErrInvalidExemplar}
+}
+
+// checkExemplar validates exemplar e of series ls against the time bounds b and
+// returns it as it is stored (labels with an empty value dropped), or an
+// *invalidError of kind ErrInvalidExemplar.
+func (b timeBounds) checkExemplar(ls labels.Labels, e exemplar.Exemplar) (exemplar.Exemplar, error) {
+	e.Labels = e.Labels.WithoutEmpty()
+	if name, dup := e.Labels.HasDuplicateLabelNames(); dup {
+		return e, exemplarError(ls, e, fmt.Sprintf("label name %s is not unique", quote(name)))
+	}
+	var (
+		runes   int
+		problem string
+	)
+	e.Labels.Range(func(l labels.Label) {
+		switch {
+		case problem != "":
+		case !utf8.ValidString(l.Name):
+			problem = fmt.Sprintf("label name %s is not valid UTF-8", quote(l.Name))
+		case !utf8.ValidString(l.Value):
+			problem = fmt.Sprintf("value of label %s is not valid UTF-8", quote(l.Name))
+		}
+		runes += utf8.RuneCountInString(l.Name) + utf8.RuneCountInString(l.Value)
+	})
+	if problem == "" && runes > exemplar.ExemplarMaxLabelSetLength {
+		// Prometheus' storage.ErrExemplarLabelLength.
+		problem = fmt.Sprintf("label length for exemplar exceeds maximum of %d UTF-8 characters", exemplar.ExemplarMaxLabelSetLength)
+	}
+	if problem != "" {
+		return e, exemplarError(ls, e, problem)
+	}
+	if err := b.check(ls, e.Ts); err != nil {
+		// The bounds' reason ends with the series; keep its first part.
+		reason := strings.TrimSuffix(err.Error(), " in series "+describe(ls))
+		return e, exemplarError(ls, e, reason)
+	}
+	return e, nil
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/exemplar"
 	"github.com/prometheus/prometheus/model/labels"
 	"golang.org/x/sync/errgroup"
 
@@ -163,13 +164,21 @@ func (w *Writer) Write(ctx context.Context, req *Request) (Result, error) {
 	return w.WriteAt(ctx, req, w.opts.Now())
 }
 
-// plannedSeries is a valid series of a request with at least one valid sample.
+// plannedSeries is a valid series of a request with at least one valid float
+// sample, histogram sample or exemplar.
 type plannedSeries struct {
-	req      int           // index in Request.Series
-	lbls     labels.Labels // as stored
-	allValid bool          // every sample passed validation
-	samples  int           // valid samples
+	req        int                      // index in Request.Series
+	lbls       labels.Labels            // as stored
+	allValid   bool                     // every float sample passed validation
+	samples    int                      // valid float samples
+	histograms []schema.HistogramSample // valid histogram samples, as stored
+	exemplars  []exemplar.Exemplar      // valid exemplars, as stored
 }
+
+// exemplarsOnly reports whether the series has nothing to store but
+// exemplars: it is looked up, not registered (an exemplar alone does not
+// create a series, as in Prometheus' TSDB).
+func (p *plannedSeries) exemplarsOnly() bool { return p.samples == 0 && len(p.histograms) == 0 }
 
 // plan is what validate makes of a request: what of it is valid and will be
 // written, and the Result so far (its Rejected list).
@@ -199,7 +208,7 @@ func (w *Writer) WriteAt(ctx context.Context, req *Request, now time.Time) (Resu
 	if err != nil {
 		return Result{}, err
 	}
-	ids, err := w.resolve(ctx, p.series)
+	ids, err := w.resolve(ctx, &p)
 	if err != nil {
 		return Result{}, err
 	}
@@ -220,7 +229,7 @@ func (w *Writer) validate(req *Request, now time.Time) (plan, error) {
 	}
 	total := 0
 	for i := range req.Series {
-		total += len(req.Series[i].Samples)
+		total += len(req.Series[i].Samples) + len(req.Series[i].Histograms)
 	}
 	if lim.MaxSamplesPerRequest > 0 && total > lim.MaxSamplesPerRequest {
 		return plan{}, fmt.Errorf("%w: %d samples in the request, over the limit of %d", ErrInvalid, total, lim.MaxSamplesPerRequest)
@@ -229,12 +238,16 @@ func (w *Writer) validate(req *Request, now time.Time) (plan, error) {
 	p := plan{bounds: lim.bounds(now), series: make([]plannedSeries, 0, len(req.Series))}
 	for i := range req.Series {
 		s := &req.Series[i]
-		if len(s.Samples) == 0 {
+		if len(s.Samples) == 0 && len(s.Histograms) == 0 && len(s.Exemplars) == 0 {
 			continue
 		}
 		lbls, err := lim.checkLabels(s.Labels)
 		if err != nil {
-			p.res.Rejected = append(p.res.Rejected, Rejection{Series: i, Sample: -1, Samples: len(s.Samples), Reason: err.Error(), Kind: kindOf(err)})
+			if n := len(s.Samples) + len(s.Histograms); n > 0 {
+				p.res.Rejected = append(p.res.Rejected, Rejection{Series: i, Sample: -1, Samples: n, Reason: err.Error(), Kind: kindOf(err)})
+			} else {
+				p.res.RejectedExemplars = append(p.res.RejectedExemplars, Rejection{Series: i, Sample: -1, Reason: err.Error(), Kind: kindOf(err)})
+			}
 			continue
 		}
 		valid := 0
@@ -245,27 +258,142 @@ func (w *Writer) validate(req *Request, now time.Time) (plan, error) {
 			}
 			valid++
 		}
-		if valid > 0 {
-			p.series = append(p.series, plannedSeries{req: i, lbls: lbls, allValid: valid == len(s.Samples), samples: valid})
+		ps := plannedSeries{req: i, lbls: lbls, allValid: valid == len(s.Samples), samples: valid}
+		if len(s.Histograms) > 0 {
+			ps.histograms = p.planHistograms(lim, i, s, &ps)
+		}
+		if len(s.Exemplars) > 0 {
+			ps.exemplars = p.planExemplars(i, s)
+		}
+		if ps.samples > 0 || len(ps.histograms) > 0 || len(ps.exemplars) > 0 {
+			p.series = append(p.series, ps)
 		}
 	}
 	p.metaMuts, p.metaStored = w.planMetadata(req.Metadata, now, &p.res)
 	return p, nil
 }
 
+// planHistograms validates the histogram samples of series s (request index
+// i, planned as ps) and returns the valid ones as they are stored; it adds a
+// Rejection for each invalid one. It returns s.Histograms itself when all are
+// stored unchanged, the common case.
+func (p *plan) planHistograms(lim Limits, i int, s *Series, ps *plannedSeries) []schema.HistogramSample {
+	// Float timestamps of the series, to find histograms that duplicate them:
+	// only when the series has both kinds, which is rare.
+	var floats map[int64]struct{}
+	if ps.samples > 0 {
+		floats = make(map[int64]struct{}, ps.samples)
+		for _, smp := range s.Samples {
+			if ps.allValid || p.bounds.ok(smp.T) {
+				floats[smp.T] = struct{}{}
+			}
+		}
+	}
+	var out []schema.HistogramSample // nil while every histogram so far is stored unchanged
+	for j, hs := range s.Histograms {
+		stored := hs
+		err := p.bounds.check(s.Labels, hs.T)
+		if err == nil {
+			stored, err = lim.checkHistogram(s.Labels, hs)
+		}
+		if err == nil {
+			if _, dup := floats[hs.T]; dup {
+				err = histogramError(s.Labels, hs.T, " duplicates a float sample at the same timestamp", ErrDuplicateSample)
+			}
+		}
+		if err != nil {
+			p.res.Rejected = append(p.res.Rejected, Rejection{Series: i, Sample: len(s.Samples) + j, Samples: 1, Reason: err.Error(), Kind: kindOf(err)})
+			if out == nil {
+				out = append(make([]schema.HistogramSample, 0, len(s.Histograms)), s.Histograms[:j]...)
+			}
+			continue
+		}
+		changed := stored.H != hs.H || stored.FH != hs.FH
+		if changed && out == nil {
+			out = append(make([]schema.HistogramSample, 0, len(s.Histograms)), s.Histograms[:j]...)
+		}
+		if out != nil {
+			out = append(out, stored)
+		}
+	}
+	if out == nil {
+		return s.Histograms
+	}
+	return out
+}
+
+// planExemplars validates the exemplars of series s (request index i) and
+// returns the valid ones as they are stored; each invalid one is added to
+// RejectedExemplars.
+func (p *plan) planExemplars(i int, s *Series) []exemplar.Exemplar {
+	out := make([]exemplar.Exemplar, 0, len(s.Exemplars))
+	for j, e := range s.Exemplars {
+		stored, err := p.bounds.checkExemplar(s.Labels, e)
+		if err != nil {
+			p.res.RejectedExemplars = append(p.res.RejectedExemplars, Rejection{Series: i, Sample: j, Reason: err.Error(), Kind: kindOf(err)})
+			continue
+		}
+		out = append(out, stored)
+	}
+	return out
+}
+
 // resolve returns the series IDs of the planned series, in their order, through
-// the registry (registering the new ones); nil when there are none.
-func (w *Writer) resolve(ctx context.Context, series []plannedSeries) ([]uint64, error) {
+// the registry (registering the new ones); nil when there are none. Series
+// with nothing but exemplars are looked up, not registered: one that is not
+// known gets ID 0, and its exemplars are added to p.res.RejectedExemplars.
+func (w *Writer) resolve(ctx context.Context, p *plan) ([]uint64, error) {
+	series := p.series
 	if len(series) == 0 {
 		return nil, nil
 	}
 	ids := make([]uint64, len(series))
-	lbls := make([]labels.Labels, len(series))
+	lbls := make([]labels.Labels, 0, len(series))
+	var lookup []int // positions of exemplar-only series
 	for i := range series {
-		lbls[i] = series[i].lbls
+		if series[i].exemplarsOnly() {
+			lookup = append(lookup, i)
+			continue
+		}
+		lbls = append(lbls, series[i].lbls)
 	}
-	if err := w.registry.Resolve(ctx, lbls, ids); err != nil {
-		return nil, fmt.Errorf("write: resolve %d series: %w", len(series), err)
+	if len(lookup) == 0 {
+		if err := w.registry.Resolve(ctx, lbls, ids); err != nil {
+			return nil, fmt.Errorf("write: resolve %d series: %w", len(series), err)
+		}
+		return ids, nil
+	}
+	if len(lbls) > 0 {
+		resolved := make([]uint64, len(lbls))
+		if err := w.registry.Resolve(ctx, lbls, resolved); err != nil {
+			return nil, fmt.Errorf("write: resolve %d series: %w", len(lbls), err)
+		}
+		k := 0
+		for i := range series {
+			if !series[i].exemplarsOnly() {
+				ids[i] = resolved[k]
+				k++
+			}
+		}
+	}
+	// After Resolve, so that a series whose samples are in this request is
+	// found in the cache.
+	lbls = lbls[:0]
+	for _, i := range lookup {
+		lbls = append(lbls, series[i].lbls)
+	}
+	found := make([]uint64, len(lookup))
+	if err := w.registry.Lookup(ctx, lbls, found); err != nil {
+		return nil, fmt.Errorf("write: look up %d series of exemplars: %w", len(lookup), err)
+	}
+	for k, i := range lookup {
+		ids[i] = found[k]
+		if found[k] == 0 {
+			s := &series[i]
+			p.res.RejectedExemplars = append(p.res.RejectedExemplars, Rejection{Series: s.req, Sample: -1, Kind: ErrInvalidExemplar,
+				Reason: fmt.Sprintf("%d exemplars not stored: series %s has no samples stored, and exemplars alone do not create a series",
+					len(s.exemplars), describe(s.lbls))})
+		}
 	}
 	return ids, nil
 }
@@ -283,7 +411,16 @@ func (w *Writer) store(ctx context.Context, p *plan, b batch) (Result, error) {
 		chunk := b.muts[start:min(start+w.opts.MaxBatch, len(b.muts))]
 		jobs = append(jobs, func(ctx context.Context) error {
 			if err := w.st.Apply(ctx, schema.TableData, chunk); err != nil {
-				return fmt.Errorf("write: store %d samples: %w", b.samples, err)
+				return fmt.Errorf("write: store %d samples: %w", b.samples+b.histograms, err)
+			}
+			return nil
+		})
+	}
+	for start := 0; start < len(b.exMuts); start += w.opts.MaxBatch {
+		chunk := b.exMuts[start:min(start+w.opts.MaxBatch, len(b.exMuts))]
+		jobs = append(jobs, func(ctx context.Context) error {
+			if err := w.st.Apply(ctx, schema.TableExemplars, chunk); err != nil {
+				return fmt.Errorf("write: store %d exemplars: %w", b.exemplars, err)
 			}
 			return nil
 		})
@@ -316,27 +453,40 @@ func (w *Writer) store(ctx context.Context, p *plan, b batch) (Result, error) {
 		w.metadata.Add(m.Metric, m)
 	}
 	res := p.res
-	res.SeriesWritten = len(p.series)
+	res.SeriesWritten = b.series
 	res.SamplesWritten = b.samples
+	res.HistogramsWritten = b.histograms
+	res.ExemplarsWritten = b.exemplars
 	res.MetadataWritten = len(p.metaStored)
 	return res, nil
 }
 
 // batch is what build makes of a request.
 type batch struct {
-	muts    []kv.Mutation
-	entries []index.Entry
-	newRows []rowID // rows whose tag columns this batch writes
-	samples int
+	muts       []kv.Mutation // data table
+	exMuts     []kv.Mutation // exemplar table
+	entries    []index.Entry
+	newRows    []rowID // rows whose tag columns this batch writes
+	series     int     // series with float or histogram samples
+	samples    int     // float samples
+	histograms int     // histogram samples
+	exemplars  int
 }
 
+// histogramValueLen estimates the bytes of a histogram's raw cell value, to
+// size the request's buffer.
+const histogramValueLen = 64
+
 // build turns the planned series of a request and their series IDs (ids[i] is
-// the ID of pl.series[i]) into the batch to store: data-table mutations, grouped
-// by row — the r cell of every valid sample and, for every row this process has
-// not written the tags of, its t cells — and one index entry per series per day
-// it has samples on. Row keys, qualifiers and values are cut from one buffer per
-// request; they are not reused after the request, because a store may still hold
-// them when a cancelled Apply returns. It does no I/O.
+// the ID of pl.series[i]; 0 for an exemplar-only series that is not known)
+// into the batch to store: data-table mutations, grouped by row — the r cell
+// of every valid float and histogram sample and, for every row this process
+// has not written the tags of, its t cells — one index entry per series per
+// day it has samples on, and the exemplar table's mutations
+// (appendExemplarMutations, once per series). Row keys, qualifiers and values
+// are cut from one buffer per request; they are not reused after the request,
+// because a store may still hold them when a cancelled Apply returns. It does
+// no I/O.
 func (w *Writer) build(req *Request, pl *plan, ids []uint64) batch {
 	var b batch
 	planned, bounds := pl.series, pl.bounds
@@ -352,14 +502,14 @@ func (w *Writer) build(req *Request, pl *plan, ids []uint64) batch {
 		k.salt = schema.Salt(k.host, w.settings.SaltBuckets)
 		keys[i] = k
 		rowLen := 1 + schema.EscapedLen(k.host) + schema.EscapedLen(k.metric) + 16
-		size += p.samples*(schema.RawQualifierLen+schema.RawValueLen) + rowLen
-		samples += p.samples
+		size += p.samples*(schema.RawQualifierLen+schema.RawValueLen) + rowLen +
+			len(p.histograms)*(schema.RawQualifierLen+histogramValueLen)
+		samples += p.samples + len(p.histograms)
 	}
 	// One row key per series is the common case (one sample, or all in one
 	// bucket); more are appended as needed.
 	buf := make([]byte, 0, size)
 	b.muts = make([]kv.Mutation, 0, samples)
-	b.samples = samples
 
 	// The rows of the current series this request visited: samples may go back
 	// and forth between buckets, and a row's key and tags are made once.
@@ -367,50 +517,82 @@ func (w *Writer) build(req *Request, pl *plan, ids []uint64) batch {
 		bucketStart int64
 		row         []byte
 	}
-	var rows []visited
-	for i := range planned {
+	var (
+		rows    []visited
+		row     []byte
+		lastBS  int64
+		lastDay int64
+	)
+	// rowOf returns the row key of sample time t of series i and its bucket
+	// start, making the key, the row's tags and the day's postings entry when
+	// this request has not yet.
+	rowOf := func(i int, t int64) ([]byte, int64) {
 		p, k, id := &planned[i], keys[i], ids[i]
-		var (
-			row     []byte
-			lastBS  int64 = -1
-			lastDay int64 = -1
-		)
-		rows = rows[:0]
+		bs := schema.BucketStart(t, w.width)
+		if bs != lastBS {
+			lastBS, row = bs, nil
+			for _, v := range rows {
+				if v.bucketStart == bs {
+					row = v.row
+					break
+				}
+			}
+			if row == nil {
+				start := len(buf)
+				buf = schema.DataRowKey(buf, schema.DataKey{Salt: k.salt, Host: k.host, Metric: k.metric, SeriesID: id, BucketStart: bs})
+				row = buf[start:len(buf):len(buf)]
+				rows = append(rows, visited{bs, row})
+				if r := (rowID{id, bs}); !w.seenRows.Contains(r) {
+					b.newRows = append(b.newRows, r)
+					buf = w.appendTags(&b, buf, row, p.lbls, bs)
+				}
+			}
+		}
+		if day := int64(schema.Day(t)); day != lastDay {
+			b.entries = append(b.entries, index.Entry{Day: uint32(day), SeriesID: id, Labels: p.lbls})
+			lastDay = day
+		}
+		return row, bs
+	}
+	for i := range planned {
+		p, id := &planned[i], ids[i]
+		if id == 0 {
+			continue // exemplars of a series that is not stored (see resolve)
+		}
+		row, rows, lastBS, lastDay = nil, rows[:0], -1, -1
 		for _, smp := range req.Series[p.req].Samples {
 			if !p.allValid && !bounds.ok(smp.T) {
 				continue
 			}
-			bs := schema.BucketStart(smp.T, w.width)
-			if bs != lastBS {
-				lastBS, row = bs, nil
-				for _, v := range rows {
-					if v.bucketStart == bs {
-						row = v.row
-						break
-					}
-				}
-				if row == nil {
-					start := len(buf)
-					buf = schema.DataRowKey(buf, schema.DataKey{Salt: k.salt, Host: k.host, Metric: k.metric, SeriesID: id, BucketStart: bs})
-					row = buf[start:len(buf):len(buf)]
-					rows = append(rows, visited{bs, row})
-					if r := (rowID{id, bs}); !w.seenRows.Contains(r) {
-						b.newRows = append(b.newRows, r)
-						buf = w.appendTags(&b, buf, row, p.lbls, bs)
-					}
-				}
-			}
-			if day := int64(schema.Day(smp.T)); day != lastDay {
-				b.entries = append(b.entries, index.Entry{Day: uint32(day), SeriesID: id, Labels: p.lbls})
-				lastDay = day
-			}
+			row, bs := rowOf(i, smp.T)
 			start := len(buf)
 			// The offset is in [0, width): AppendRawQualifier cannot fail.
 			buf, _ = schema.AppendRawQualifier(buf, smp.T-bs, w.width)
-			buf = schema.AppendRawValue(buf, smp.V)
+			buf = schema.AppendSampleValue(buf, smp)
 			q := buf[start : start+schema.RawQualifierLen : start+schema.RawQualifierLen]
 			v := buf[start+schema.RawQualifierLen : len(buf) : len(buf)]
 			b.muts = append(b.muts, kv.Put(row, schema.FamilyRaw, q, smp.T, v))
+		}
+		for _, hs := range p.histograms {
+			row, bs := rowOf(i, hs.T)
+			start := len(buf)
+			buf, _ = schema.AppendRawQualifier(buf, hs.T-bs, w.width)
+			buf = schema.AppendHistogramSampleValue(buf, hs)
+			q := buf[start : start+schema.RawQualifierLen : start+schema.RawQualifierLen]
+			v := buf[start+schema.RawQualifierLen : len(buf) : len(buf)]
+			b.muts = append(b.muts, kv.Put(row, schema.FamilyRaw, q, hs.T, v))
+		}
+		if !p.exemplarsOnly() {
+			b.series++
+			b.samples += p.samples
+			b.histograms += len(p.histograms)
+		}
+		if len(p.exemplars) > 0 {
+			k := keys[i]
+			var n int
+			b.exMuts, buf, n = w.appendExemplarMutations(b.exMuts, buf,
+				schema.DataKey{Salt: k.salt, Host: k.host, Metric: k.metric, SeriesID: id}, p.exemplars)
+			b.exemplars += n
 		}
 	}
 	return b
@@ -460,4 +642,28 @@ func run(ctx context.Context, jobs []func(ctx context.Context) error, parallel i
 		})
 	}
 	return g.Wait()
+}
+
+// CheckHistogram validates a histogram sample of series lbls as Write does, as
+// of the clock reading now: its timestamp, then the histogram (see
+// validate.go). It returns the sample as Write stores it (a copy at a lower
+// resolution when its schema is above 8 or it has more than
+// Limits.MaxHistogramBuckets buckets), or an error wrapping ErrInvalid and
+// ErrTooOld, ErrOutOfRange or ErrInvalidHistogram (and Prometheus'
+// histogram.Error when histogram.Validate refused it), whose text is the
+// Rejection reason Write would give. Duplicates of float samples are Write's
+// to find.
+func (w *Writer) CheckHistogram(lbls labels.Labels, hs schema.HistogramSample, now time.Time) (schema.HistogramSample, error) {
+	if err := w.opts.Limits.bounds(now).check(lbls, hs.T); err != nil {
+		return hs, err
+	}
+	return w.opts.Limits.checkHistogram(lbls, hs)
+}
+
+// CheckExemplar validates an exemplar of series lbls as Write does, as of the
+// clock reading now. It returns the exemplar as Write stores it (labels with
+// an empty value dropped), or an error wrapping ErrInvalid and
+// ErrInvalidExemplar whose text is the Rejection reason Write would give.
+func (w *Writer) CheckExemplar(lbls labels.Labels, e exemplar.Exemplar, now time.Time) (exemplar.Exemplar, error) {
+	return w.opts.Limits.bounds(now).checkExemplar(lbls, e)
 }
