@@ -45,6 +45,22 @@
 // (read over HTTPS as the read-only user) equals Prometheus' own, and a second
 // Prometheus remote-reads it over TLS as the read-only user.
 //
+// TestPrometheusNativeHistograms (histogram_test.go) scrapes a client_golang target
+// (histtarget_test.go) with the protobuf format: exponential native histograms with
+// negative observations and a zero bucket, a float gauge histogram, a histogram that
+// resets, classic histograms (kept beside the native ones, and converted to custom
+// buckets, NHCB, by a second job), a counter with a created timestamp, exemplars on
+// counters and observations. Prometheus keeps exemplars and start timestamps
+// (exemplar-storage, st-storage) and remote-writes with 1.0 and 2.0 to four tsdb
+// (both stores); the raw series, 28 histogram expressions (histogram_quantile,
+// _count, _sum, _avg, _stddev, _stdvar, _fraction, rate, increase, resets,
+// aggregation; instant and range), remote read SAMPLES and STREAMED_XOR_CHUNKS and
+// /api/v1/query_exemplars must equal Prometheus' own answers — the query API's JSON
+// text to the byte, remote read's histograms field by field (histcompare_test.go
+// says what may differ: empty buckets, a chunk's first counter-reset hint) — with
+// nothing failed, retried or dropped, and over 2.0 the counter's and the
+// histograms' samples carry the target's created timestamp as start timestamp.
+//
 // One difference is Prometheus', not tsdb's: Prometheus' remote-write encoders omit a
 // sample value that compares equal to 0, so -0 reaches every receiver as +0 (see
 // onTheWire). TestHarnessWithReferenceReceiver, a control run against a minimal

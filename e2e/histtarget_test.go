@@ -1,0 +1,219 @@
+package e2e
+
+import (
+	"fmt"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
+	"google.golang.org/protobuf/proto"
+)
+
+// The histogram target's metric families (histTarget).
+const (
+	// metricHistLatency is a native histogram (schema 3) that also exposes
+	// classic buckets: negative observations, observations in its zero bucket
+	// (threshold 1e-3) and exemplars.
+	metricHistLatency = "e2e_hist_latency_seconds"
+	// metricHistSizes is a native-only histogram (no classic buckets), schema 0,
+	// with large values.
+	metricHistSizes = "e2e_hist_sizes_bytes"
+	// metricHistClassic is a classic-only histogram; the hist-nhcb job converts
+	// it (and every other classic histogram) to a native histogram with custom
+	// buckets (schema -53).
+	metricHistClassic = "e2e_hist_classic_seconds"
+	// metricHistResetting is a native histogram that is replaced by a new one
+	// every histResetEvery scrapes: a counter reset, with a new created
+	// timestamp.
+	metricHistResetting = "e2e_hist_resetting"
+	// metricHistGauge is a gauge histogram with float counts: a float native
+	// histogram whose counter-reset hint is "gauge".
+	metricHistGauge = "e2e_hist_gauge"
+	// metricHistRequests is a counter with a created timestamp and exemplars.
+	metricHistRequests = "e2e_hist_requests_total"
+
+	histResetEvery = 10
+)
+
+// histTarget is a scrape target built on client_golang that exposes native
+// histograms (exponential, with negative observations and a zero bucket, integer
+// and float, counter and gauge), classic histograms, counters with created
+// timestamps, and exemplars on counters and histogram observations. It serves the
+// protobuf exposition format when Prometheus asks for it (scrape_protocols:
+// [PrometheusProto]), which native histograms and created timestamps need.
+// Every scrape first makes a few observations that depend on the scrape number.
+type histTarget struct {
+	srv *httptest.Server
+	reg *prometheus.Registry
+
+	mu        sync.Mutex
+	scrapes   int
+	latency   prometheus.Histogram
+	sizes     prometheus.Histogram
+	classic   prometheus.Histogram
+	resetting prometheus.Histogram
+	requests  *prometheus.CounterVec
+}
+
+func startHistTarget(t *testing.T) *histTarget {
+	tg := &histTarget{reg: prometheus.NewRegistry()}
+	tg.latency = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:                           metricHistLatency,
+		Help:                           "A native histogram with classic buckets too, negative observations and a zero bucket.",
+		Buckets:                        []float64{-1, -0.1, 0, 0.01, 0.1, 1, 10},
+		NativeHistogramBucketFactor:    1.1,
+		NativeHistogramZeroThreshold:   1e-3,
+		NativeHistogramMaxBucketNumber: 1000,
+		NativeHistogramMaxExemplars:    4,
+	})
+	tg.sizes = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:                         metricHistSizes,
+		Help:                         "A native-only histogram.",
+		NativeHistogramBucketFactor:  2,
+		NativeHistogramZeroThreshold: prometheus.NativeHistogramZeroThresholdZero,
+		NativeHistogramMaxExemplars:  -1,
+	})
+	tg.classic = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    metricHistClassic,
+		Help:    "A classic histogram.",
+		Buckets: []float64{0.005, 0.05, 0.5, 5, 50},
+	})
+	tg.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: metricHistRequests,
+		Help: "A counter with a created timestamp and exemplars.",
+	}, []string{"code"})
+	tg.reg.MustRegister(tg.latency, tg.sizes, tg.classic, tg.requests, histGaugeCollector{tg})
+	tg.requests.WithLabelValues("200")
+	tg.requests.WithLabelValues("500")
+	tg.newResetting()
+
+	handler := promhttp.HandlerFor(histGatherer{tg.reg}, promhttp.HandlerOpts{ErrorHandling: promhttp.HTTPErrorOnError})
+	tg.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/metrics" {
+			http.NotFound(w, r)
+			return
+		}
+		tg.observe()
+		handler.ServeHTTP(w, r)
+	}))
+	t.Cleanup(tg.srv.Close)
+	return tg
+}
+
+// hostPort is the target's address for a scrape config.
+func (tg *histTarget) hostPort() string { return strings.TrimPrefix(tg.srv.URL, "http://") }
+
+// newResetting (re)creates e2e_hist_resetting; tg.mu is held or not yet shared.
+func (tg *histTarget) newResetting() {
+	if tg.resetting != nil {
+		tg.reg.Unregister(tg.resetting)
+	}
+	tg.resetting = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:                         metricHistResetting,
+		Help:                         "A native histogram that is replaced (reset) every few scrapes.",
+		NativeHistogramBucketFactor:  1.5,
+		NativeHistogramZeroThreshold: 0.5,
+	})
+	tg.reg.MustRegister(tg.resetting)
+}
+
+// observe makes the observations of one scrape.
+func (tg *histTarget) observe() {
+	tg.mu.Lock()
+	defer tg.mu.Unlock()
+	n := tg.scrapes
+	tg.scrapes++
+	if n > 0 && n%histResetEvery == 0 {
+		tg.newResetting()
+	}
+	trace := prometheus.Labels{"trace_id": fmt.Sprintf("%016x", uint64(n)*0x9e3779b97f4a7c15)}
+	for i := range 6 {
+		// Positive and negative values over five orders of magnitude.
+		v := math.Sin(float64(n*7+i)) * math.Pow(10, float64(i%5-2))
+		if i == 3 {
+			tg.latency.(prometheus.ExemplarObserver).ObserveWithExemplar(v, trace)
+			continue
+		}
+		tg.latency.Observe(v)
+	}
+	tg.latency.Observe(0)       // the zero bucket
+	tg.latency.Observe(-0.0004) // within the zero threshold
+	tg.sizes.(prometheus.ExemplarObserver).ObserveWithExemplar(float64(1+n%13)*1024*float64(n%5+1), trace)
+	tg.sizes.Observe(float64(n*n) + 0.5)
+	tg.classic.Observe(float64(n%10) * 0.03)
+	tg.classic.Observe(7.5)
+	for i := range n%4 + 1 {
+		tg.resetting.Observe(float64(i) * 1.7)
+	}
+	tg.requests.WithLabelValues("200").(prometheus.ExemplarAdder).AddWithExemplar(float64(n%3+1), trace)
+	if n%3 == 0 {
+		tg.requests.WithLabelValues("500").Inc()
+	}
+}
+
+// histGaugeCollector exposes e2e_hist_gauge, a gauge histogram with float counts
+// (client_golang's own histograms are counters with integer counts).
+type histGaugeCollector struct{ tg *histTarget }
+
+var histGaugeDesc = prometheus.NewDesc(metricHistGauge, "A float gauge histogram.", nil, nil)
+
+func (histGaugeCollector) Describe(ch chan<- *prometheus.Desc) { ch <- histGaugeDesc }
+
+func (c histGaugeCollector) Collect(ch chan<- prometheus.Metric) {
+	c.tg.mu.Lock()
+	n := c.tg.scrapes
+	c.tg.mu.Unlock()
+	ch <- histGaugeMetric{n: n}
+}
+
+// histGaugeMetric is e2e_hist_gauge at scrape n: schema 1, a zero bucket, two
+// positive spans and one negative span, fractional counts that go up and down.
+type histGaugeMetric struct{ n int }
+
+func (histGaugeMetric) Desc() *prometheus.Desc { return histGaugeDesc }
+
+func (m histGaugeMetric) Write(out *dto.Metric) error {
+	f := float64(m.n%7) + 0.25
+	pos := []float64{f * 0.5, 1.5, f * 0.1, 3.3, 0.7}
+	neg := []float64{0.125 * f, 2}
+	zero := 0.5 * f
+	count := zero
+	for _, c := range pos {
+		count += c
+	}
+	for _, c := range neg {
+		count += c
+	}
+	out.Histogram = &dto.Histogram{
+		SampleCountFloat: proto.Float64(count),
+		SampleSum:        proto.Float64(f*12.375 - 3.5),
+		Schema:           proto.Int32(1),
+		ZeroThreshold:    proto.Float64(0.01),
+		ZeroCountFloat:   proto.Float64(zero),
+		PositiveSpan:     []*dto.BucketSpan{{Offset: proto.Int32(-2), Length: proto.Uint32(3)}, {Offset: proto.Int32(2), Length: proto.Uint32(2)}},
+		PositiveCount:    pos,
+		NegativeSpan:     []*dto.BucketSpan{{Offset: proto.Int32(0), Length: proto.Uint32(2)}},
+		NegativeCount:    neg,
+	}
+	return nil
+}
+
+// histGatherer gathers the target's registry and marks e2e_hist_gauge a gauge
+// histogram (client_golang's registry types every histogram a counter one).
+type histGatherer struct{ reg *prometheus.Registry }
+
+func (g histGatherer) Gather() ([]*dto.MetricFamily, error) {
+	mfs, err := g.reg.Gather()
+	for _, mf := range mfs {
+		if mf.GetName() == metricHistGauge {
+			mf.Type = dto.MetricType_GAUGE_HISTOGRAM.Enum()
+		}
+	}
+	return mfs, err
+}
