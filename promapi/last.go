@@ -7,16 +7,20 @@ import (
 
 	jsoniter "github.com/json-iterator/go"
 
+	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
 	"github.com/prometheus/prometheus/util/jsonutil"
 )
 
 // lastSeries is one element of /api/v1/last's data: Prometheus' range-vector
-// ("matrix") element, with its values newest first.
+// ("matrix") element (web/api/v1's marshalSeriesJSON), with its float values
+// and its native histograms each newest first, and each left out when there
+// is none, as Prometheus leaves them out.
 type lastSeries struct {
-	Metric labels.Labels `json:"metric"`
-	Values []lastPoint   `json:"values"`
+	Metric     labels.Labels `json:"metric"`
+	Values     []lastPoint   `json:"values,omitempty"`
+	Histograms []lastHPoint  `json:"histograms,omitempty"`
 }
 
 // lastPoint is one [unix seconds, "value"] pair, written exactly as Prometheus'
@@ -39,6 +43,27 @@ func (p lastPoint) MarshalJSON() ([]byte, error) {
 	return append([]byte(nil), stream.Buffer()...), stream.Error
 }
 
+// lastHPoint is one [unix seconds, histogram] pair, written exactly as
+// Prometheus' query API writes a histogram sample (web/api/v1's
+// marshalHPointJSON, util/jsonutil.MarshalHistogram): {"count": "c", "sum":
+// "s", "buckets": [[boundaryRule, "lower", "upper", "count"], ...]}, the
+// buckets with a count only, an integer histogram as its float form.
+type lastHPoint struct {
+	t  int64
+	fh *histogram.FloatHistogram
+}
+
+func (p lastHPoint) MarshalJSON() ([]byte, error) {
+	stream := jsoniter.ConfigCompatibleWithStandardLibrary.BorrowStream(nil)
+	defer jsoniter.ConfigCompatibleWithStandardLibrary.ReturnStream(stream)
+	stream.WriteArrayStart()
+	jsonutil.MarshalTimestamp(p.t, stream)
+	stream.WriteMore()
+	jsonutil.MarshalHistogram(p.fh, stream)
+	stream.WriteArrayEnd()
+	return append([]byte(nil), stream.Buffer()...), stream.Error
+}
+
 // last serves GET (or form POST) /api/v1/last: the newest readings of a metric
 // on a host, newest first, read from the newest data rows and never from
 // history (query.Reader.Last).
@@ -53,9 +78,13 @@ func (p lastPoint) MarshalJSON() ([]byte, error) {
 //     metric without match[]), as match[] works in /api/v1/series.
 //
 // The answer is Prometheus' envelope whose data is a list of series sorted by
-// labels, each with its labels and up to n [unix seconds, "value"] pairs, newest
-// first (values as Prometheus formats them: "NaN", "+Inf", shortest round-trip
-// decimal); a series with no readings is absent, so no series gives []:
+// labels, each with its labels and its n newest readings, newest first: float
+// readings as [unix seconds, "value"] pairs under "values" (values as
+// Prometheus formats them: "NaN", "+Inf", shortest round-trip decimal), native
+// histograms as [unix seconds, {"count", "sum", "buckets"}] under
+// "histograms", as Prometheus' query API writes a range vector's series (each
+// key left out when the series has no reading of its kind among the n); a
+// series with no readings is absent, so no series gives []:
 //
 //	GET /api/v1/last?host=web1&metric=cpu_seconds_total&n=2
 //	{"status":"success","data":[
@@ -114,11 +143,18 @@ func (h *readHandler) last(w http.ResponseWriter, r *http.Request) {
 	}
 	out := make([]lastSeries, 0, len(series))
 	for _, s := range series {
-		values := make([]lastPoint, len(s.Samples))
-		for i, smp := range s.Samples {
-			values[i] = lastPoint{t: smp.T, v: smp.V}
+		ls := lastSeries{Metric: s.Labels}
+		for _, smp := range s.Samples {
+			ls.Values = append(ls.Values, lastPoint{t: smp.T, v: smp.V})
 		}
-		out = append(out, lastSeries{Metric: s.Labels, Values: values})
+		for _, h := range s.Histograms {
+			fh := h.FH
+			if h.H != nil {
+				fh = h.H.ToFloat(nil)
+			}
+			ls.Histograms = append(ls.Histograms, lastHPoint{t: h.T, fh: fh})
+		}
+		out = append(out, ls)
 	}
 	respondData(w, out)
 }

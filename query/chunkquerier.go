@@ -91,25 +91,45 @@ func (s *chunkSeries) Iterator(chunks.Iterator) chunks.Iterator {
 }
 
 // chunkIterator encodes chunks one at a time: a row's stored chunk, or up to
-// MaxChunkSamples of its samples.
+// MaxChunkSamples of its samples; a row with histograms or start timestamps
+// is encoded whole when reached (encodeRow), and its chunks handed out in turn.
 type chunkIterator struct {
-	rows []bucketSamples
-	r, i int // next row and sample within it
-	cur  chunks.Meta
-	err  error
+	rows    []bucketSamples
+	r, i    int           // next row and sample within it
+	pending []chunks.Meta // the rest of a general row's chunks
+	cur     chunks.Meta
+	err     error
 }
 
 func (it *chunkIterator) Next() bool {
-	for it.r < len(it.rows) && it.i >= len(it.rows[it.r].samples) {
-		it.r, it.i = it.r+1, 0
-	}
-	if it.err != nil || it.r >= len(it.rows) {
+	if it.err != nil {
 		return false
 	}
-	row := it.rows[it.r]
+	if len(it.pending) > 0 {
+		it.cur, it.pending = it.pending[0], it.pending[1:]
+		return true
+	}
+	for it.r < len(it.rows) && it.i >= it.rows[it.r].len() {
+		it.r, it.i = it.r+1, 0
+	}
+	if it.r >= len(it.rows) {
+		return false
+	}
+	row := &it.rows[it.r]
 	if row.chunk != nil && it.i == 0 {
-		it.cur = chunks.Meta{Chunk: row.chunk, MinTime: row.samples[0].t, MaxTime: row.samples[len(row.samples)-1].t}
-		it.i = len(row.samples)
+		minT, maxT := row.timeRange()
+		it.cur = chunks.Meta{Chunk: row.chunk, MinTime: minT, MaxTime: maxT}
+		it.i = row.len()
+		return true
+	}
+	if row.general() {
+		metas, err := encodeRow(row)
+		if err != nil {
+			it.err = fmt.Errorf("query: encode the chunks of bucket %d: %w", row.bucketStart, err)
+			return false
+		}
+		it.i = row.len()
+		it.cur, it.pending = metas[0], metas[1:]
 		return true
 	}
 	part := row.samples[it.i:min(it.i+MaxChunkSamples, len(row.samples))]

@@ -141,7 +141,7 @@ func (f *fetcher) next() (*series, []bucketSamples, bool, error) {
 	f.cur.rows[f.pos%f.batch] = nil // the consumer owns them now
 	f.pos++
 	for _, b := range rows {
-		f.samples += len(b.samples)
+		f.samples += b.len()
 	}
 	if maxSamples := f.r.opts.MaxSamples; maxSamples > 0 && f.samples > maxSamples {
 		f.cancel()
@@ -200,7 +200,7 @@ func (r *Reader) readBatch(ctx context.Context, ss []series, mint, maxt int64) (
 			if err != nil {
 				return nil, fmt.Errorf("query: read series %d (%s): %w", ss[i].id, ss[i].labels, err)
 			}
-			if len(b.samples) > 0 {
+			if b.len() > 0 {
 				got = append(got, b)
 			}
 		}

@@ -15,10 +15,16 @@ import (
 type LastSeries struct {
 	// Labels are the series' labels, from the series registry.
 	Labels labels.Labels
-	// Samples are the newest samples of the series, newest first; at most the n
-	// Last was asked for, fewer when the series has fewer.
-	Samples []schema.Sample
+	// Samples are the newest float samples of the series and Histograms its
+	// newest native histogram samples, each newest first: together the n
+	// newest samples Last was asked for (fewer when the series has fewer), of
+	// either kind.
+	Samples    []schema.Sample
+	Histograms []schema.HistogramSample
 }
+
+// len is the number of samples of both kinds.
+func (s *LastSeries) len() int { return len(s.Samples) + len(s.Histograms) }
 
 // Last returns the newest n samples (n >= 1) of every series of metric on host
 // whose labels match every matcher of at least one of matcherSets (every series
@@ -69,18 +75,18 @@ func (r *Reader) Last(ctx context.Context, host, metric string, n int, matcherSe
 			pos = next
 			continue
 		}
-		samples, err := r.newestOfRow(first, n, nil)
-		if err != nil {
+		ls := LastSeries{Labels: lbls[0]}
+		if err := r.newestOfRow(first, n, &ls); err != nil {
 			return nil, fmt.Errorf("query: last samples of %s: %w", lbls[0], err)
 		}
-		if len(samples) < n {
+		if ls.len() < n {
 			// The rest of the series: the rows after its first one, newest first.
-			if samples, err = r.newestAfter(ctx, first.Key, next, n, samples); err != nil {
+			if err := r.newestAfter(ctx, first.Key, next, n, &ls); err != nil {
 				return nil, fmt.Errorf("query: last samples of %s: %w", lbls[0], err)
 			}
 		}
-		if len(samples) > 0 {
-			out = append(out, LastSeries{Labels: lbls[0], Samples: samples})
+		if ls.len() > 0 {
+			out = append(out, ls)
 		}
 		pos = next
 	}
@@ -98,37 +104,40 @@ func (r *Reader) firstRow(ctx context.Context, start, stop []byte) (kv.Row, bool
 	return sc.Row(), true, nil
 }
 
-// newestAfter appends to samples the newest samples of the rows after the row
-// key after (exclusive) and before stop, until samples holds n. It asks for at
-// most n-len(samples) rows: every stored row holds at least one sample.
-func (r *Reader) newestAfter(ctx context.Context, after, stop []byte, n int, samples []schema.Sample) ([]schema.Sample, error) {
+// newestAfter appends to ls the newest samples of the rows after the row key
+// after (exclusive) and before stop, until ls holds n. It asks for at most
+// n-ls.len() rows: every stored row holds at least one sample.
+func (r *Reader) newestAfter(ctx context.Context, after, stop []byte, n int, ls *LastSeries) error {
 	start := append(slices.Clip(after), 0x00) // the smallest key after the row
 	sc := r.st.Scan(ctx, schema.TableData, start, stop, kv.Families(schema.FamilyChunk, schema.FamilyRaw),
-		kv.RowLimit(n-len(samples)))
+		kv.RowLimit(n-ls.len()))
 	defer sc.Close()
-	for len(samples) < n && sc.Next() {
-		var err error
-		if samples, err = r.newestOfRow(sc.Row(), n, samples); err != nil {
-			return nil, err
+	for ls.len() < n && sc.Next() {
+		if err := r.newestOfRow(sc.Row(), n, ls); err != nil {
+			return err
 		}
 	}
-	if err := sc.Err(); err != nil {
-		return nil, err
-	}
-	return samples, nil
+	return sc.Err()
 }
 
-// newestOfRow appends the samples of one data row to samples, newest first,
-// until samples holds n.
-func (r *Reader) newestOfRow(row kv.Row, n int, samples []schema.Sample) ([]schema.Sample, error) {
+// newestOfRow appends the samples of one data row to ls, newest first, float
+// and histogram samples merged by time, until ls holds n.
+func (r *Reader) newestOfRow(row kv.Row, n int, ls *LastSeries) error {
 	rs, err := schema.DecodeDataRow(row, r.settings.BucketWidth, 0, kv.MaxTimestamp)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	for i := len(rs.Samples) - 1; i >= 0 && len(samples) < n; i-- {
-		samples = append(samples, rs.Samples[i])
+	i, j := len(rs.Samples)-1, len(rs.Histograms)-1
+	for ls.len() < n && (i >= 0 || j >= 0) {
+		if i >= 0 && (j < 0 || rs.Samples[i].T > rs.Histograms[j].T) {
+			ls.Samples = append(ls.Samples, rs.Samples[i])
+			i--
+			continue
+		}
+		ls.Histograms = append(ls.Histograms, rs.Histograms[j])
+		j--
 	}
-	return samples, nil
+	return nil
 }
 
 // matchesAny reports whether ls matches every matcher of one of sets, or

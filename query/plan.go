@@ -227,9 +227,9 @@ func (r *Reader) hostScan(ctx context.Context, mint, maxt int64, limit int, hm h
 		if err != nil {
 			return selection{}, fmt.Errorf("query: scan %s on host %s, series %d: %w", hm.metric, hm.host, id, err)
 		}
-		if len(b.samples) > 0 {
+		if b.len() > 0 {
 			rows = append(rows, b)
-			samples += len(b.samples)
+			samples += b.len()
 			if maxSamples := r.opts.MaxSamples; maxSamples > 0 && samples > maxSamples {
 				return selection{}, fmt.Errorf("query: more than %d samples in %s on host %s: %w", maxSamples, hm.metric, hm.host, ErrTooManySamples)
 			}

@@ -204,5 +204,5 @@ type floatSeries struct {
 func (s *floatSeries) Labels() labels.Labels { return s.labels }
 
 func (s *floatSeries) Iterator(it chunkenc.Iterator) chunkenc.Iterator {
-	return newSampleIterator(it, flatten(s.rows))
+	return newSeriesIterator(it, s.rows)
 }

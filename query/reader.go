@@ -91,9 +91,10 @@ func matches(ls labels.Labels, matchers []*labels.Matcher) bool {
 	return true
 }
 
-// Samples returns the samples of the series with labels lbls whose timestamps
-// lie in [mint, maxt] (inclusive, milliseconds), sorted by time, values
-// bit-exact. A series the registry does not know has none. Labels with an empty
+// Samples returns the float samples of the series with labels lbls whose
+// timestamps lie in [mint, maxt] (inclusive, milliseconds), sorted by time,
+// values bit-exact, with their start timestamps; native histogram samples are
+// left out (Querier hands them out). A series the registry does not know has none. Labels with an empty
 // value are ignored, as on the write path.
 //
 // It scans the series' data rows newest bucket first (schema.SeriesRowRange) and
@@ -127,8 +128,12 @@ func (r *Reader) Samples(ctx context.Context, lbls labels.Labels, mint, maxt int
 	}
 	out := make([]schema.Sample, 0, n)
 	for _, b := range rows {
-		for _, x := range b.samples {
-			out = append(out, schema.Sample{T: x.t, V: x.v})
+		for i, x := range b.samples {
+			s := schema.Sample{T: x.t, V: x.v}
+			if b.sts != nil {
+				s.ST = b.sts[i]
+			}
+			out = append(out, s)
 		}
 	}
 	return out, nil

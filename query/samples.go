@@ -2,9 +2,11 @@ package query
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
+	"time"
 
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 
@@ -20,9 +22,18 @@ type sample struct {
 
 // bucketSamples are the samples of one data row (one bucket of one series),
 // ascending, and whether they came only from one stored chunk, unchanged.
+//
+// A row of float samples without start timestamps (the common row) fills
+// samples only: 16 bytes a sample, no interface, no allocation per sample.
+// Start timestamps and native histograms go beside it, so that only the rows
+// that hold them pay for them: sts, when not nil, holds the start timestamp of
+// each of samples (same length, 0 unknown), and histograms the row's
+// histogram samples (ascending, none at a timestamp of samples).
 type bucketSamples struct {
 	bucketStart int64
 	samples     []sample
+	sts         []int64
+	histograms  []schema.HistogramSample
 	// chunk is the row's only chunk cell's data when the row has no raw cell
 	// and that chunk lies wholly within the read's [mint, maxt]; ChunkQuerier
 	// hands it out as it is.
@@ -54,7 +65,7 @@ func (r *Reader) readSeries(ctx context.Context, s *series, mint, maxt int64) ([
 		if err != nil {
 			return nil, fmt.Errorf("query: read series %d (%s): %w", s.id, s.labels, err)
 		}
-		if len(b.samples) > 0 {
+		if b.len() > 0 {
 			rows = append(rows, b)
 		}
 	}
@@ -83,12 +94,35 @@ func (r *Reader) decodeRow(row kv.Row, mint, maxt int64) (bucketSamples, error) 
 	if err != nil {
 		return bucketSamples{}, err
 	}
-	b := bucketSamples{bucketStart: rs.BucketStart, chunk: rs.Chunk, samples: make([]sample, len(rs.Samples))}
+	b := bucketSamples{bucketStart: rs.BucketStart, chunk: rs.Chunk, samples: make([]sample, len(rs.Samples)),
+		histograms: rs.Histograms}
 	for i, x := range rs.Samples {
 		b.samples[i] = sample{t: x.T, v: x.V}
+		if x.ST != 0 {
+			b.setST(i, x.ST)
+		}
 	}
 	return b, nil
 }
+
+// len is the number of samples of the row, of both kinds.
+func (b *bucketSamples) len() int { return len(b.samples) + len(b.histograms) }
+
+// setST records the start timestamp of samples[i], making sts when it is the
+// row's first; samples must already hold i.
+func (b *bucketSamples) setST(i int, st int64) {
+	if b.sts == nil {
+		b.sts = make([]int64, 0, cap(b.samples))
+	}
+	for len(b.sts) < len(b.samples) {
+		b.sts = append(b.sts, 0)
+	}
+	b.sts[i] = st
+}
+
+// general reports whether the row needs the general iterator: it holds
+// histograms or start timestamps.
+func (b *bucketSamples) general() bool { return b.sts != nil || len(b.histograms) > 0 }
 
 // clampRange clamps a Select's [mint, maxt] to the timestamps hbtsdb stores
 // ([0, kv.MaxTimestamp]) and reports whether anything is left.
@@ -99,7 +133,9 @@ func clampRange(mint, maxt int64) (int64, int64, bool) {
 }
 
 // decodeRawRow decodes a row without chunk cells; ok is false when the row has
-// a chunk cell (DecodeDataRow then merges them).
+// a chunk cell (DecodeDataRow then merges them). A histogram cell
+// (schema.ErrHistogramCell) goes to the row's histograms, a float's start
+// timestamp to its sts: the float cell without one costs what it always did.
 func (r *Reader) decodeRawRow(row kv.Row, mint, maxt int64) (b bucketSamples, ok bool, err error) {
 	n := 0
 	for i := range row.Cells {
@@ -125,11 +161,33 @@ func (r *Reader) decodeRawRow(row kv.Row, mint, maxt int64) (b bucketSamples, ok
 		}
 		x, err := schema.DecodeRawCell(*c, b.bucketStart, r.settings.BucketWidth)
 		if err != nil {
+			if errors.Is(err, schema.ErrHistogramCell) {
+				if err := b.appendHistogramCell(c, mint, maxt, r.settings.BucketWidth); err != nil {
+					return b, true, err
+				}
+				continue
+			}
 			return b, true, err
 		}
 		if x.T >= mint && x.T <= maxt {
 			b.samples = append(b.samples, sample{t: x.T, v: x.V})
+			if x.ST != 0 || b.sts != nil {
+				b.setST(len(b.samples)-1, x.ST)
+			}
 		}
 	}
 	return b, true, nil
+}
+
+// appendHistogramCell decodes a raw histogram cell of the row into
+// b.histograms when it lies in [mint, maxt].
+func (b *bucketSamples) appendHistogramCell(c *kv.Cell, mint, maxt int64, width time.Duration) error {
+	h, err := schema.DecodeRawHistogramCell(*c, b.bucketStart, width)
+	if err != nil {
+		return err
+	}
+	if h.T >= mint && h.T <= maxt {
+		b.histograms = append(b.histograms, h)
+	}
+	return nil
 }
