@@ -282,7 +282,7 @@ func (c *Compactor) compactRows(ctx context.Context, keys [][]byte, cutoff int64
 			return Stats{}, err
 		}
 		for i, r := range c.opts.Rollups {
-			if put, ok := rollupPut(row.Key, p.bucketStart, width, r.Resolution, p.samples); ok {
+			if put, ok := rollupPut(row.Key, p.bucketStart, width, r.Resolution, p.samples, p.histograms); ok {
 				rollups[i] = append(rollups[i], put)
 				st.RollupCells++
 			}
@@ -292,8 +292,8 @@ func (c *Compactor) compactRows(ctx context.Context, keys [][]byte, cutoff int64
 			chunks = append(chunks, *p.chunk)
 			deletes = append(deletes, p.deletes...)
 			st.Rows++
-			st.Samples += len(p.samples)
-		case len(p.samples) > 0:
+			st.Samples += len(p.samples) + len(p.histograms)
+		case len(p.samples)+len(p.histograms) > 0:
 			st.Skipped++
 		}
 	}
@@ -348,9 +348,11 @@ func (c *Compactor) compactRows(ctx context.Context, keys [][]byte, cutoff int64
 // rowPlan is what compacting one row takes.
 type rowPlan struct {
 	bucketStart int64
-	// samples are the bucket's samples (chunk and raw cells merged), nil when
-	// the row is not to be compacted: no raw cells of a sealed bucket.
-	samples []schema.Sample
+	// samples and histograms are the bucket's samples of each kind (chunk and
+	// raw cells merged), nil when the row is not to be compacted: no raw cells
+	// of a sealed bucket.
+	samples    []schema.Sample
+	histograms []schema.HistogramSample
 	// chunk is the put of the bucket's chunk, nil when the row is not to be
 	// compacted or stays raw (more samples than a chunk holds).
 	chunk *kv.Mutation
@@ -359,7 +361,8 @@ type rowPlan struct {
 }
 
 // planRow returns the chunk write and the raw deletes that compact one row,
-// and the samples its chunk (and its rollup cells) hold. A row without raw
+// and the samples its chunk cell (and its rollup cells) hold, floats and
+// histograms, with their start timestamps (schema.BucketCell). A row without raw
 // cells of a sealed bucket (compacted meanwhile, or not sealed) gives an empty
 // plan; a row with more samples than a chunk holds gives its samples but no
 // chunk, and stays raw.
@@ -371,13 +374,13 @@ func (c *Compactor) planRow(row kv.Row, width time.Duration, cutoff int64) (rowP
 	if rs.RawCells == 0 || rs.BucketStart+width.Milliseconds() > cutoff {
 		return rowPlan{}, nil
 	}
-	p := rowPlan{bucketStart: rs.BucketStart, samples: rs.Samples}
-	if len(rs.Samples) > schema.MaxChunkSamples {
+	p := rowPlan{bucketStart: rs.BucketStart, samples: rs.Samples, histograms: rs.Histograms}
+	if n := len(rs.Samples) + len(rs.Histograms); n > schema.MaxChunkSamples {
 		c.opts.Logger.Warn("bucket left raw: more samples than a chunk holds", "row", fmt.Sprintf("%q", row.Key),
-			"samples", len(rs.Samples), "max", schema.MaxChunkSamples)
+			"samples", n, "max", schema.MaxChunkSamples)
 		return p, nil
 	}
-	cell, err := schema.BucketChunkCell(rs.Samples, rs.BucketStart, width)
+	cell, err := schema.BucketCell(rs.Samples, rs.Histograms, rs.BucketStart, width)
 	if err != nil {
 		return rowPlan{}, fmt.Errorf("chunk of row %q: %w", row.Key, err)
 	}
@@ -399,8 +402,9 @@ func (c *Compactor) planRow(row kv.Row, width time.Duration, cutoff int64) (rowP
 // timestamp = the bucket's last millisecond, as the chunk cell's, so that
 // rolling the bucket up again rewrites the cell in place. ok is false when
 // there is nothing to roll up.
-func rollupPut(dataKey []byte, bucketStart int64, width, res time.Duration, samples []schema.Sample) (kv.Mutation, bool) {
+func rollupPut(dataKey []byte, bucketStart int64, width, res time.Duration, samples []schema.Sample, histograms []schema.HistogramSample) (kv.Mutation, bool) {
 	windows := schema.AggregateWindows(samples, res)
+	_ = histograms // TODO(rollups): histogram windows
 	if len(windows) == 0 {
 		return kv.Mutation{}, false
 	}

@@ -21,8 +21,14 @@
 //     narrower than a resolution holds the part of one window that falls into
 //     it; readers merge the parts (schema.RollupWindow.Merge). Step "rollups
 //     written".
-//  2. writes the bucket's samples as one Prometheus XOR chunk cell
-//     (schema.BucketChunkCell). Step "chunks written".
+//  2. writes the bucket's samples as one chunk cell (schema.BucketCell):
+//     floats alone as one XOR or decimal chunk; native histograms and start
+//     timestamps in Prometheus' own chunk encodings, several chunks in one
+//     cell where the kind changes or Prometheus' appender cuts (counter
+//     resets, schema changes; schema/chunk.go). The cell is rewritten whole
+//     by every pass, so a bucket compacted again with late samples of
+//     another kind leaves no chunk of the old layout behind. Step "chunks
+//     written".
 //  3. deletes exactly the raw columns it read, each up to its own cell
 //     timestamp. Step "raw deleted".
 //
