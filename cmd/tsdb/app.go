@@ -133,6 +133,9 @@ type commonFlags struct {
 	rawRetention *time.Duration
 	rollups      *string
 
+	// exemplarRetention is --retention.exemplars, the exemplar table's TTL.
+	exemplarRetention *time.Duration
+
 	logLevel  *string
 	logFormat *string
 }
@@ -161,6 +164,8 @@ func registerCommonFlags(kp *kingpin.Application) *commonFlags {
 		compression: enumFlag(flag(kp, "schema.compression", "HBase compression of new tables: NONE, SNAPPY, GZ, LZ4 or ZSTD "+
 			"(the codec must be installed on the region servers); any case, as in the HBase shell."), "NONE", "NONE", "SNAPPY", "GZ", "LZ4", "ZSTD"),
 		rawRetention: durationFlag(flag(kp, "retention.raw", "How long raw samples are kept (HBase TTL of new tables); 0 keeps them forever."), "400d"),
+		exemplarRetention: durationFlag(flag(kp, "retention.exemplars", "How long exemplars are kept: the TTL of the exemplar table, "+
+			"fixed when it is created (the store records it and refuses another); 0 keeps them forever."), "30d"),
 		rollups: flag(kp, "rollups", "Resolutions of downsampled data and how long each is kept: comma-separated "+
 			"resolution:retention pairs in Prometheus' duration syntax (e.g. 5m:90d,1h:5y; retention 0 keeps one forever; "+
 			"\"none\" for no rollups). A resolution is a whole number of minutes that divides 24h and divides the bucket width "+

@@ -98,14 +98,15 @@ func TestSchemaRollupsEmbedded(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("schema create: exit %d: %s", code, stderr)
 	}
-	if got := logLines(stderr); len(got) != 5 || got[0] != `level=INFO msg="raw retention recorded" retention=400d` ||
-		got[1] != `level=INFO msg="rollup resolutions recorded" rollups=5m:90d,1h:5y` ||
-		got[2] != `level=INFO msg="rollup table created" table=rollup-5m retention=90d` ||
-		got[3] != `level=INFO msg="rollup table created" table=rollup-1h retention=5y` {
+	if got := logLines(stderr); len(got) != 6 || got[0] != `level=INFO msg="raw retention recorded" retention=400d` ||
+		got[1] != `level=INFO msg="exemplar retention recorded" retention=30d` ||
+		got[2] != `level=INFO msg="rollup resolutions recorded" rollups=5m:90d,1h:5y` ||
+		got[3] != `level=INFO msg="rollup table created" table=rollup-5m retention=90d` ||
+		got[4] != `level=INFO msg="rollup table created" table=rollup-1h retention=5y` {
 		t.Errorf("schema create logged:\n%s", stderr)
 	}
 	code, out, stderr := tsdb(t, "schema", "check", "--print", store)
-	want := "format_version: 2 (hash-derived series IDs; this binary supports 1 to 2)\nbucket_width: 1h0m0s\nsalt_buckets: 1\nrollups: 5m:90d,1h:5y\nraw_retention: 400d\ntables: data index meta rollup-1h rollup-5m series\n"
+	want := "format_version: 2 (hash-derived series IDs; this binary supports 1 to 2)\nbucket_width: 1h0m0s\nsalt_buckets: 1\nrollups: 5m:90d,1h:5y\nraw_retention: 400d\nexemplar_retention: 30d\ntables: data exemplars index meta rollup-1h rollup-5m series\n"
 	if code != 0 || !strings.HasSuffix(out, want) {
 		t.Fatalf("schema check --print: exit %d, %q (stderr %s); want it to end with %q", code, out, stderr, want)
 	}
@@ -124,8 +125,8 @@ func TestSchemaRollupsEmbedded(t *testing.T) {
 		t.Errorf("schema create with 15m logged:\n%s\nwant first:\n%s", stderr, strings.Join(wantLog, "\n"))
 	}
 	code, out, _ = tsdb(t, "schema", "check", "--print", store)
-	want = "rollups: 5m:90d,15m:30d\nrollups_configured: 5m:90d,1h:5y (tsdb serve records it at start)\nraw_retention: 400d\n" +
-		"tables: data index meta rollup-15m rollup-1h rollup-5m series\n"
+	want = "rollups: 5m:90d,15m:30d\nrollups_configured: 5m:90d,1h:5y (tsdb serve records it at start)\nraw_retention: 400d\nexemplar_retention: 30d\n" +
+		"tables: data exemplars index meta rollup-15m rollup-1h rollup-5m series\n"
 	if code != 0 || !strings.HasSuffix(out, want) {
 		t.Fatalf("schema check --print: exit %d, %q; want it to end with %q", code, out, want)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 
 	"github.com/hbtsdb/hbtsdb/kv/hbase"
@@ -107,6 +108,10 @@ func checkSchema(ctx context.Context, w io.Writer, c *commonFlags, print bool, l
 	if err != nil {
 		return err
 	}
+	exemplarRetention, exemplarRecorded, err := provision.ReadExemplarRetention(ctx, st)
+	if err != nil {
+		return err
+	}
 	tables, err := st.ListTables(ctx)
 	if err != nil {
 		return fmt.Errorf("list tables of %s: %w", addr, err)
@@ -126,7 +131,20 @@ func checkSchema(ctx context.Context, w io.Writer, c *commonFlags, print bool, l
 		} else {
 			fmt.Fprintf(w, "raw_retention: (not recorded; tsdb serve records --retention.raw=%s at start)\n", model.Duration(opts.RawRetention))
 		}
+		if exemplarRecorded {
+			fmt.Fprintf(w, "exemplar_retention: %s\n", model.Duration(exemplarRetention))
+		} else {
+			fmt.Fprintf(w, "exemplar_retention: (not recorded; tsdb serve records --retention.exemplars=%s at start)\n", model.Duration(opts.ExemplarRetention))
+		}
 		fmt.Fprintf(w, "tables: %s\n", strings.Join(tables, " "))
+	}
+	if !slices.Contains(tables, schema.TableExemplars) {
+		return provision.MissingExemplarTableError()
+	}
+	if exemplarRecorded {
+		if err := provision.ExemplarRetentionError(exemplarRetention, opts.ExemplarRetention, c.provisionOptions(addr, logger)...); err != nil {
+			return err
+		}
 	}
 	if rawRecorded {
 		if err := provision.RawRetentionError(rawRetention, opts.RawRetention, opts, c.provisionOptions(addr, logger)...); err != nil {

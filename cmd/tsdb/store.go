@@ -88,10 +88,12 @@ func (c *commonFlags) tableOptions(settings schema.Settings) (schema.TableOption
 	if err != nil {
 		return schema.TableOptions{}, fmt.Errorf("--rollups=%q: %w", *c.rollups, err)
 	}
-	return schema.TableOptions{
+	opts := schema.TableOptions{
 		RawRetention: *c.rawRetention,
 		Rollups:      rollups,
 		Compression:  *c.compression,
 		SaltBuckets:  settings.SaltBuckets,
-	}, nil
+	}
+	opts.ExemplarRetention = *c.exemplarRetention
+	return opts, nil
 }
