@@ -82,11 +82,11 @@ func TestTablesWithPrefixAndTheirBytes(t *testing.T) {
 
 func TestSelectServers(t *testing.T) {
 	for _, tc := range []struct {
-		name        string
-		list        string
-		hbase, base bool
-		want        []string
-		wantErr     string
+		name                    string
+		list                    string
+		hbase, base, histograms bool
+		want                    []string
+		wantErr                 string
 	}{
 		{name: "the default is the three servers", want: []string{"tsdb", "prometheus", "victoriametrics"}},
 		{name: "an HBase adds tsdb on HBase", hbase: true,
@@ -98,9 +98,13 @@ func TestSelectServers(t *testing.T) {
 		{name: "an unknown name is an error", list: "tsdb,influx", wantErr: `unknown server "influx"`},
 		{name: "tsdb on HBase needs an HBase", list: "tsdb-hbase", wantErr: "needs an HBase"},
 		{name: "a base server needs a base binary", list: "tsdb-base", wantErr: "needs -tsdb-base-bin"},
+		{name: "a histogram load leaves VictoriaMetrics out", hbase: true, histograms: true,
+			want: []string{"tsdb", "tsdb-hbase", "prometheus"}},
+		{name: "VictoriaMetrics stores no native histograms", list: "tsdb,victoriametrics", histograms: true,
+			wantErr: "victoriametrics does not store native histograms (-load histograms)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := selectServers(tc.list, tc.hbase, tc.base)
+			got, err := selectServers(tc.list, tc.hbase, tc.base, tc.histograms)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("err = %v, want one containing %q", err, tc.wantErr)

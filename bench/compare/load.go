@@ -8,12 +8,15 @@ import (
 	"time"
 
 	"github.com/golang/snappy"
+	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/prompb"
 )
 
 // load is the shape of the remote-write load: hosts × seriesPerHost series, each with
 // samples samples interval apart, sent by senders senders in requests of requestSize
-// samples.
+// samples. With histograms, every series is a native histogram (-load histograms):
+// each sample an integer histogram of schema 3 with a zero bucket and buckets
+// populated buckets in two spans.
 type load struct {
 	hosts         int
 	seriesPerHost int
@@ -21,6 +24,22 @@ type load struct {
 	interval      time.Duration
 	senders       int
 	requestSize   int
+	histograms    bool
+	buckets       int
+}
+
+// Load kinds (-load).
+const (
+	loadFloats     = "floats"
+	loadHistograms = "histograms"
+)
+
+// kind is the -load name of the load.
+func (l load) kind() string {
+	if l.histograms {
+		return loadHistograms
+	}
+	return loadFloats
 }
 
 // validate checks that every size is positive and that the queries have their series.
@@ -38,8 +57,18 @@ func (l load) validate() error {
 		return fmt.Errorf("load: -senders must be at least 1, got %d", l.senders)
 	case l.requestSize < 1:
 		return fmt.Errorf("load: -request-size must be at least 1, got %d", l.requestSize)
+	case l.histograms && (l.buckets < 4 || l.buckets > 160):
+		return fmt.Errorf("load: -buckets must be in [4, 160], got %d", l.buckets)
 	}
 	return nil
+}
+
+// sampleKind describes the load's samples for the report.
+func (l load) sampleKind() string {
+	if l.histograms {
+		return fmt.Sprintf("native histogram samples (integer, schema 3, %d buckets in 2 spans, a zero bucket)", l.buckets)
+	}
+	return "float samples"
 }
 
 // totalSamples is the number of samples the load sends.
@@ -49,9 +78,14 @@ func (l load) totalSamples() int { return l.hosts * l.seriesPerHost * l.samples 
 func (l load) span() time.Duration { return time.Duration(l.samples-1) * l.interval }
 
 // metricName is the name of series i of a host: series 0 is the counter c, series 1 the
-// gauge g, the others node_counter_<i> (even i) and node_gauge_<i> (odd i).
-func metricName(i int) string {
+// gauge g, the others node_counter_<i> (even i) and node_gauge_<i> (odd i). In a
+// histogram load, series 0 is the histogram h and the others node_hist_<i>.
+func (l load) metricName(i int) string {
 	switch {
+	case l.histograms && i == 0:
+		return "h"
+	case l.histograms:
+		return "node_hist_" + strconv.Itoa(i)
 	case i == 0:
 		return "c"
 	case i == 1:
@@ -73,6 +107,16 @@ type genSeries struct {
 	sender  int
 	value   float64
 	rng     uint64
+	// hist is the histogram series' state (a histogram load): its cumulative
+	// zero bucket and bucket counts.
+	hist *genHistogram
+}
+
+// genHistogram is a native histogram series' cumulative counts.
+type genHistogram struct {
+	zero    uint64
+	buckets []int64 // absolute counts, len(load.buckets)
+	sum     float64
 }
 
 // series returns every series of the load, host-major, with the sender that owns it:
@@ -84,7 +128,7 @@ func (l load) series() []genSeries {
 		host := hostName(h)
 		for i := range l.seriesPerHost {
 			lbls := []prompb.Label{
-				{Name: "__name__", Value: metricName(i)},
+				{Name: "__name__", Value: l.metricName(i)},
 				{Name: "host", Value: host},
 				{Name: "job", Value: "node"},
 				{Name: "series", Value: strconv.Itoa(i)},
@@ -97,13 +141,17 @@ func (l load) series() []genSeries {
 				f.Write([]byte{0xff})
 			}
 			sum := f.Sum64()
-			out = append(out, genSeries{
+			gs := genSeries{
 				labels:  lbls,
 				counter: i%2 == 0,
 				sender:  int(sum % uint64(l.senders)),
 				value:   float64(sum % 1000),
 				rng:     sum | 1,
-			})
+			}
+			if l.histograms {
+				gs.hist = &genHistogram{buckets: make([]int64, l.buckets)}
+			}
+			out = append(out, gs)
 		}
 	}
 	return out
@@ -113,10 +161,7 @@ func (l load) series() []genSeries {
 // amount in [0, 10), gauges walk randomly around their start.
 func (s *genSeries) next() float64 {
 	// xorshift64: cheap, deterministic per series.
-	s.rng ^= s.rng << 13
-	s.rng ^= s.rng >> 7
-	s.rng ^= s.rng << 17
-	r := float64(s.rng>>11) / (1 << 53)
+	r := s.rand()
 	if s.counter {
 		s.value += math.Floor(r * 10)
 	} else {
@@ -125,11 +170,55 @@ func (s *genSeries) next() float64 {
 	return s.value
 }
 
+// rand returns the next pseudo-random number in [0, 1) of s (xorshift64).
+func (s *genSeries) rand() float64 {
+	s.rng ^= s.rng << 13
+	s.rng ^= s.rng >> 7
+	s.rng ^= s.rng << 17
+	return float64(s.rng>>11) / (1 << 53)
+}
+
+// nextHistogram advances a histogram series by one step (every bucket grows by 0..4
+// observations, the zero bucket by 0..2) and returns its new value as remote write
+// carries it, at ts: schema 3, zero threshold 0.001, the buckets in two spans with a
+// gap of two empty buckets, counts as deltas.
+func (s *genSeries) nextHistogram(ts int64) prompb.Histogram {
+	g := s.hist
+	g.zero += uint64(s.rand() * 3)
+	count := g.zero
+	for i := range g.buckets {
+		n := int64(s.rand() * 5)
+		g.buckets[i] += n
+		count += uint64(g.buckets[i])
+		// Bucket i of the first span has index 10+i, upper bound 2^((10+i)/8).
+		g.sum += float64(n) * math.Exp2(float64(10+i)/8)
+	}
+	first := len(g.buckets) - len(g.buckets)/4
+	h := &histogram.Histogram{
+		Schema:        3,
+		ZeroThreshold: 0.001,
+		ZeroCount:     g.zero,
+		Count:         count,
+		Sum:           g.sum,
+		PositiveSpans: []histogram.Span{
+			{Offset: 10, Length: uint32(first)},
+			{Offset: 2, Length: uint32(len(g.buckets) - first)},
+		},
+		PositiveBuckets: make([]int64, len(g.buckets)),
+	}
+	var prev int64
+	for i, c := range g.buckets {
+		h.PositiveBuckets[i] = c - prev
+		prev = c
+	}
+	return prompb.FromIntHistogram(ts, h)
+}
+
 // generate calls emit with each request of the load, in the order each sender sends
 // them: for every step from start (the first sample's time) on, every series, and a
 // sender's request is emitted when it holds requestSize samples (and at the end, with
-// what is left). Each sample is its own prompb.TimeSeries, as Prometheus' queue manager
-// sends them. emit must not keep wr: it is reused.
+// what is left). Each sample (float or histogram) is its own prompb.TimeSeries, as
+// Prometheus' queue manager sends them. emit must not keep wr: it is reused.
 func (l load) generate(start time.Time, emit func(sender int, wr *prompb.WriteRequest) error) error {
 	series := l.series()
 	pending := make([]prompb.WriteRequest, l.senders)
@@ -137,6 +226,10 @@ func (l load) generate(start time.Time, emit func(sender int, wr *prompb.WriteRe
 		pending[i].Timeseries = make([]prompb.TimeSeries, 0, l.requestSize)
 	}
 	samples := make([]prompb.Sample, l.senders*l.requestSize)
+	var hists []prompb.Histogram
+	if l.histograms {
+		hists = make([]prompb.Histogram, l.senders*l.requestSize)
+	}
 	t0 := start.UnixMilli()
 	step := l.interval.Milliseconds()
 	for k := range l.samples {
@@ -145,9 +238,16 @@ func (l load) generate(start time.Time, emit func(sender int, wr *prompb.WriteRe
 			s := &series[i]
 			wr := &pending[s.sender]
 			n := len(wr.Timeseries)
-			sm := samples[s.sender*l.requestSize+n : s.sender*l.requestSize+n+1 : s.sender*l.requestSize+n+1]
-			sm[0] = prompb.Sample{Timestamp: ts, Value: s.next()}
-			wr.Timeseries = append(wr.Timeseries, prompb.TimeSeries{Labels: s.labels, Samples: sm})
+			at := s.sender*l.requestSize + n
+			if l.histograms {
+				hs := hists[at : at+1 : at+1]
+				hs[0] = s.nextHistogram(ts)
+				wr.Timeseries = append(wr.Timeseries, prompb.TimeSeries{Labels: s.labels, Histograms: hs})
+			} else {
+				sm := samples[at : at+1 : at+1]
+				sm[0] = prompb.Sample{Timestamp: ts, Value: s.next()}
+				wr.Timeseries = append(wr.Timeseries, prompb.TimeSeries{Labels: s.labels, Samples: sm})
+			}
 			if len(wr.Timeseries) == l.requestSize {
 				if err := emit(s.sender, wr); err != nil {
 					return err

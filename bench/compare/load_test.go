@@ -1,10 +1,12 @@
 package main
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/golang/snappy"
+	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/prompb"
 )
 
@@ -173,5 +175,51 @@ func TestQuickShrinksTheLoadButExplicitFlagsWin(t *testing.T) {
 	}
 	if c.load.hosts != 20 || c.load.seriesPerHost != 10 || c.load.samples != 40 || c.rounds != 1 {
 		t.Errorf("-quick -hosts 20 gave %+v rounds %d, want 20 hosts × 10 series × 40 samples, 1 round", c.load, c.rounds)
+	}
+}
+
+// TestHistogramLoadSendsValidGrowingHistograms: with -load histograms every sample
+// is one valid integer native histogram of -buckets buckets, and each series'
+// counts never go down (a counter histogram without resets).
+func TestHistogramLoadSendsValidGrowingHistograms(t *testing.T) {
+	c, err := parseFlags([]string{"-load", "histograms", "-buckets", "24", "-samples", "6", "-request-size", "7"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := c.load
+	if !l.histograms || l.hosts != 10 || l.seriesPerHost != 100 || l.buckets != 24 {
+		t.Fatalf("-load histograms gave %+v, want 10 hosts × 100 series of 24-bucket histograms", l)
+	}
+	last := map[string]*histogram.Histogram{}
+	total := 0
+	err = l.generate(time.UnixMilli(1_700_000_000_000), func(_ int, wr *prompb.WriteRequest) error {
+		for _, ts := range wr.Timeseries {
+			if len(ts.Samples) != 0 || len(ts.Histograms) != 1 {
+				t.Fatalf("a TimeSeries with %d samples and %d histograms, want one histogram", len(ts.Samples), len(ts.Histograms))
+			}
+			h := ts.Histograms[0].ToIntHistogram()
+			if err := h.Validate(); err != nil {
+				t.Fatalf("invalid histogram %s: %v", h, err)
+			}
+			if n := len(h.PositiveBuckets); n != l.buckets {
+				t.Fatalf("%d buckets, want %d", n, l.buckets)
+			}
+			key := fmt.Sprint(ts.Labels)
+			if prev, ok := last[key]; ok && (h.Count < prev.Count || h.Sum < prev.Sum || h.ZeroCount < prev.ZeroCount) {
+				t.Fatalf("series %s went down: %s after %s", key, h, prev)
+			}
+			last[key] = h
+			total++
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if total != l.totalSamples() || len(last) != l.hosts*l.seriesPerHost {
+		t.Errorf("%d histograms of %d series, want %d of %d", total, len(last), l.totalSamples(), l.hosts*l.seriesPerHost)
+	}
+	if _, err := parseFlags([]string{"-load", "summaries"}); err == nil || err.Error() != `-load: "summaries", want floats or histograms` {
+		t.Errorf("-load summaries: error %v", err)
 	}
 }

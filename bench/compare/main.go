@@ -51,13 +51,14 @@ type config struct {
 var serverOrder = []string{"tsdb", "tsdb-base", "tsdb-hbase", "tsdb-hbase-base", "prometheus", "victoriametrics"}
 
 // selectServers returns the servers a run compares: those of list (comma-separated
-// short names) or, when list is empty, tsdb, Prometheus and VictoriaMetrics, plus
+// short names) or, when list is empty, tsdb, Prometheus and VictoriaMetrics (not for
+// a histogram load), plus
 // tsdb (HBase) when there is an HBase and the base servers when there is a base
 // binary. Either way, in serverOrder.
-func selectServers(list string, hbase, base bool) ([]string, error) {
+func selectServers(list string, hbase, base, histograms bool) ([]string, error) {
 	want := map[string]bool{}
 	if list == "" {
-		want["tsdb"], want["prometheus"], want["victoriametrics"] = true, true, true
+		want["tsdb"], want["prometheus"], want["victoriametrics"] = true, true, !histograms
 		want["tsdb-hbase"] = hbase
 		want["tsdb-base"], want["tsdb-hbase-base"] = base, base && hbase
 	} else {
@@ -70,6 +71,8 @@ func selectServers(list string, hbase, base bool) ([]string, error) {
 				return nil, fmt.Errorf("-servers: %s needs an HBase: -hbase, -hbase-run or -hbase-zk", name)
 			case strings.HasSuffix(name, "-base") && !base:
 				return nil, fmt.Errorf("-servers: %s needs -tsdb-base-bin", name)
+			case name == "victoriametrics" && histograms:
+				return nil, fmt.Errorf("-servers: victoriametrics does not store native histograms (-load %s)", loadHistograms)
 			}
 			want[name] = true
 		}
@@ -119,6 +122,10 @@ func parseFlags(args []string) (config, error) {
 	servers := fs.String("servers", "", "comma-separated servers to run, of "+strings.Join(serverOrder, ", ")+
 		" (default: tsdb, prometheus, victoriametrics, and tsdb-hbase with an HBase, the -base ones with -tsdb-base-bin)")
 	fs.BoolVar(&c.keep, "keep", false, "keep the work directory (data directories and server logs) at the end")
+	loadKind := fs.String("load", loadFloats, "the load: "+loadFloats+" (counters and gauges) or "+loadHistograms+
+		" (every series a native histogram of -buckets buckets; -hosts defaults to 10, so 1 000 series; "+
+		"VictoriaMetrics, which does not store native histograms, is left out)")
+	fs.IntVar(&c.load.buckets, "buckets", 30, "with -load "+loadHistograms+": populated buckets per histogram sample")
 	quick := fs.Bool("quick", false, "a smoke run: 10 hosts × 10 series × 40 samples, 500-sample requests, 1 round, 3 query runs "+
 		"(flags given explicitly win)")
 	if err := fs.Parse(args); err != nil {
@@ -127,10 +134,20 @@ func parseFlags(args []string) (config, error) {
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	switch *loadKind {
+	case loadFloats:
+	case loadHistograms:
+		c.load.histograms = true
+		if !set["hosts"] && !*quick {
+			c.load.hosts = 10
+		}
+	default:
+		return c, fmt.Errorf("-load: %q, want %s or %s", *loadKind, loadFloats, loadHistograms)
+	}
 	if *quick {
 		// The smoke sizes, for the flags not given explicitly.
-		set := map[string]bool{}
-		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 		for name, value := range map[string]string{"hosts": "10", "series": "10", "samples": "40",
 			"request-size": "500", "rounds": "1", "query-runs": "3", "settle": "5s"} {
 			if !set[name] {
@@ -149,7 +166,7 @@ func parseFlags(args []string) (config, error) {
 	c.tsdbArgs = strings.Fields(*tsdbArgs)
 	var err error
 	hasHBase := c.hbaseStart || c.hbaseRun != "" || c.hbaseZK != ""
-	if c.servers, err = selectServers(*servers, hasHBase, c.tsdbBaseBin != ""); err != nil {
+	if c.servers, err = selectServers(*servers, hasHBase, c.tsdbBaseBin != "", c.load.histograms); err != nil {
 		return c, err
 	}
 	if len(c.servers) == 0 {

@@ -31,6 +31,16 @@ func (q benchQuery) describe() string {
 // queries returns the benchmark's queries for a load.
 func queries(l load) []benchQuery {
 	span := fmtDuration(l.span().Round(time.Minute))
+	if l.histograms {
+		q := "histogram_quantile(0.9, sum by (job) (rate(h[5m])))"
+		return []benchQuery{
+			{label: fmt.Sprintf("`%s`, %s at %s, ms", q, span, fmtDuration(l.interval)), expr: q, step: l.interval},
+			{label: "same at 5 m step, ms", expr: q, step: 5 * time.Minute},
+			{label: fmt.Sprintf("`histogram_count(rate(node_hist_1[5m]))`, %d series, %s at 5 m, ms", l.hosts, span),
+				expr: "histogram_count(rate(node_hist_1[5m]))", step: 5 * time.Minute},
+			{label: "one histogram series by two matchers, instant, ms", expr: `{host="host-001",series="7"}`},
+		}
+	}
 	return []benchQuery{
 		{label: fmt.Sprintf("`sum by (job) (rate(c[5m]))`, %s at %s, ms", span, fmtDuration(l.interval)),
 			expr: "sum by (job) (rate(c[5m]))", step: l.interval},
@@ -106,16 +116,18 @@ func get(ctx context.Context, client *http.Client, u string) ([]byte, time.Durat
 	return body, d, nil
 }
 
-// countResult returns the number of series and samples in a Prometheus HTTP API answer
-// of resultType matrix or vector.
+// countResult returns the number of series and samples (floats and histograms) in a
+// Prometheus HTTP API answer of resultType matrix or vector.
 func countResult(body []byte) (series, samples int, err error) {
 	var ans struct {
 		Status string `json:"status"`
 		Data   struct {
 			ResultType string `json:"resultType"`
 			Result     []struct {
-				Value  json.RawMessage   `json:"value"`
-				Values []json.RawMessage `json:"values"`
+				Value      json.RawMessage   `json:"value"`
+				Values     []json.RawMessage `json:"values"`
+				Histogram  json.RawMessage   `json:"histogram"`
+				Histograms []json.RawMessage `json:"histograms"`
 			} `json:"result"`
 		} `json:"data"`
 	}
@@ -126,8 +138,11 @@ func countResult(body []byte) (series, samples int, err error) {
 		return 0, 0, fmt.Errorf("answer status %q: %.200s", ans.Status, body)
 	}
 	for _, r := range ans.Data.Result {
-		samples += len(r.Values)
+		samples += len(r.Values) + len(r.Histograms)
 		if len(r.Value) > 0 {
+			samples++
+		}
+		if len(r.Histogram) > 0 {
 			samples++
 		}
 	}
