@@ -1,6 +1,8 @@
 package write
 
 import (
+	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -17,20 +19,30 @@ import (
 //  1. sorts the exemplars as Prometheus orders them (exemplar.Compare:
 //     timestamp, value, labels) and drops exact repeats;
 //  2. groups them by slot (schema.ExemplarSlotOffset of the exemplar's bucket,
-//     slot width exemplarSlot) and keeps the newest exemplarsPerSlot of each
-//     slot — the bound: what a slot keeps is what the newest writes put there;
+//     slot width Options.ExemplarSlot) and keeps the newest
+//     Options.ExemplarsPerSlot of each slot — the bound: what a slot keeps is what the newest writes put there;
 //  3. puts each kept exemplar at (slot, index), index 0 the oldest kept, with
 //     the exemplar's timestamp as the cell timestamp, so that a re-sent
 //     exemplar rewrites the same cell, and a newer exemplar sent later for the
 //     same (slot, index) replaces the stored one (one version per cell, the
 //     newest timestamp wins on both backends).
 //
-// The slot width and per-slot bound are schema.DefaultExemplarSlot and
-// schema.DefaultExemplarsPerSlot.
-const (
-	exemplarSlot     = schema.DefaultExemplarSlot
-	exemplarsPerSlot = schema.DefaultExemplarsPerSlot
-)
+// The slot width and per-slot bound are Options.ExemplarSlot and
+// ExemplarsPerSlot.
+
+// validateExemplars reports what is wrong with the exemplar bounds of o.
+func (o Options) validateExemplars() error {
+	var errs []error
+	if o.ExemplarSlot < 0 || (o.ExemplarSlot > 0 && o.ExemplarSlot%time.Millisecond != 0) {
+		errs = append(errs, fmt.Errorf("write: Options.ExemplarSlot must be a whole number of milliseconds (0 means the default, %s), got %s",
+			schema.DefaultExemplarSlot, o.ExemplarSlot))
+	}
+	if o.ExemplarsPerSlot < 0 || o.ExemplarsPerSlot > schema.MaxExemplarsPerSlot {
+		errs = append(errs, fmt.Errorf("write: Options.ExemplarsPerSlot must be in [1, %d] (0 means the default, %d), got %d",
+			schema.MaxExemplarsPerSlot, schema.DefaultExemplarsPerSlot, o.ExemplarsPerSlot))
+	}
+	return errors.Join(errs...)
+}
 
 // appendExemplarMutations appends to muts the puts (of table
 // schema.TableExemplars) that store ex, the validated exemplars of the series
@@ -50,7 +62,7 @@ func (w *Writer) appendExemplarMutations(muts []kv.Mutation, buf []byte, k schem
 	sorted = slices.CompactFunc(sorted, func(a, b exemplar.Exemplar) bool {
 		return exemplar.Compare(a, b) == 0 && a.HasTs == b.HasTs
 	})
-	return appendExemplarPuts(muts, buf, k, sorted, w.width, exemplarSlot, exemplarsPerSlot)
+	return appendExemplarPuts(muts, buf, k, sorted, w.width, w.opts.ExemplarSlot, w.opts.ExemplarsPerSlot)
 }
 
 // appendExemplarPuts is step 2 and 3 of appendExemplarMutations on sorted,

@@ -43,7 +43,7 @@ func describePuts(t *testing.T, w *Writer, k schema.DataKey, ex []exemplar.Exemp
 }
 
 func TestAppendExemplarMutations(t *testing.T) {
-	w := &Writer{width: time.Hour}
+	w := &Writer{width: time.Hour, opts: Options{}.withDefaults()}
 	k := schema.DataKey{Salt: 3, Host: "h", Metric: "m_bucket", SeriesID: 42, BucketStart: 123} // BucketStart is ignored
 	tr := func(id string) labels.Labels { return labels.FromStrings("trace_id", id) }
 	const h = 3_600_000
@@ -123,7 +123,7 @@ func TestAppendExemplarMutations(t *testing.T) {
 }
 
 func TestAppendExemplarMutationsKeepsHasTsAndValueBits(t *testing.T) {
-	w := &Writer{width: time.Hour}
+	w := &Writer{width: time.Hour, opts: Options{}.withDefaults()}
 	k := schema.DataKey{Host: "h", Metric: "m", SeriesID: 1}
 	muts, _, n := w.appendExemplarMutations(nil, nil, k, []exemplar.Exemplar{{Labels: labels.EmptyLabels(), Value: 0, Ts: 5, HasTs: false}})
 	if n != 1 || len(muts) != 1 {
@@ -134,5 +134,24 @@ func TestAppendExemplarMutationsKeepsHasTsAndValueBits(t *testing.T) {
 	}
 	if got := binary.BigEndian.Uint64(muts[0].Value[1:]); got != 5 {
 		t.Errorf("ts %d, want 5", got)
+	}
+}
+
+func TestExemplarOptions(t *testing.T) {
+	if err := (Options{ExemplarSlot: 1500 * time.Microsecond, ExemplarsPerSlot: 257}).Validate(); err == nil ||
+		err.Error() != "write: Options.ExemplarSlot must be a whole number of milliseconds (0 means the default, 10s), got 1.5ms\n"+
+			"write: Options.ExemplarsPerSlot must be in [1, 256] (0 means the default, 10), got 257" {
+		t.Errorf("Validate: %v", err)
+	}
+	// A one-minute slot keeping two: the newest two of the minute.
+	w := &Writer{width: time.Hour, opts: Options{ExemplarSlot: time.Minute, ExemplarsPerSlot: 2}.withDefaults()}
+	var ex []exemplar.Exemplar
+	for i := range 5 {
+		ex = append(ex, exemplar.Exemplar{Labels: labels.FromStrings("i", fmt.Sprint(i)), Value: float64(i), Ts: int64(i) * 10_000, HasTs: true})
+	}
+	got, n := describePuts(t, w, schema.DataKey{Host: "h", Metric: "m", SeriesID: 1}, ex)
+	want := "0 0/0 @30000 3 {i=\"3\"}\n0 0/1 @40000 4 {i=\"4\"}\n"
+	if got != want || n != 2 {
+		t.Errorf("puts (%d):\n%s\nwant:\n%s", n, got, want)
 	}
 }

@@ -44,6 +44,12 @@ type Options struct {
 	// MetadataCacheSize bounds the metric metadata this process remembers having
 	// stored, in metrics [1<<16]; negative disables it.
 	MetadataCacheSize int
+	// ExemplarSlot and ExemplarsPerSlot bound the exemplars stored per series
+	// (exemplars.go): at most ExemplarsPerSlot per slot of ExemplarSlot, the
+	// newest winning [schema.DefaultExemplarSlot 10s, DefaultExemplarsPerSlot
+	// 10; at most schema.MaxExemplarsPerSlot].
+	ExemplarSlot     time.Duration
+	ExemplarsPerSlot int
 	// Now is the clock that validation and metadata cells use [time.Now].
 	Now func() time.Time
 	// Logger [slog.Default()].
@@ -63,6 +69,9 @@ func (o Options) Validate() error {
 	if o.ApplyParallelism < 0 {
 		errs = append(errs, fmt.Errorf("write: Options.ApplyParallelism must not be negative (0 means the default, %d), got %d", DefaultApplyParallelism, o.ApplyParallelism))
 	}
+	if err := o.validateExemplars(); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }
 
@@ -80,6 +89,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MetadataCacheSize == 0 {
 		o.MetadataCacheSize = DefaultMetadataCacheSize
+	}
+	if o.ExemplarSlot == 0 {
+		o.ExemplarSlot = schema.DefaultExemplarSlot
+	}
+	if o.ExemplarsPerSlot == 0 {
+		o.ExemplarsPerSlot = schema.DefaultExemplarsPerSlot
 	}
 	if o.Now == nil {
 		o.Now = time.Now

@@ -40,6 +40,10 @@ type serveOptions struct {
 	// writeLimits bound what one write request may carry (--write.max-series-..., ...);
 	// MaxAge is --retention.raw, set at start.
 	writeLimits write.Limits
+	// exemplarSlot and exemplarsPerSlot bound the exemplars stored per series
+	// (--exemplars.slot, --exemplars.per-slot; write.Options).
+	exemplarSlot     time.Duration
+	exemplarsPerSlot int
 	// selectLimits bound each selector of a query (--query.max-series,
 	// --query.max-fetched-samples).
 	selectLimits query.Options
@@ -82,6 +86,7 @@ func (o *serveOptions) validate() error {
 		o.writeLimits.Validate(),
 		o.selectLimits.Validate(),
 		o.compact.Validate(),
+		write.Options{ExemplarSlot: o.exemplarSlot, ExemplarsPerSlot: o.exemplarsPerSlot}.Validate(),
 	))
 }
 
@@ -120,6 +125,11 @@ func registerServe(a *app) {
 		"no line while nothing arrives; 0 turns it off.", &o.ingestSummaryEvery)
 	o.flags.duration("storage.retry-max-backoff", "", "Longest wait between attempts to reach an unavailable store "+
 		"at start.", &o.retryMax)
+	o.exemplarSlot, o.exemplarsPerSlot = schema.DefaultExemplarSlot, schema.DefaultExemplarsPerSlot
+	o.flags.duration("exemplars.slot", "write: Options.ExemplarSlot", "Exemplars are stored per series and slot of this width "+
+		"(counted from each bucket's start): at most --exemplars.per-slot in each, the newest winning.", &o.exemplarSlot)
+	o.flags.int("exemplars.per-slot", "write: Options.ExemplarsPerSlot", "How many exemplars of one series one slot keeps "+
+		"(at most 256): the bound of the exemplars stored, per series, per --exemplars.slot.", &o.exemplarsPerSlot)
 	o.web.register(cmd)
 	o.registerWriteFlags()
 	o.registerQueryFlags()
@@ -309,7 +319,8 @@ func openDB(ctx context.Context, c *commonFlags, o *serveOptions, addr backend.A
 	}
 	d, err := db.Open(ctx, db.Options{Store: st, CloseStore: true, Settings: settings, Logger: logger,
 		Rollups: tables.Rollups, RawRetention: tables.RawRetention,
-		Write: write.Options{Limits: o.writeLimits, Logger: logger}, Query: o.selectLimits})
+		Write: write.Options{Limits: o.writeLimits, Logger: logger, ExemplarSlot: o.exemplarSlot, ExemplarsPerSlot: o.exemplarsPerSlot},
+		Query: o.selectLimits})
 	if err != nil {
 		st.Close()
 		return nil, nil, schema.Settings{}, err
