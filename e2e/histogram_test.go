@@ -250,9 +250,6 @@ func TestPrometheusNativeHistograms(t *testing.T) {
 	for _, r := range rcvs {
 		r.tsdb.stopAndCheck(t)
 	}
-	if t.Failed() {
-		return
-	}
 	created := tg.createdTimestamps(t)
 	for _, r := range rcvs {
 		checkStartTimestamps(ctx, t, r, mint, cutoff, created)
@@ -484,6 +481,11 @@ func checkStartTimestamps(ctx context.Context, t *testing.T, r *histReceiver, mi
 		}
 		if bad > 3 {
 			t.Errorf("%s: %s: %d more samples with a wrong start timestamp", r.name, key, bad-3)
+		}
+		if len(sts) == 0 {
+			t.Errorf("%s: %s: no samples", r.name, key)
+		} else if bad == 0 {
+			t.Logf("%s: %s: %d samples, each with start timestamp %d", r.name, key, len(sts), want)
 		}
 	}
 }
