@@ -88,24 +88,36 @@
 //     indicate that the write operation will never be able to succeed"), so every
 //     4xx here is something the sender must fix: malformed body, invalid data,
 //     limits.
-//   - Native histograms and exemplars are not stored yet. "Receivers MUST NOT
-//     return a 2xx HTTP status code if any of the pieces of sent data known to the
-//     Receiver (e.g. Samples, Histograms, Exemplars) were NOT written successfully"
-//     and "Receivers MAY NOT support certain metric types or samples ... MUST
-//     return a 400" (2.0 Response, Invalid Samples): a request carrying any is
-//     answered 400 naming how many histogram samples and exemplars were not
-//     written; its float samples are written, and on 2.0 the Written headers count
-//     exactly that (Histograms-Written and Exemplars-Written are 0). 1.0 has no
-//     headers, so the 400's message is the only account; 1.0 senders do not retry
-//     a 400, and Prometheus sends histograms and exemplars only when configured to
-//     (send_native_histograms, send_exemplars).
+//   - Native histograms (integer and float, exponential schemas and custom
+//     buckets) are stored, converted by Prometheus' own prompb/writev2
+//     converters and validated as Prometheus' receiver and TSDB do (write's
+//     validate.go): a histogram that fails is a rejected sample (400 naming the
+//     series and the problem, the rest written, as for floats); schemas 9..52
+//     are stored at 8, as Prometheus' receiver reduces them. On 2.0 the Written
+//     headers give the true counts of float samples, histogram samples and
+//     exemplars stored ("Receivers MUST send a dedicated HTTP
+//     X-Prometheus-Remote-Write-*-Written response header with the precise
+//     number of successfully written elements", 2.0 Required Written Response
+//     Headers), on a 400 as on a 204.
+//   - Exemplars are stored; an invalid one (labels over 128 runes, repeated
+//     label names, a timestamp out of range) is left out and logged without
+//     failing the request, as Prometheus' receiver does ("we don't fail the
+//     request on ingestion errors"); the Exemplars-Written header tells a 2.0
+//     sender. A series that carries only exemplars is accepted — Prometheus'
+//     own queue manager sends every exemplar in a TimeSeries of its own, in
+//     1.0 and 2.0 alike, although Prometheus' 2.0 receiver answers such a
+//     series 400 — and its exemplars are stored when the series already has
+//     samples stored (in this request or before); an exemplar alone never
+//     creates a series, as in Prometheus' TSDB.
 //   - Symbols (2.0): symbols[0] must be "", every reference must be inside the
 //     table and labels_refs must hold pairs ("References MUST point to the
 //     existing index in the symbols string array", 2.0 Symbols). A message that
 //     breaks this is corrupt as a whole: 400, nothing written.
-//   - Created timestamps (2.0) are accepted and not stored; metadata
-//     (type/help/unit, per series in 2.0, per family in 1.0) is handed to the
-//     writer, once per metric name.
+//   - Start timestamps (2.0 start_timestamp of samples and histograms) are
+//     stored with their samples (the experimental created_timestamp, field 6,
+//     is reserved in the 2.0 proto and skipped); metadata (type/help/unit, per
+//     series in 2.0, per family in 1.0) is handed to the writer, once per
+//     metric name.
 //   - A missing Content-Type is 1.0's application/x-protobuf and a missing
 //     Content-Encoding is snappy, as client_golang and Prometheus treat them.
 //     Content-Type is parsed per RFC 9110 (a space after ";" or upper-case names

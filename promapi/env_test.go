@@ -90,8 +90,8 @@ func (e *env) cells(t testing.TB) int {
 	return n
 }
 
-// stored reads every raw sample back from the data table, by series (the labels'
-// String()), oldest first, with the labels from the series registry.
+// stored reads every raw float sample back from the data table, by series (the
+// labels' String()), oldest first, with the labels from the series registry.
 func (e *env) stored(t testing.TB) map[string][]schema.Sample {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -110,11 +110,14 @@ func (e *env) stored(t testing.TB) map[string][]schema.Sample {
 			if err != nil {
 				t.Fatal(err)
 			}
-			v, err := schema.DecodeRawValue(c.Value)
+			v, err := schema.DecodeSampleValue(c.Value)
 			if err != nil {
 				t.Fatal(err)
 			}
-			byID[key.SeriesID] = append(byID[key.SeriesID], schema.Sample{T: key.BucketStart + off, V: v})
+			if v.H != nil || v.FH != nil {
+				continue // a histogram sample: see storedHistograms
+			}
+			byID[key.SeriesID] = append(byID[key.SeriesID], schema.Sample{T: key.BucketStart + off, V: v.F})
 		}
 	}
 	if err := sc.Err(); err != nil {

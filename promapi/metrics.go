@@ -52,6 +52,8 @@ func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
 			Name: "hbtsdb_samples_rejected_total",
 			Help: "Samples not stored because they were invalid (the request's answer says why), by protocol and reason: " +
 				"invalid_labels, too_old (older than --retention.raw), out_of_range (in the future or not storable), " +
+				"invalid_histogram (a native histogram sample that does not validate), " +
+				"duplicate_sample (a histogram at the timestamp of a float sample of its series in the same request), " +
 				"invalid_datapoint (an /api/put datapoint that does not decode).",
 		}, []string{"protocol", "reason"}),
 	}
@@ -128,6 +130,10 @@ func rejectReason(kind error) string {
 		return "too_old"
 	case errors.Is(kind, write.ErrOutOfRange):
 		return "out_of_range"
+	case errors.Is(kind, write.ErrInvalidHistogram):
+		return "invalid_histogram"
+	case errors.Is(kind, write.ErrDuplicateSample):
+		return "duplicate_sample"
 	default:
 		return "invalid"
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"mime"
 	"net/http"
-	"strings"
 
 	remoteapi "github.com/prometheus/client_golang/exp/api/remote"
 
@@ -156,7 +155,6 @@ func (h *writeHandler) Store(r *http.Request, msgType remoteapi.WriteMessageType
 		return fail(err)
 	}
 
-	dropped := stripNotStored(&req)
 	wr, err := h.writer()
 	if err != nil {
 		return fail(err)
@@ -167,8 +165,21 @@ func (h *writeHandler) Store(r *http.Request, msgType remoteapi.WriteMessageType
 		// the request is acknowledged, so the Written headers stay 0.
 		return fail(err)
 	}
+	// "for each important piece of data (currently Samples, Histograms and
+	// Exemplars) Receivers MUST send a dedicated HTTP
+	// X-Prometheus-Remote-Write-*-Written response header with the precise
+	// number of successfully written elements" (2.0, Required Written Response
+	// Headers); remoteapi sets them on 2.0 responses only.
 	resp.Samples = res.SamplesWritten
-	if err := partialWriteError(res, dropped); err != nil {
+	resp.Histograms = res.HistogramsWritten
+	resp.Exemplars = res.ExemplarsWritten
+	if len(res.RejectedExemplars) > 0 {
+		// As Prometheus' receiver: invalid exemplars are logged and do not fail
+		// the request; the Exemplars-Written header tells a 2.0 sender.
+		h.logger.Warn("remote write: exemplars not stored", "proto", string(msgType), "count", len(res.RejectedExemplars),
+			"first", res.RejectedExemplars[0].Reason)
+	}
+	if err := write.RejectionError(res); err != nil {
 		// "Receivers MAY write valid samples within a write request that also
 		// contains some invalid or otherwise unwritten samples ... In such a case,
 		// the Receiver MUST return non-2xx status code" and "MUST return a 400 HTTP
@@ -177,48 +188,4 @@ func (h *writeHandler) Store(r *http.Request, msgType remoteapi.WriteMessageType
 		return fail(err)
 	}
 	return resp, nil
-}
-
-// notStored counts what a decoded request carried that the writer does not
-// store yet.
-type notStored struct{ Histograms, Exemplars int }
-
-// stripNotStored removes histograms and exemplars from req and counts them.
-func stripNotStored(req *write.Request) notStored {
-	var n notStored
-	kept := req.Series[:0]
-	for _, s := range req.Series {
-		n.Histograms += len(s.Histograms)
-		n.Exemplars += len(s.Exemplars)
-		s.Histograms, s.Exemplars = nil, nil
-		if len(s.Samples) > 0 {
-			kept = append(kept, s)
-		}
-	}
-	req.Series = kept
-	return n
-}
-
-// partialWriteError describes what of a written request was not stored — series
-// and samples the writer rejected, histograms and exemplars hbtsdb does not store
-// — or returns nil when everything was.
-func partialWriteError(res write.Result, dropped notStored) error {
-	var parts []string
-	rejected := write.RejectionError(res)
-	if rejected != nil {
-		parts = append(parts, strings.TrimPrefix(rejected.Error(), write.ErrInvalid.Error()+": "))
-	}
-	if dropped.Histograms > 0 {
-		parts = append(parts, fmt.Sprintf("%d native histogram samples not written: hbtsdb does not store native histograms yet", dropped.Histograms))
-	}
-	if dropped.Exemplars > 0 {
-		parts = append(parts, fmt.Sprintf("%d exemplars not written: hbtsdb does not store exemplars yet", dropped.Exemplars))
-	}
-	if len(parts) == 0 {
-		return nil
-	}
-	if rejected == nil {
-		parts = append(parts, fmt.Sprintf("%d float samples written", res.SamplesWritten))
-	}
-	return fmt.Errorf("%w: %s", write.ErrInvalid, strings.Join(parts, "; "))
 }

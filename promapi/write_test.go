@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/golang/snappy"
+	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/prompb"
 	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
@@ -69,6 +70,11 @@ func v1At(offset time.Duration, pairs ...string) func(*env) []byte {
 }
 
 func date(ms int64) string { return time.UnixMilli(ms).UTC().Format(time.RFC3339Nano) }
+
+// histogramAt is how a rejection names the histogram sample at ms.
+func histogramAt(ms int64) string {
+	return fmt.Sprintf("histogram at timestamp %d (%s)", ms, date(ms))
+}
 
 func rejected(reason string) string {
 	return "invalid write request: 1 samples rejected, 0 written: " + reason + "\n"
@@ -214,11 +220,30 @@ func badCorpus() []badCase {
 		{name: "negative timestamp", header: remoteHeaders(ctV1),
 			body:   v1Body(prompb.TimeSeries{Labels: v1Labels("__name__", "cpu"), Samples: []prompb.Sample{{Timestamp: -1, Value: 1}}}),
 			status: 400, want: text(rejected(`timestamp -1 is negative (before 1970-01-01T00:00:00Z) in series {__name__="cpu"}`))},
-		{name: "native histograms (1.0)", header: remoteHeaders(ctV1),
+		{name: "1.0 histogram whose spans do not match its buckets", header: remoteHeaders(ctV1),
 			body: func(e *env) []byte {
-				return v1Body(prompb.TimeSeries{Labels: v1Labels("__name__", "lat"), Histograms: []prompb.Histogram{{Timestamp: e.now.UnixMilli()}}})(e)
+				return v1Body(prompb.TimeSeries{Labels: v1Labels("__name__", "lat"), Histograms: []prompb.Histogram{prompb.FromIntHistogram(e.now.UnixMilli(),
+					&histogram.Histogram{Count: 1, Sum: 1, PositiveSpans: []histogram.Span{{Offset: 0, Length: 2}}, PositiveBuckets: []int64{1}})}})(e)
 			},
-			status: 400, want: text("invalid write request: 1 native histogram samples not written: hbtsdb does not store native histograms yet; 0 float samples written\n")},
+			status: 400, want: func(e *env) string {
+				return rejected(histogramAt(e.now.UnixMilli()) + `: positive side: spans need 2 buckets, have 1 buckets: histogram spans specify different number of buckets than provided in series {__name__="lat"}`)
+			}},
+		{name: "1.0 histogram with a negative bucket count", header: remoteHeaders(ctV1),
+			body: func(e *env) []byte {
+				return v1Body(prompb.TimeSeries{Labels: v1Labels("__name__", "lat"), Histograms: []prompb.Histogram{prompb.FromIntHistogram(e.now.UnixMilli(),
+					&histogram.Histogram{Count: 1, Sum: 1, NegativeSpans: []histogram.Span{{Offset: 0, Length: 2}}, NegativeBuckets: []int64{1, -2}})}})(e)
+			},
+			status: 400, want: func(e *env) string {
+				return rejected(histogramAt(e.now.UnixMilli()) + `: negative side: bucket number 2 has observation count of -1: histogram has a bucket whose observation count is negative in series {__name__="lat"}`)
+			}},
+		{name: "1.0 float histogram with custom bounds and an exponential schema", header: remoteHeaders(ctV1),
+			body: func(e *env) []byte {
+				return v1Body(prompb.TimeSeries{Labels: v1Labels("__name__", "lat"), Histograms: []prompb.Histogram{prompb.FromFloatHistogram(e.now.UnixMilli(),
+					&histogram.FloatHistogram{Schema: 3, Count: 1, PositiveSpans: []histogram.Span{{Offset: 0, Length: 1}}, PositiveBuckets: []float64{1}, CustomValues: []float64{1}})}})(e)
+			},
+			status: 400, want: func(e *env) string {
+				return rejected(histogramAt(e.now.UnixMilli()) + `: histogram with exponential schema must not have custom bounds in series {__name__="lat"}`)
+			}},
 
 		// Remote write 2.0: symbols, histograms.
 		{name: "2.0 label reference outside the symbols table", header: remoteHeaders(ctV2),
@@ -246,20 +271,61 @@ func badCorpus() []badCase {
 						Metadata: writev2.Metadata{Type: writev2.Metadata_METRIC_TYPE_GAUGE, HelpRef: 3}}}})
 			},
 			status: 400, want: text("invalid write request: timeseries[0]: metadata help_ref = 3 is outside the symbols table of 3 symbols\n"), samplesHeader: "0"},
-		{name: "2.0 native histograms", header: remoteHeaders(ctV2),
+		{name: "2.0 histogram with a schema out of range, beside a valid series", header: remoteHeaders(ctV2),
 			body: func(e *env) []byte {
-				return v2Bytes(v2Request(v2In{labels: ls("__name__", "lat"), histograms: []writev2.Histogram{{Timestamp: e.now.UnixMilli()}, {Timestamp: e.now.UnixMilli() + 1}}}))
+				return v2Bytes(v2Request(
+					v2In{labels: ls("__name__", "lat"), histograms: []writev2.Histogram{writev2.FromIntHistogram(0, e.now.UnixMilli(), &histogram.Histogram{Schema: -5})}},
+					v2In{labels: ls("__name__", "cpu", "host", "ok"), samples: []writev2.Sample{{Timestamp: e.now.UnixMilli(), Value: 1}}}))
 			},
-			status: 400, want: text("invalid write request: 2 native histogram samples not written: hbtsdb does not store native histograms yet; 0 float samples written\n"),
-			samplesHeader: "0"},
-		{name: "2.0 exemplars are not stored, their samples are", header: remoteHeaders(ctV2),
-			body: func(e *env) []byte {
-				return v2Bytes(v2Request(v2In{labels: ls("__name__", "req_total", "host", "ex"),
-					samples:   []writev2.Sample{{Timestamp: e.now.UnixMilli(), Value: 3}},
-					exemplars: []writev2.Exemplar{{Value: 1, Timestamp: e.now.UnixMilli()}}}))
+			status: 400, want: func(e *env) string {
+				return "invalid write request: 1 samples rejected, 1 written: " + histogramAt(e.now.UnixMilli()) +
+					`: histogram has an invalid schema, which must be between -4 and 8 for exponential buckets, or -53 for custom buckets, got schema -5 in series {__name__="lat"}` + "\n"
 			},
-			status: 400, want: text("invalid write request: 1 exemplars not written: hbtsdb does not store exemplars yet; 1 float samples written\n"),
 			written: 1, samplesHeader: "1"},
+		{name: "2.0 histogram whose count is smaller than its buckets", header: remoteHeaders(ctV2),
+			body: func(e *env) []byte {
+				return v2Bytes(v2Request(v2In{labels: ls("__name__", "lat"), histograms: []writev2.Histogram{writev2.FromIntHistogram(0, e.now.UnixMilli(),
+					&histogram.Histogram{Count: 1, Sum: 3, ZeroCount: 1, PositiveSpans: []histogram.Span{{Offset: 0, Length: 1}}, PositiveBuckets: []int64{2}})}}))
+			},
+			status: 400, want: func(e *env) string {
+				return rejected(histogramAt(e.now.UnixMilli()) + `: 3 observations found in buckets, but the Count field is 1: histogram's observation count should equal the number of observations found in the buckets (in absence of NaN) in series {__name__="lat"}`)
+			},
+			samplesHeader: "0"},
+		{name: "2.0 custom buckets with too few bounds", header: remoteHeaders(ctV2),
+			body: func(e *env) []byte {
+				return v2Bytes(v2Request(v2In{labels: ls("__name__", "lat"), histograms: []writev2.Histogram{writev2.FromFloatHistogram(0, e.now.UnixMilli(),
+					&histogram.FloatHistogram{Schema: -53, Count: 2, PositiveSpans: []histogram.Span{{Offset: 0, Length: 2}}, PositiveBuckets: []float64{1, 1}})}}))
+			},
+			status: 400, want: func(e *env) string {
+				return rejected(histogramAt(e.now.UnixMilli()) + `: custom buckets: only 0 custom bounds defined which is insufficient to cover total span length of 2: histogram custom bounds are too few in series {__name__="lat"}`)
+			},
+			samplesHeader: "0"},
+		{name: "2.0 histogram with a NaN zero threshold", header: remoteHeaders(ctV2),
+			body: func(e *env) []byte {
+				return v2Bytes(v2Request(v2In{labels: ls("__name__", "lat"), histograms: []writev2.Histogram{writev2.FromIntHistogram(0, e.now.UnixMilli(),
+					&histogram.Histogram{ZeroThreshold: math.NaN()})}}))
+			},
+			status: 400, want: func(e *env) string {
+				return rejected(histogramAt(e.now.UnixMilli()) + ` has an invalid zero threshold NaN (it must be a number >= 0) in series {__name__="lat"}`)
+			},
+			samplesHeader: "0"},
+		{name: "2.0 histogram at the timestamp of a float sample of its series", header: remoteHeaders(ctV2),
+			body: func(e *env) []byte {
+				return v2Bytes(v2Request(v2In{labels: ls("__name__", "dup"), samples: []writev2.Sample{{Timestamp: e.now.UnixMilli(), Value: 1}},
+					histograms: []writev2.Histogram{writev2.FromIntHistogram(0, e.now.UnixMilli(), &histogram.Histogram{})}}))
+			},
+			status: 400, want: func(e *env) string {
+				return "invalid write request: 1 samples rejected, 1 written: " + histogramAt(e.now.UnixMilli()) +
+					` duplicates a float sample at the same timestamp in series {__name__="dup"}` + "\n"
+			},
+			written: 1, samplesHeader: "1"},
+		{name: "2.0 exemplar label reference outside the symbols table", header: remoteHeaders(ctV2),
+			body: func(e *env) []byte {
+				return v2Bytes(&writev2.Request{Symbols: []string{"", "__name__", "cpu"},
+					Timeseries: []writev2.TimeSeries{{LabelsRefs: []uint32{1, 2}, Samples: []writev2.Sample{{Timestamp: e.now.UnixMilli(), Value: 1}},
+						Exemplars: []writev2.Exemplar{{LabelsRefs: []uint32{1, 9}, Timestamp: e.now.UnixMilli(), Value: 1}}}}})
+			},
+			status: 400, want: text("invalid write request: timeseries[0]: exemplars[0]: labels_refs[1] = 9 is outside the symbols table of 3 symbols\n"), samplesHeader: "0"},
 		{name: "2.0 partial write: one invalid series of two", header: remoteHeaders(ctV2),
 			body: func(e *env) []byte {
 				return v2Bytes(v2Request(
