@@ -403,8 +403,7 @@ func (c *Compactor) planRow(row kv.Row, width time.Duration, cutoff int64) (rowP
 // rolling the bucket up again rewrites the cell in place. ok is false when
 // there is nothing to roll up.
 func rollupPut(dataKey []byte, bucketStart int64, width, res time.Duration, samples []schema.Sample, histograms []schema.HistogramSample) (kv.Mutation, bool) {
-	windows := schema.AggregateWindows(samples, res)
-	_ = histograms // TODO(rollups): histogram windows
+	windows := schema.AggregateWindows(samples, histograms, res)
 	if len(windows) == 0 {
 		return kv.Mutation{}, false
 	}

@@ -126,7 +126,7 @@ func (f *fixture) wantRollups(t *testing.T, rollups []schema.Rollup, samples [][
 			k.BucketStart = schema.RollupRowStart(b)
 			for _, r := range rollups {
 				name := cellName(schema.RollupTable(r.Resolution), schema.DataRowKey(nil, k), schema.AppendRollupQualifier(nil, b))
-				want[name] = fmt.Sprintf("ts=%d %s", b+width.Milliseconds()-1, fmtWindows(schema.AggregateWindows(bs, r.Resolution), false))
+				want[name] = fmt.Sprintf("ts=%d %s", b+width.Milliseconds()-1, fmtWindows(schema.AggregateWindows(bs, nil, r.Resolution), false))
 			}
 		}
 	}
@@ -266,7 +266,7 @@ func (f *fixture) checkMerges(t *testing.T, rollups []schema.Rollup, samples [][
 					merged = append(merged, w)
 				}
 			}
-			want := schema.AggregateWindows(sealed, r.Resolution)
+			want := schema.AggregateWindows(sealed, nil, r.Resolution)
 			if g, w := fmtWindows(merged, true), fmtWindows(want, true); g != w {
 				t.Errorf("%s at %s: merged rollup windows\n%s\nwant the whole windows\n%s", ls, r.Resolution, g, w)
 			}

@@ -185,7 +185,7 @@ func (r *Reader) readWindows(ctx context.Context, s *series, ro schema.Rollup, m
 			if err != nil {
 				return nil, err
 			}
-			buckets = append(buckets, bucketWindows{batch[i], schema.AggregateWindows(rs.Samples, res)})
+			buckets = append(buckets, bucketWindows{batch[i], schema.AggregateWindows(rs.Samples, rs.Histograms, res)})
 		}
 	}
 

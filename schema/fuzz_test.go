@@ -218,7 +218,7 @@ func FuzzDecodeRollupWindows(f *testing.F) {
 		nil,
 	} {
 		res := rollupFuzzResolutions[i%len(rollupFuzzResolutions)]
-		f.Add(schema.EncodeRollupWindows(nil, bucket, res, schema.AggregateWindows(samples, res)), bucket, uint8(i))
+		f.Add(schema.EncodeRollupWindows(nil, bucket, res, schema.AggregateWindows(samples, nil, res)), bucket, uint8(i))
 	}
 	f.Add([]byte{}, int64(0), uint8(0))
 	f.Add([]byte{1, 0x80, 0}, int64(0), uint8(1))

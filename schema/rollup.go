@@ -154,6 +154,15 @@ func ValidateRollups(rs []Rollup, bucketWidth time.Duration) error {
 // Stale markers are not samples here (PromQL's range functions skip them); a
 // stale marker after the window's last sample is kept as StaleT, so that an
 // instant selector at the window end sees the series as stale, as it would raw.
+//
+// Native histogram samples are kept as their count and the window's last one
+// (Histograms, LastH): what an instant selector and last_over_time or
+// present_over_time need to answer as from raw data. The float fields
+// summarise the float samples only; a histogram stale marker (Sum =
+// value.StaleNaN) is a stale marker like a float one, and StaleT is after the
+// last sample of either kind. Nothing else of histograms is kept: the query
+// layer reads raw data for the other functions of a series whose windows hold
+// histograms (query/resolution.go).
 type RollupWindow struct {
 	// End is the window's end, ms: a multiple of the resolution.
 	End int64
@@ -172,10 +181,16 @@ type RollupWindow struct {
 	// smaller than the one before): last - first + Resets is the window's
 	// counter increase, as rate and increase compute it.
 	Resets float64
-	// StaleT is the timestamp of a stale marker after the last sample (or the
-	// window's last stale marker when Count is 0); -1 when the window ends with
-	// a sample or has no stale marker.
+	// StaleT is the timestamp of a stale marker after the last sample of
+	// either kind (or the window's last stale marker when it has no sample);
+	// -1 when the window ends with a sample or has no stale marker.
 	StaleT int64
+	// Histograms is the number of native histogram samples (stale markers
+	// excluded).
+	Histograms uint64
+	// LastH is the last histogram sample (not a stale marker); its H and FH
+	// are nil when Histograms is 0.
+	LastH HistogramSample
 }
 
 // HasStale reports whether the window ends with a stale marker.
@@ -192,10 +207,10 @@ func WindowEnd(t int64, res time.Duration) int64 {
 	return e
 }
 
-// AggregateWindows folds ascending samples (one per timestamp, stale markers
-// included) into windows of resolution res, ascending by End; windows without a
-// sample or stale marker are absent.
-func AggregateWindows(samples []Sample, res time.Duration) []RollupWindow {
+// AggregateWindows folds ascending float and histogram samples (one per
+// timestamp across both, stale markers included) into windows of resolution
+// res, ascending by End; windows without a sample or stale marker are absent.
+func AggregateWindows(samples []Sample, histograms []HistogramSample, res time.Duration) []RollupWindow {
 	var (
 		out  []RollupWindow
 		cur  RollupWindow
@@ -211,12 +226,19 @@ func AggregateWindows(samples []Sample, res time.Duration) []RollupWindow {
 		}
 		out = append(out, cur)
 	}
-	for _, s := range samples {
-		end := WindowEnd(s.T, res)
-		if !open || end != cur.End {
+	start := func(t int64) {
+		if end := WindowEnd(t, res); !open || end != cur.End {
 			flush()
 			cur, c, open = RollupWindow{End: end, StaleT: -1}, 0, true
 		}
+	}
+	j := 0
+	for _, s := range samples {
+		for ; j < len(histograms) && histograms[j].T < s.T; j++ {
+			start(histograms[j].T)
+			cur.addHistogram(histograms[j])
+		}
+		start(s.T)
 		if value.IsStaleNaN(s.V) {
 			cur.StaleT = s.T
 			continue
@@ -239,23 +261,60 @@ func AggregateWindows(samples []Sample, res time.Duration) []RollupWindow {
 		cur.LastT, cur.LastV = s.T, s.V
 		cur.Count++
 	}
+	for ; j < len(histograms); j++ {
+		start(histograms[j].T)
+		cur.addHistogram(histograms[j])
+	}
 	flush()
 	return out
+}
+
+// IsStaleHistogram reports whether h is a stale marker: a histogram whose Sum
+// is value.StaleNaN.
+func IsStaleHistogram(h HistogramSample) bool {
+	if h.H != nil {
+		return value.IsStaleNaN(h.H.Sum)
+	}
+	return h.FH != nil && value.IsStaleNaN(h.FH.Sum)
+}
+
+func (w *RollupWindow) addHistogram(h HistogramSample) {
+	if IsStaleHistogram(h) {
+		w.StaleT = h.T
+		return
+	}
+	w.StaleT = -1
+	w.Histograms++
+	w.LastH = h
 }
 
 // Merge returns the window of w followed by the later part n of the same
 // window (from the next data bucket).
 func (w RollupWindow) Merge(n RollupWindow) RollupWindow {
+	out := w.mergeFloats(n)
+	out.Histograms = w.Histograms + n.Histograms
+	out.LastH = w.LastH
+	if n.Histograms > 0 {
+		out.LastH = n.LastH
+	}
+	switch {
+	case n.HasStale():
+		out.StaleT = n.StaleT
+	case n.Count > 0 || n.Histograms > 0:
+		out.StaleT = -1
+	default:
+		out.StaleT = w.StaleT
+	}
+	return out
+}
+
+// mergeFloats merges the float fields of w and n (StaleT and the histogram
+// fields are Merge's).
+func (w RollupWindow) mergeFloats(n RollupWindow) RollupWindow {
 	switch {
 	case w.Count == 0:
-		if !n.HasStale() && w.HasStale() && n.Count == 0 {
-			n.StaleT = w.StaleT
-		}
 		return n
 	case n.Count == 0:
-		if n.HasStale() {
-			w.StaleT = n.StaleT
-		}
 		return w
 	}
 	out := w
@@ -271,7 +330,7 @@ func (w RollupWindow) Merge(n RollupWindow) RollupWindow {
 	if n.FirstV < w.LastV {
 		out.Resets += w.LastV
 	}
-	out.LastT, out.LastV, out.StaleT = n.LastT, n.LastV, n.StaleT
+	out.LastT, out.LastV = n.LastT, n.LastV
 	return out
 }
 
@@ -315,9 +374,20 @@ type rollupState struct {
 //	             Min ^ prev Min, Max ^ prev Max, Sum ^ prev Sum, Resets ^ prev
 //	             Resets (appendXORFloat)
 //	  stale:   uvarint End-StaleT
+//	then, only when some window holds histograms (Histograms > 0):
+//	  uvarint  number of such windows, >= 1
+//	  per such window, ascending:
+//	    uvarint  its index among the windows minus the previous such
+//	             window's index plus one (the first: its index)
+//	    uvarint  Histograms
+//	    uvarint  End-LastH.T
+//	    uvarint  length of LastH's value, then the value as a raw cell holds
+//	             it (AppendHistogramSampleValue, start timestamp included)
 //
 // A regularly scraped counter costs about a dozen bytes a window, a constant
-// series four.
+// series four. A window of histograms only has flags 0 (or windowHasStale).
+// Cells without histograms are as before histograms existed; a reader older
+// than them refuses a cell with histograms (trailing bytes).
 func EncodeRollupWindows(dst []byte, bucketStart int64, res time.Duration, ws []RollupWindow) []byte {
 	dst = binary.AppendUvarint(dst, uint64(len(ws)))
 	var p rollupState
@@ -357,6 +427,29 @@ func EncodeRollupWindows(dst []byte, bucketStart int64, res time.Duration, ws []
 		if w.HasStale() {
 			dst = binary.AppendUvarint(dst, uint64(w.End-w.StaleT))
 		}
+	}
+	withH := 0
+	for _, w := range ws {
+		if w.Histograms > 0 {
+			withH++
+		}
+	}
+	if withH == 0 {
+		return dst
+	}
+	dst = binary.AppendUvarint(dst, uint64(withH))
+	next := 0
+	for i, w := range ws {
+		if w.Histograms == 0 {
+			continue
+		}
+		dst = binary.AppendUvarint(dst, uint64(i-next))
+		next = i + 1
+		dst = binary.AppendUvarint(dst, w.Histograms)
+		dst = binary.AppendUvarint(dst, uint64(w.End-w.LastH.T))
+		v := AppendHistogramSampleValue(nil, w.LastH)
+		dst = binary.AppendUvarint(dst, uint64(len(v)))
+		dst = append(dst, v...)
 	}
 	return dst
 }
@@ -466,17 +559,66 @@ func DecodeRollupWindows(dst []RollupWindow, b []byte, bucketStart int64, res ti
 		if d.err != nil {
 			return dst, fmt.Errorf("schema: rollup cell of bucket %d: %w", bucketStart, d.err)
 		}
-		if flags == 0 || flags != windowFlags(w) || w.End%r != 0 ||
+		if flags != windowFlags(w) || w.End%r != 0 ||
 			(w.Count > 0 && (w.FirstT > w.LastT || w.FirstT <= w.End-r || w.LastT > w.End)) ||
 			(flags&windowHasStale != 0 && (!w.HasStale() || w.StaleT <= w.End-r || w.StaleT > w.End || (w.Count > 0 && w.StaleT <= w.LastT))) {
 			return dst, fmt.Errorf("schema: rollup cell of bucket %d: inconsistent window ending %d: %w", bucketStart, w.End, ErrMalformed)
 		}
 		dst = append(dst, w)
 	}
+	ws := dst[len(dst)-int(n):]
+	if d.off < len(b) {
+		if err := d.histogramWindows(ws, r); err != nil {
+			return dst, fmt.Errorf("schema: rollup cell of bucket %d: %w", bucketStart, err)
+		}
+	}
 	if d.off != len(b) {
 		return dst, fmt.Errorf("schema: rollup cell of bucket %d: %d trailing bytes: %w", bucketStart, len(b)-d.off, ErrMalformed)
 	}
+	for _, w := range ws {
+		if w.Count == 0 && w.Histograms == 0 && !w.HasStale() {
+			return dst, fmt.Errorf("schema: rollup cell of bucket %d: empty window ending %d: %w", bucketStart, w.End, ErrMalformed)
+		}
+	}
 	return dst, nil
+}
+
+// histogramWindows reads the histogram part of a rollup cell into ws.
+func (d *valueDecoder) histogramWindows(ws []RollupWindow, r int64) error {
+	m := d.uvarint()
+	if d.err == nil && (m == 0 || m > uint64(len(ws))) {
+		d.fail(fmt.Sprintf("%d windows with histograms of %d", m, len(ws)))
+	}
+	next := uint64(0)
+	for range m {
+		i := next + d.uvarint()
+		count := d.uvarint()
+		off := d.uvarint()
+		l := d.uvarint()
+		if d.err != nil {
+			return d.err
+		}
+		if i >= uint64(len(ws)) || count == 0 || l > uint64(len(d.b)-d.off) {
+			d.fail("bad histogram window")
+			return d.err
+		}
+		next = i + 1
+		v, err := DecodeSampleValue(d.b[d.off : d.off+int(l)])
+		if err != nil || (v.H == nil && v.FH == nil) {
+			d.fail(fmt.Sprintf("bad last histogram (%v)", err))
+			return d.err
+		}
+		d.off += int(l)
+		w := &ws[i]
+		h := HistogramSample{T: w.End - int64(off), ST: v.ST, H: v.H, FH: v.FH}
+		if IsStaleHistogram(h) || h.T <= w.End-r || h.T > w.End || (w.HasStale() && w.StaleT <= h.T) ||
+			(w.Count > 0 && (h.T == w.LastT || h.T == w.FirstT)) {
+			d.fail(fmt.Sprintf("inconsistent last histogram at %d of the window ending %d", h.T, w.End))
+			return d.err
+		}
+		w.Histograms, w.LastH = count, h
+	}
+	return d.err
 }
 
 // appendXORFloat appends f XORed with prev: a byte lead<<4|n (lead = the

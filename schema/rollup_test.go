@@ -33,7 +33,17 @@ func sameFloat(a, b float64) bool { return math.Float64bits(a) == math.Float64bi
 func sameWindow(a, b schema.RollupWindow) bool {
 	return a.End == b.End && a.Count == b.Count && a.FirstT == b.FirstT && a.LastT == b.LastT && a.StaleT == b.StaleT &&
 		sameFloat(a.Sum, b.Sum) && sameFloat(a.Min, b.Min) && sameFloat(a.Max, b.Max) &&
-		sameFloat(a.FirstV, b.FirstV) && sameFloat(a.LastV, b.LastV) && sameFloat(a.Resets, b.Resets)
+		sameFloat(a.FirstV, b.FirstV) && sameFloat(a.LastV, b.LastV) && sameFloat(a.Resets, b.Resets) &&
+		a.Histograms == b.Histograms && sameLastH(a.LastH, b.LastH)
+}
+
+// sameLastH compares two windows' last histograms by their raw cell values
+// (every field, bit for bit).
+func sameLastH(a, b schema.HistogramSample) bool {
+	if a.H == nil && a.FH == nil || b.H == nil && b.FH == nil {
+		return a.H == nil && a.FH == nil && b.H == nil && b.FH == nil
+	}
+	return a.T == b.T && bytes.Equal(schema.AppendHistogramSampleValue(nil, a), schema.AppendHistogramSampleValue(nil, b))
 }
 
 // sameAggregate is sameWindow for two computations of a window: Sum and
@@ -55,8 +65,12 @@ func sameAggregate(a, b schema.RollupWindow) bool {
 // fmtWindow writes w with its floats as bits, so that a failure shows payloads.
 func fmtWindow(w schema.RollupWindow) string {
 	f := func(v float64) string { return fmt.Sprintf("%v(%#x)", v, math.Float64bits(v)) }
-	return fmt.Sprintf("{End:%d Count:%d Sum:%s Min:%s Max:%s First:%d=%s Last:%d=%s Resets:%s StaleT:%d}",
-		w.End, w.Count, f(w.Sum), f(w.Min), f(w.Max), w.FirstT, f(w.FirstV), w.LastT, f(w.LastV), f(w.Resets), w.StaleT)
+	h := ""
+	if w.Histograms > 0 {
+		h = fmt.Sprintf(" Histograms:%d LastH:%d=%x", w.Histograms, w.LastH.T, schema.AppendHistogramSampleValue(nil, w.LastH))
+	}
+	return fmt.Sprintf("{End:%d Count:%d Sum:%s Min:%s Max:%s First:%d=%s Last:%d=%s Resets:%s StaleT:%d%s}",
+		w.End, w.Count, f(w.Sum), f(w.Min), f(w.Max), w.FirstT, f(w.FirstV), w.LastT, f(w.LastV), f(w.Resets), w.StaleT, h)
 }
 
 func fmtWindows(ws []schema.RollupWindow) string {
@@ -311,9 +325,9 @@ func TestRollupWindowsRoundTripBitExact(t *testing.T) {
 	roundTrip(t, bucket, 5*time.Minute, ws)
 
 	// A sample at the bucket's first millisecond is in the window ending there.
-	roundTrip(t, bucket, 5*time.Minute, schema.AggregateWindows([]schema.Sample{{T: bucket, V: nanPayload}}, 5*time.Minute))
+	roundTrip(t, bucket, 5*time.Minute, schema.AggregateWindows([]schema.Sample{{T: bucket, V: nanPayload}}, nil, 5*time.Minute))
 	// One part of a day's window per 1h bucket.
-	roundTrip(t, bucket, 24*time.Hour, schema.AggregateWindows([]schema.Sample{{T: bucket + 1, V: negZero}, {T: bucket + 2, V: staleNaN}}, 24*time.Hour))
+	roundTrip(t, bucket, 24*time.Hour, schema.AggregateWindows([]schema.Sample{{T: bucket + 1, V: negZero}, {T: bucket + 2, V: staleNaN}}, nil, 24*time.Hour))
 	roundTrip(t, bucket, time.Hour, nil)
 
 	// Random series, every resolution.
@@ -321,7 +335,7 @@ func TestRollupWindowsRoundTripBitExact(t *testing.T) {
 	for _, res := range []time.Duration{time.Minute, 5 * time.Minute, time.Hour, 24 * time.Hour} {
 		for range 200 {
 			samples := randomSeries(r, bucket, bucket+3_600_000)
-			roundTrip(t, bucket, res, schema.AggregateWindows(samples, res))
+			roundTrip(t, bucket, res, schema.AggregateWindows(samples, nil, res))
 		}
 	}
 }
@@ -330,8 +344,8 @@ func TestDecodeRollupWindowsAppends(t *testing.T) {
 	// The parts of a 1d window in two consecutive 1h buckets end at the same
 	// time: decoding the second after the first must not call that disorder.
 	const bucket = int64(19_000 * 86_400_000)
-	a := schema.AggregateWindows([]schema.Sample{{T: bucket + 10, V: 1}}, 24*time.Hour)
-	b := schema.AggregateWindows([]schema.Sample{{T: bucket + 3_600_010, V: 2}}, 24*time.Hour)
+	a := schema.AggregateWindows([]schema.Sample{{T: bucket + 10, V: 1}}, nil, 24*time.Hour)
+	b := schema.AggregateWindows([]schema.Sample{{T: bucket + 3_600_010, V: 2}}, nil, 24*time.Hour)
 	ws, err := schema.DecodeRollupWindows(nil, schema.EncodeRollupWindows(nil, bucket, 24*time.Hour, a), bucket, 24*time.Hour)
 	if err != nil {
 		t.Fatal(err)
@@ -375,7 +389,7 @@ func TestDecodeRollupWindowsRejectsMalformed(t *testing.T) {
 		{"huge varint", []byte{0x01, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f, 0x01, 0x00},
 			"schema: rollup cell of bucket 0: bad varint at byte 1: malformed"},
 		{"no flags", []byte{0x01, 0xe0, 0xa7, 0x12}, "schema: rollup cell of bucket 0: value ends at byte 4: malformed"},
-		{"flags 0", window(0), "schema: rollup cell of bucket 0: inconsistent window ending 300000: malformed"},
+		{"flags 0", window(0), "schema: rollup cell of bucket 0: empty window ending 300000: malformed"},
 		{"unknown flag", window(0x05, 0x01), "schema: rollup cell of bucket 0: inconsistent window ending 300000: malformed"},
 		{"count 0 with samples", window(0x02, samples(0, 1, 0)...), "schema: rollup cell of bucket 0: inconsistent window ending 300000: malformed"},
 		{"first sample before the window", window(0x02, samples(1, 0, 0)...), "schema: rollup cell of bucket 0: inconsistent window ending 300000: malformed"},
@@ -404,7 +418,7 @@ func TestDecodeRollupWindowsRejectsMalformed(t *testing.T) {
 			"schema: rollup cell of bucket 0: inconsistent window ending 300000: malformed"},
 		{"two derived flags for one field", window(0x56, 0x02, 0x02, 0x00, 0x02, 0x3f, 0xf0, 0x00, 0x00, 0x00),
 			"schema: rollup cell of bucket 0: inconsistent window ending 300000: malformed"},
-		{"trailing bytes", append(slices.Clone(valid), 0x00), "schema: rollup cell of bucket 0: 1 trailing bytes: malformed"},
+		{"trailing bytes", append(slices.Clone(valid), 0x00), "schema: rollup cell of bucket 0: 0 windows with histograms of 1 at byte 18: malformed"},
 	} {
 		ws, err := schema.DecodeRollupWindows(nil, tc.b, 0, res)
 		if !errors.Is(err, schema.ErrMalformed) || err.Error() != tc.msg {
@@ -525,7 +539,7 @@ func TestAggregateWindowsMatchesBruteForce(t *testing.T) {
 	for _, res := range []time.Duration{time.Minute, 5 * time.Minute, time.Hour, 24 * time.Hour} {
 		for i := range 300 {
 			samples := randomSeries(r, from, from+6*3_600_000)
-			got := schema.AggregateWindows(samples, res)
+			got := schema.AggregateWindows(samples, nil, res)
 			want := bruteForceWindows(samples, res)
 			if len(got) != len(want) {
 				t.Fatalf("%s series %d: %d windows, want %d", res, i, len(got), len(want))
@@ -537,7 +551,7 @@ func TestAggregateWindowsMatchesBruteForce(t *testing.T) {
 			}
 		}
 	}
-	if got := schema.AggregateWindows(nil, time.Minute); got != nil {
+	if got := schema.AggregateWindows(nil, nil, time.Minute); got != nil {
 		t.Errorf("AggregateWindows(nil) = %v", got)
 	}
 }
@@ -571,7 +585,7 @@ func TestAggregateWindowsCases(t *testing.T) {
 				{End: 3 * m, Count: 1, Sum: 3, Min: 3, Max: 3, FirstT: 3 * m, FirstV: 3, LastT: 3 * m, LastV: 3, StaleT: -1},
 			}},
 	} {
-		got := schema.AggregateWindows(tc.samples, time.Minute)
+		got := schema.AggregateWindows(tc.samples, nil, time.Minute)
 		if len(got) != len(tc.want) {
 			t.Errorf("%s: %s\nwant %s", tc.name, fmtWindows(got), fmtWindows(tc.want))
 			continue
@@ -662,13 +676,13 @@ func TestMergeOfTwoHalvesEqualsTheWhole(t *testing.T) {
 			end := schema.WindowEnd(samples[0].T, res)
 			samples = slices.DeleteFunc(samples, func(s schema.Sample) bool { return schema.WindowEnd(s.T, res) != end })
 			samples = samples[:min(len(samples), 100)]
-			whole := schema.AggregateWindows(samples, res)
+			whole := schema.AggregateWindows(samples, nil, res)
 			if len(whole) != 1 {
 				t.Fatalf("%d windows from one window's samples", len(whole))
 			}
 			for k := 1; k < len(samples); k++ {
-				a := schema.AggregateWindows(samples[:k], res)
-				b := schema.AggregateWindows(samples[k:], res)
+				a := schema.AggregateWindows(samples[:k], nil, res)
+				b := schema.AggregateWindows(samples[k:], nil, res)
 				checkMerged(t, fmt.Sprintf("%s: merge at %d of %d samples", res, k, len(samples)), a[0].Merge(b[0]), whole[0], samples, 2)
 				splits++
 			}
@@ -681,7 +695,7 @@ func TestMergeOfTwoHalvesEqualsTheWhole(t *testing.T) {
 
 func TestMergeCases(t *testing.T) {
 	const m = 60_000
-	agg := func(s ...schema.Sample) schema.RollupWindow { return schema.AggregateWindows(s, time.Minute)[0] }
+	agg := func(s ...schema.Sample) schema.RollupWindow { return schema.AggregateWindows(s, nil, time.Minute)[0] }
 	for _, tc := range []struct {
 		name string
 		a, b []schema.Sample
@@ -715,7 +729,7 @@ func TestRollupPartsAcrossBucketsThroughTheCodec(t *testing.T) {
 		}
 		samples = slices.DeleteFunc(samples, func(s schema.Sample) bool { return s.T > from+day })
 		samples = slices.CompactFunc(samples, func(a, b schema.Sample) bool { return a.T == b.T })
-		want := schema.AggregateWindows(samples, 24*time.Hour)
+		want := schema.AggregateWindows(samples, nil, 24*time.Hour)
 		var parts []schema.RollupWindow
 		buckets := 0
 		for h := range int64(25) {
@@ -730,7 +744,7 @@ func TestRollupPartsAcrossBucketsThroughTheCodec(t *testing.T) {
 				buckets++
 			}
 			var err error
-			enc := schema.EncodeRollupWindows(nil, bs, 24*time.Hour, schema.AggregateWindows(in, 24*time.Hour))
+			enc := schema.EncodeRollupWindows(nil, bs, 24*time.Hour, schema.AggregateWindows(in, nil, 24*time.Hour))
 			if parts, err = schema.DecodeRollupWindows(parts, enc, bs, 24*time.Hour); err != nil {
 				t.Fatalf("bucket %d: %v", h, err)
 			}
