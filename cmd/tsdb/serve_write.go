@@ -22,7 +22,10 @@ func (o *serveOptions) registerWriteFlags() {
 	b.int("write.max-series-per-request", "write: Limits.MaxSeriesPerRequest", "Most series in one write request; "+
 		"over it the request is rejected whole (400). 0: no limit.", &l.MaxSeriesPerRequest)
 	b.int("write.max-samples-per-request", "write: Limits.MaxSamplesPerRequest", "Most samples in one write request; "+
-		"over it the request is rejected whole (400). 0: no limit.", &l.MaxSamplesPerRequest)
+		"over it the request is rejected whole (400). Native histogram samples count too. 0: no limit.", &l.MaxSamplesPerRequest)
+	b.int("write.max-native-histogram-buckets", "write: Limits.MaxHistogramBuckets", "Most buckets of one native "+
+		"histogram sample; one with more is stored at the highest resolution at which it fits, and rejected when "+
+		"even schema -4 is over or its buckets are custom. 0: no limit.", &l.MaxHistogramBuckets)
 	b.int("write.max-labels-per-series", "write: Limits.MaxLabelsPerSeries", "Most labels (with __name__) of one "+
 		"series; a series over it is rejected. 0: no limit.", &l.MaxLabelsPerSeries)
 	b.int("write.max-label-name-length", "write: Limits.MaxLabelNameLength", "Longest label name in bytes; a series "+
