@@ -31,22 +31,39 @@ import (
 //     timestamps the classic encodings, which every client reads;
 //   - never across a bucket boundary (one row at a time).
 
-// timeRange is the first and last timestamp of the row's samples (len() > 0).
-func (b *bucketSamples) timeRange() (int64, int64) {
-	minT, maxT := int64(0), int64(0)
-	first := true
-	if n := len(b.samples); n > 0 {
-		minT, maxT, first = b.samples[0].t, b.samples[n-1].t, false
+// chunkMetas returns the chunks of a row (len() > 0): its stored chunks with
+// their time ranges, or its samples encoded (encodeRow).
+func (b *bucketSamples) chunkMetas() ([]chunks.Meta, error) {
+	if len(b.chunks) == 0 {
+		return encodeRow(b)
 	}
-	if n := len(b.histograms); n > 0 {
-		if first || b.histograms[0].T < minT {
-			minT = b.histograms[0].T
-		}
-		if first || b.histograms[n-1].T > maxT {
-			maxT = b.histograms[n-1].T
+	// The stored chunks hold exactly the row's samples, in order: chunk k
+	// holds the NumSamples() samples after those of the chunks before it.
+	ts := make([]int64, 0, b.len())
+	fs, hs := b.samples, b.histograms
+	for i, j := 0, 0; i < len(fs) || j < len(hs); {
+		if i < len(fs) && (j >= len(hs) || fs[i].t < hs[j].T) {
+			ts = append(ts, fs[i].t)
+			i++
+		} else {
+			ts = append(ts, hs[j].T)
+			j++
 		}
 	}
-	return minT, maxT
+	out := make([]chunks.Meta, 0, len(b.chunks))
+	off := 0
+	for _, chk := range b.chunks {
+		n := chk.NumSamples()
+		if n == 0 || off+n > len(ts) {
+			return nil, fmt.Errorf("stored chunks hold more than the row's %d samples", len(ts))
+		}
+		out = append(out, chunks.Meta{Chunk: chk, MinTime: ts[off], MaxTime: ts[off+n-1]})
+		off += n
+	}
+	if off != len(ts) {
+		return nil, fmt.Errorf("stored chunks hold %d samples, the row %d", off, len(ts))
+	}
+	return out, nil
 }
 
 // rowEncoder builds the chunks of one row.

@@ -90,9 +90,10 @@ func (s *chunkSeries) Iterator(chunks.Iterator) chunks.Iterator {
 	return &chunkIterator{rows: s.rows}
 }
 
-// chunkIterator encodes chunks one at a time: a row's stored chunk, or up to
-// MaxChunkSamples of its samples; a row with histograms or start timestamps
-// is encoded whole when reached (encodeRow), and its chunks handed out in turn.
+// chunkIterator hands out a row's stored chunks as they are, or encodes
+// chunks one at a time: up to MaxChunkSamples of a row's float samples, or,
+// for a row with histograms or start timestamps, the whole row when reached
+// (encodeRow), its chunks handed out in turn.
 type chunkIterator struct {
 	rows    []bucketSamples
 	r, i    int           // next row and sample within it
@@ -116,14 +117,8 @@ func (it *chunkIterator) Next() bool {
 		return false
 	}
 	row := &it.rows[it.r]
-	if row.chunk != nil && it.i == 0 {
-		minT, maxT := row.timeRange()
-		it.cur = chunks.Meta{Chunk: row.chunk, MinTime: minT, MaxTime: maxT}
-		it.i = row.len()
-		return true
-	}
-	if row.general() {
-		metas, err := encodeRow(row)
+	if len(row.chunks) > 0 || row.general() {
+		metas, err := row.chunkMetas()
 		if err != nil {
 			it.err = fmt.Errorf("query: encode the chunks of bucket %d: %w", row.bucketStart, err)
 			return false

@@ -21,7 +21,7 @@ type sample struct {
 }
 
 // bucketSamples are the samples of one data row (one bucket of one series),
-// ascending, and whether they came only from one stored chunk, unchanged.
+// ascending, and whether they came only from stored chunks, unchanged.
 //
 // A row of float samples without start timestamps (the common row) fills
 // samples only: 16 bytes a sample, no interface, no allocation per sample.
@@ -34,10 +34,11 @@ type bucketSamples struct {
 	samples     []sample
 	sts         []int64
 	histograms  []schema.HistogramSample
-	// chunk is the row's only chunk cell's data when the row has no raw cell
-	// and that chunk lies wholly within the read's [mint, maxt]; ChunkQuerier
-	// hands it out as it is.
-	chunk chunkenc.Chunk
+	// chunks are the chunks of the row's only chunk cell when they hold
+	// exactly the row's samples in the read's [mint, maxt] (no raw cell, the
+	// cell wholly within the range: schema.RowSamples.Chunks), oldest first,
+	// disjoint; ChunkQuerier hands them out as they are.
+	chunks []chunkenc.Chunk
 }
 
 // readRange returns the time range of a data read of [mint, maxt] (both >= 0):
@@ -94,7 +95,7 @@ func (r *Reader) decodeRow(row kv.Row, mint, maxt int64) (bucketSamples, error) 
 	if err != nil {
 		return bucketSamples{}, err
 	}
-	b := bucketSamples{bucketStart: rs.BucketStart, chunk: rs.Chunk, samples: make([]sample, len(rs.Samples)),
+	b := bucketSamples{bucketStart: rs.BucketStart, chunks: rs.Chunks, samples: make([]sample, len(rs.Samples)),
 		histograms: rs.Histograms}
 	for i, x := range rs.Samples {
 		b.samples[i] = sample{t: x.T, v: x.V}
