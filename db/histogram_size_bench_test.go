@@ -2,6 +2,7 @@ package db_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"math"
@@ -36,7 +37,9 @@ import (
 // adds 0 to 4 observations to each bucket (deterministic per series), so the
 // histograms grow like a request-latency histogram under steady load. Requests of
 // sizeBatch histograms from sizeShards senders, as for floats; the store and its
-// measurement are openSizeStore's.
+// measurement are openSizeStore's. Besides, raw-cell-B/sample and
+// chunk-cell-B/sample are the data table's cells' own bytes (row key, qualifier
+// and value, before block encoding and compression) per sample, by family.
 func BenchmarkHistogramBytesPerSample(b *testing.B) {
 	shape := sizeShape{
 		series: envInt(b, "TSDB_BENCH_SERIES", 1000),
@@ -116,6 +119,22 @@ func measureHistogramBytes(b *testing.B, backend string, shape sizeShape, bucket
 			b.Fatalf("compacted %+v, want every one of the %d histogram samples in a chunk", cs, res.samples)
 		}
 	}
+	// The cells' own bytes (key, qualifier and value, before the backend's
+	// block encoding and compression), per family of the data table.
+	cells := map[string]int64{}
+	sc := st.Scan(ctx, schema.TableData, nil, nil)
+	for sc.Next() {
+		row := sc.Row()
+		for _, c := range row.Cells {
+			cells[c.Family] += int64(len(row.Key) + len(c.Qualifier) + len(c.Value))
+		}
+	}
+	if err := errors.Join(sc.Err(), sc.Close()); err != nil {
+		b.Fatalf("scan the data table: %v", err)
+	}
+	per := func(n int64) float64 { return float64(n) / float64(res.samples) }
+	b.ReportMetric(per(cells[schema.FamilyRaw]), "raw-cell-B/sample")
+	b.ReportMetric(per(cells[schema.FamilyChunk]), "chunk-cell-B/sample")
 	start = time.Now()
 	res.tableBytes, res.total, res.files, err = st.measure(ctx)
 	if err != nil {
