@@ -36,6 +36,18 @@ import (
 //     engine adds window sums where raw adds samples; both Kahan-compensated,
 //     a relative difference of the order of 1e-16 per window).
 //
+// Native histograms: a rollup window keeps its last histogram, so instant
+// selectors, last_over_time and present_over_time are served for histogram
+// series as for float ones, and give raw's answer, to the bit (a stale
+// histogram ends a window stale as a float stale marker does). For
+// max_over_time, min_over_time and sum_over_time, a series whose windows hold
+// histograms is read from raw data (rollup.go: readPlanned), as a rollup keeps
+// no histogram sum and raw's answer for those functions says something about
+// the histograms (their sum, or an annotation that they were ignored). Data
+// older than the raw retention has only its rollups: there a histogram series
+// gets each window's last histogram for instant selectors, last_over_time and
+// present_over_time, and nothing of its histograms for the other functions.
+//
 // Everything else (rate, increase, count_over_time, avg_over_time, quantiles,
 // stddev, ...) reads raw data: their answer depends on every sample (rate's
 // extrapolation uses the sample count and the first value of each range),
@@ -183,6 +195,10 @@ func (s *evalShape) aligned(res time.Duration) bool {
 
 // readMode is what a Select returns per window.
 type readMode uint8
+
+// servesHistograms reports whether a rollup read in mode returns what raw's
+// answer needs of native histograms (each window's last one).
+func (m readMode) servesHistograms() bool { return m == modeLast || m == modeLastValue }
 
 const (
 	modeRaw       readMode = iota

@@ -28,23 +28,39 @@ import (
 
 // readPlanned reads one series as p says: raw rows, or rollup samples (as one
 // bucketSamples) followed by the raw rows from p.rawFrom on.
+//
+// A rollup keeps of native histograms only what instant selectors,
+// last_over_time and present_over_time need (each window's last histogram,
+// schema.RollupWindow.LastH). For the other modes, a series whose windows hold
+// histograms is read from raw data wherever raw data still exists (its answer
+// from the windows would lack the histograms: sum_over_time of histograms, or
+// the annotations of max_over_time and min_over_time over them); before the
+// raw retention, the windows' floats are all there is.
 func (r *Reader) readPlanned(ctx context.Context, s *series, mint, maxt int64, p rollupPlan) ([]bucketSamples, error) {
 	if p.mode == modeRaw {
 		return r.readSeries(ctx, s, mint, maxt)
 	}
 	hi := min(maxt, p.rawFrom-1)
+	rawFrom := p.rawFrom
 	var out []bucketSamples
 	if mint <= hi {
 		ws, err := r.readWindows(ctx, s, p.rollup, mint, hi)
 		if err != nil {
 			return nil, fmt.Errorf("query: read series %d (%s) from the %s rollup: %w", s.id, s.labels, schema.RollupTable(p.rollup.Resolution), err)
 		}
-		if ss := windowSamples(ws, p.mode, mint, hi); len(ss) > 0 {
-			out = append(out, bucketSamples{bucketStart: -1, samples: ss})
+		if !p.mode.servesHistograms() && hasHistograms(ws) {
+			expired := r.rawExpiry()
+			if expired <= mint {
+				return r.readSeries(ctx, s, mint, maxt)
+			}
+			hi, rawFrom = min(hi, expired-1), min(rawFrom, expired)
+		}
+		if fs, hs := windowSamples(ws, p.mode, mint, hi); len(fs)+len(hs) > 0 {
+			out = append(out, bucketSamples{bucketStart: -1, samples: fs, histograms: hs})
 		}
 	}
-	if p.rawFrom <= maxt {
-		rows, err := r.readSeries(ctx, s, max(mint, p.rawFrom), maxt)
+	if rawFrom <= maxt {
+		rows, err := r.readSeries(ctx, s, max(mint, rawFrom), maxt)
 		if err != nil {
 			return nil, err
 		}
@@ -53,23 +69,52 @@ func (r *Reader) readPlanned(ctx context.Context, s *series, mint, maxt int64, p
 	return out, nil
 }
 
+// rawExpiry is the oldest timestamp raw data may still hold (Options.RawRetention).
+func (r *Reader) rawExpiry() int64 {
+	if r.opts.RawRetention <= 0 {
+		return math.MinInt64
+	}
+	return r.opts.Now().UnixMilli() - r.opts.RawRetention.Milliseconds()
+}
+
+// hasHistograms reports whether some window holds a histogram sample.
+func hasHistograms(ws []schema.RollupWindow) bool {
+	for _, w := range ws {
+		if w.Histograms > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // windowSamples returns the samples the engine gets for windows ws in mode,
-// those in [mint, maxt], ascending; window-end samples of a window ending
-// after maxt are put at maxt.
-func windowSamples(ws []schema.RollupWindow, mode readMode, mint, maxt int64) []sample {
+// those in [mint, maxt], ascending, of each kind; window-end samples of a
+// window ending after maxt are put at maxt. Histograms are returned for the
+// modes that serve them (readMode.servesHistograms): each window's last.
+func windowSamples(ws []schema.RollupWindow, mode readMode, mint, maxt int64) ([]sample, []schema.HistogramSample) {
 	out := make([]sample, 0, len(ws))
+	var hs []schema.HistogramSample
 	add := func(t int64, v float64) {
 		if t >= mint && t <= maxt {
 			out = append(out, sample{t: t, v: v})
+		}
+	}
+	addH := func(w schema.RollupWindow) {
+		if w.Histograms > 0 && w.LastH.T >= mint && w.LastH.T <= maxt {
+			hs = append(hs, w.LastH)
 		}
 	}
 	for _, w := range ws {
 		end := min(w.End, maxt)
 		switch mode {
 		case modeLast:
+			// The last sample of each kind and the stale marker after them,
+			// each at its own timestamp: at a window end the engine takes
+			// the newest, which is raw's newest.
 			if w.Count > 0 {
 				add(w.LastT, w.LastV)
 			}
+			addH(w)
 			if w.HasStale() {
 				add(w.StaleT, math.Float64frombits(value.StaleNaN))
 			}
@@ -77,6 +122,7 @@ func windowSamples(ws []schema.RollupWindow, mode readMode, mint, maxt int64) []
 			if w.Count > 0 {
 				add(w.LastT, w.LastV)
 			}
+			addH(w)
 		case modeMax:
 			if w.Count > 0 {
 				add(end, w.Max)
@@ -91,7 +137,7 @@ func windowSamples(ws []schema.RollupWindow, mode readMode, mint, maxt int64) []
 			}
 		}
 	}
-	return out
+	return out, hs
 }
 
 // readWindows returns the windows of resolution ro of series s that hold a
