@@ -23,6 +23,9 @@ type histReceiver struct {
 	proto string // protoV1 or protoV2
 	st    store
 	tsdb  *tsdbServer
+	// compacted: tsdb compacts while it runs (compactedRun), so that the
+	// comparisons read histogram chunks, raw cells and both merged.
+	compacted bool
 }
 
 // sees reports whether the receiver gets the series whose labels.String() is key:
@@ -79,7 +82,8 @@ var histQueries = []string{
 // keeps exemplars and start timestamps (--enable-feature=exemplar-storage,
 // st-storage) and remote-writes everything, native histograms and exemplars
 // included, to four `tsdb serve`: remote write 1.0 and 2.0 to the embedded store
-// and to HBase (HBase when configured). For each, tsdb's answers are compared with
+// and to HBase (HBase when configured); the 2.0 ones compact into chunks all
+// along (one-minute buckets, so Prometheus scrapes for at least 65 s). For each, tsdb's answers are compared with
 // Prometheus' own answers from its local TSDB, bit for bit: the raw series (floats
 // and histograms) through the query API, the histQueries instant and range,
 // remote read SAMPLES and STREAMED_XOR_CHUNKS, and /api/v1/query_exemplars.
@@ -89,7 +93,9 @@ var histQueries = []string{
 // start timestamp; over 1.0, which cannot carry one, none.
 func TestPrometheusNativeHistograms(t *testing.T) {
 	promBin := prometheusBinary(t)
-	dur := max(runDuration(t), 30*time.Second)
+	// The 2.0 receivers compact all along (compactedRun: one-minute buckets): a
+	// minute boundary must pass, with a second of grace, while Prometheus scrapes.
+	dur := max(runDuration(t), 65*time.Second)
 	dir := t.TempDir()
 	stores := []struct {
 		name string
@@ -107,6 +113,9 @@ func TestPrometheusNativeHistograms(t *testing.T) {
 	for _, st := range stores {
 		for _, p := range []struct{ name, proto string }{{"rw1", protoV1}, {"rw2", protoV2}} {
 			r := &histReceiver{name: st.name + "-" + p.name, proto: p.proto, st: st.new(t)}
+			if r.compacted = p.proto == protoV2; r.compacted {
+				r.st, _ = compactedRun(r.st, dur)
+			}
 			rdir := filepath.Join(dir, r.name)
 			if err := os.Mkdir(rdir, 0o755); err != nil {
 				t.Fatal(err)
@@ -249,6 +258,9 @@ func TestPrometheusNativeHistograms(t *testing.T) {
 	}
 	for _, r := range rcvs {
 		r.tsdb.stopAndCheck(t)
+		if r.compacted {
+			checkCompacted(t, r.st)
+		}
 	}
 	created := tg.createdTimestamps(t)
 	for _, r := range rcvs {
