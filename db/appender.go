@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/metadata"
+	"github.com/prometheus/prometheus/model/value"
 	"github.com/prometheus/prometheus/storage"
 
 	"github.com/hbtsdb/hbtsdb/kv"
@@ -27,19 +28,8 @@ var (
 	_ storage.ExemplarAppenderV2 = (*appender)(nil)
 )
 
-// Errors of appenders, for callers to branch on with errors.Is.
-var (
-	// ErrHistogramsNotSupported: a native histogram sample was appended; hbtsdb
-	// does not store them yet. The error also wraps storage.ErrNativeHistogramsDisabled
-	// and storage.ErrOutOfBounds (Prometheus), see the package doc.
-	ErrHistogramsNotSupported = errors.New("native histograms are not supported")
-	// ErrExemplarsNotSupported: exemplars were appended; hbtsdb does not store them
-	// yet. It reaches callers inside a *storage.AppendPartialError (the sample
-	// itself is stored) and also wraps storage.ErrExemplarsDisabled.
-	ErrExemplarsNotSupported = errors.New("exemplars are not supported")
-	// errAppenderDone: the appender was used after Commit or Rollback.
-	errAppenderDone = errors.New("db: appender used after Commit or Rollback")
-)
+// errAppenderDone: the appender was used after Commit or Rollback.
+var errAppenderDone = errors.New("db: appender used after Commit or Rollback")
 
 // appendError is an error of Append that wraps our own error and the Prometheus
 // sentinel that makes Prometheus' remote-write handler answer 400 instead of 500.
@@ -53,32 +43,13 @@ func (e *appendError) Unwrap() []error { return []error{e.err, e.prom} }
 
 // promError maps a validation error of write to the Prometheus sentinel of the
 // same meaning: too old -> storage.ErrTooOldSample, anything else invalid ->
-// storage.ErrOutOfBounds.
+// storage.ErrOutOfBounds. An invalid histogram's error also wraps Prometheus'
+// histogram.Error (write keeps it), which Prometheus' handlers answer 400.
 func promError(err error) error {
 	if errors.Is(err, write.ErrTooOld) {
 		return &appendError{err: err, prom: storage.ErrTooOldSample}
 	}
 	return &appendError{err: err, prom: storage.ErrOutOfBounds}
-}
-
-// histogramError is the error of appending a native histogram to series ls.
-func histogramError(ls labels.Labels) error {
-	return &appendError{
-		err:  fmt.Errorf("%w (hbtsdb stores float samples only) in series %s: %w", ErrHistogramsNotSupported, ls, storage.ErrNativeHistogramsDisabled),
-		prom: storage.ErrOutOfBounds,
-	}
-}
-
-// errExemplars is why an exemplar is not written.
-var errExemplars = fmt.Errorf("%w (hbtsdb does not store them yet): %w", ErrExemplarsNotSupported, storage.ErrExemplarsDisabled)
-
-// exemplarsError reports n exemplars as not written.
-func exemplarsError(n int) error {
-	pe := &storage.AppendPartialError{ExemplarErrors: make([]storage.ExemplarError, n)}
-	for i := range pe.ExemplarErrors {
-		pe.ExemplarErrors[i] = storage.ExemplarError{Index: i, Err: errExemplars}
-	}
-	return pe
 }
 
 // AppenderV2 returns an appender that buffers samples and writes them with one
@@ -110,36 +81,74 @@ type appender struct {
 	done     bool
 }
 
-// Append buffers a float sample of series ls at t. The returned reference is the
-// series' position in this appender: valid as a hint for later Appends of the same
-// series in the same appender, checked against ls and ignored otherwise. st (start
-// timestamps) is not stored; opts.RejectOutOfOrder is not honoured (hbtsdb accepts
-// out-of-order samples). Metadata in opts is stored on Commit; exemplars are not,
-// and are reported in a *storage.AppendPartialError while the sample is kept.
-func (a *appender) Append(ref storage.SeriesRef, ls labels.Labels, _, t int64, v float64,
+// Append buffers a sample of series ls at t: a float v, or a native histogram
+// when h or fh is set (fh wins when both are, as in Prometheus' TSDB), with its
+// start timestamp st (0: unknown). The returned reference is the series'
+// position in this appender: valid as a hint for later Appends of the same
+// series in the same appender, checked against ls and ignored otherwise.
+// opts.RejectOutOfOrder is not honoured (hbtsdb accepts out-of-order
+// samples). Metadata in opts is stored on Commit. Exemplars in opts are
+// validated and stored on Commit with the sample; invalid ones are reported in
+// a *storage.AppendPartialError while the sample is kept, and a stale marker's
+// exemplars are dropped, as Prometheus' TSDB does.
+func (a *appender) Append(ref storage.SeriesRef, ls labels.Labels, st, t int64, v float64,
 	h *histogram.Histogram, fh *histogram.FloatHistogram, opts storage.AOptions) (storage.SeriesRef, error) {
 	if a.done {
 		return 0, errAppenderDone
-	}
-	if h != nil || fh != nil {
-		return 0, histogramError(ls)
 	}
 	i, err := a.seriesIndex(ref, ls)
 	if err != nil {
 		return 0, err
 	}
-	if err := a.db.writer.CheckSample(ls, t, a.now); err != nil {
-		return 0, promError(err)
+	stale := false
+	if h != nil || fh != nil {
+		if fh != nil {
+			h = nil
+		}
+		hs, err := a.db.writer.CheckHistogram(ls, schema.HistogramSample{T: t, ST: st, H: h, FH: fh}, a.now)
+		if err != nil {
+			return 0, promError(err)
+		}
+		a.series[i].Histograms = append(a.series[i].Histograms, hs)
+		stale = fh != nil && value.IsStaleNaN(fh.Sum) || h != nil && value.IsStaleNaN(h.Sum)
+	} else {
+		if err := a.db.writer.CheckSample(ls, t, a.now); err != nil {
+			return 0, promError(err)
+		}
+		a.series[i].Samples = append(a.series[i].Samples, schema.Sample{T: t, V: v, ST: st})
+		stale = value.IsStaleNaN(v)
 	}
-	a.series[i].Samples = append(a.series[i].Samples, schema.Sample{T: t, V: v})
 	if !opts.Metadata.IsEmpty() {
 		a.addMetadata(opts.MetricFamilyName, ls, opts.Metadata)
 	}
 	ref = storage.SeriesRef(i + 1)
-	if len(opts.Exemplars) > 0 {
-		return ref, exemplarsError(len(opts.Exemplars))
+	if len(opts.Exemplars) == 0 || stale {
+		return ref, nil
 	}
-	return ref, nil
+	return ref, a.addExemplars(i, ls, opts.Exemplars)
+}
+
+// addExemplars validates exemplars of buffered series i (labels ls) and
+// buffers the valid ones; the invalid ones are returned in a
+// *storage.AppendPartialError (nil when there are none), each wrapping
+// storage.ErrOutOfBounds and write.ErrInvalidExemplar.
+func (a *appender) addExemplars(i int, ls labels.Labels, exemplars []exemplar.Exemplar) error {
+	var pe *storage.AppendPartialError
+	for j, e := range exemplars {
+		stored, err := a.db.writer.CheckExemplar(ls, e, a.now)
+		if err != nil {
+			if pe == nil {
+				pe = &storage.AppendPartialError{}
+			}
+			pe.ExemplarErrors = append(pe.ExemplarErrors, storage.ExemplarError{Index: j, Err: promError(err)})
+			continue
+		}
+		a.series[i].Exemplars = append(a.series[i].Exemplars, stored)
+	}
+	if pe == nil {
+		return nil
+	}
+	return pe
 }
 
 // seriesIndex finds ls among the buffered series, or validates it and adds it.
@@ -179,23 +188,34 @@ func (a *appender) addMetadata(family string, ls labels.Labels, m metadata.Metad
 	a.metadata[family] = schema.Metadata{Metric: family, Type: m.Type, Help: m.Help, Unit: m.Unit}
 }
 
-// AppendExemplars reports every exemplar as not written (hbtsdb does not store
-// exemplars yet), in a *storage.AppendPartialError.
-func (a *appender) AppendExemplars(ref storage.SeriesRef, _ labels.Labels, exemplars []exemplar.Exemplar) (storage.SeriesRef, error) {
+// AppendExemplars buffers exemplars of series ls, stored on Commit: the series
+// should have samples appended in this appender or stored before (Prometheus:
+// "The series identified by ref and/or ls MUST already exist"); the exemplars
+// of a series that has neither are dropped on Commit, as the writer does not
+// create a series for exemplars alone. Invalid exemplars are reported in a
+// *storage.AppendPartialError.
+func (a *appender) AppendExemplars(ref storage.SeriesRef, ls labels.Labels, exemplars []exemplar.Exemplar) (storage.SeriesRef, error) {
 	if a.done {
 		return 0, errAppenderDone
 	}
 	if len(exemplars) == 0 {
 		return ref, nil
 	}
-	return ref, exemplarsError(len(exemplars))
+	i, err := a.seriesIndex(ref, ls)
+	if err != nil {
+		return 0, err
+	}
+	return storage.SeriesRef(i + 1), a.addExemplars(i, ls, exemplars)
 }
 
-// Commit writes the buffered samples and metadata and returns when the store
-// acknowledged them. An error means nothing of the transaction counts as written:
-// a store failure (wrapping storage.ErrUnavailable where the store said so) or,
-// which Append's checks make all but impossible, a rejected series or sample
-// (wrapping write.ErrInvalid).
+// Commit writes the buffered samples, histograms, exemplars and metadata and
+// returns when the store acknowledged them. An error means nothing of the
+// transaction counts as written: a store failure (wrapping
+// storage.ErrUnavailable where the store said so) or, which Append's checks
+// make all but impossible, a rejected series or sample (wrapping
+// write.ErrInvalid; a histogram at the timestamp of a float sample of its
+// series in the same transaction is one). Exemplars the writer leaves out
+// (those of a series with no samples) do not fail it.
 func (a *appender) Commit() error {
 	if a.done {
 		return errAppenderDone
@@ -238,21 +258,29 @@ func (v *appenderV1) Append(ref storage.SeriesRef, l labels.Labels, t int64, val
 // SetOptions is ignored: out-of-order samples are always accepted.
 func (*appenderV1) SetOptions(*storage.AppendOptions) {}
 
-// AppendExemplar reports the exemplar as not written, with an error wrapping
-// ErrExemplarsNotSupported.
-func (v *appenderV1) AppendExemplar(ref storage.SeriesRef, _ labels.Labels, _ exemplar.Exemplar) (storage.SeriesRef, error) {
+// AppendExemplar buffers an exemplar of l (see appender.AppendExemplars); an
+// invalid one fails with its reason.
+func (v *appenderV1) AppendExemplar(ref storage.SeriesRef, l labels.Labels, e exemplar.Exemplar) (storage.SeriesRef, error) {
+	ref, err := v.a.AppendExemplars(ref, l, []exemplar.Exemplar{e})
+	if pe, ok := err.(*storage.AppendPartialError); ok && len(pe.ExemplarErrors) == 1 {
+		return ref, pe.ExemplarErrors[0].Err
+	}
+	return ref, err
+}
+
+// AppendHistogram buffers a histogram sample (see appender.Append).
+func (v *appenderV1) AppendHistogram(ref storage.SeriesRef, l labels.Labels, t int64, h *histogram.Histogram, fh *histogram.FloatHistogram) (storage.SeriesRef, error) {
+	return v.a.Append(ref, l, 0, t, 0, h, fh, storage.AOptions{})
+}
+
+// AppendHistogramSTZeroSample is ignored, as AppendSTZeroSample: hbtsdb stores
+// start timestamps with their samples (AppenderV2's st) rather than as
+// synthetic zero samples.
+func (v *appenderV1) AppendHistogramSTZeroSample(ref storage.SeriesRef, _ labels.Labels, _, _ int64, _ *histogram.Histogram, _ *histogram.FloatHistogram) (storage.SeriesRef, error) {
 	if v.a.done {
 		return 0, errAppenderDone
 	}
-	return ref, errExemplars
-}
-
-func (*appenderV1) AppendHistogram(_ storage.SeriesRef, l labels.Labels, _ int64, _ *histogram.Histogram, _ *histogram.FloatHistogram) (storage.SeriesRef, error) {
-	return 0, histogramError(l)
-}
-
-func (*appenderV1) AppendHistogramSTZeroSample(_ storage.SeriesRef, l labels.Labels, _, _ int64, _ *histogram.Histogram, _ *histogram.FloatHistogram) (storage.SeriesRef, error) {
-	return 0, histogramError(l)
+	return ref, nil
 }
 
 // UpdateMetadata records the metadata of l's metric family, stored on Commit.
@@ -266,7 +294,8 @@ func (v *appenderV1) UpdateMetadata(ref storage.SeriesRef, l labels.Labels, m me
 	return ref, nil
 }
 
-// AppendSTZeroSample is ignored: start timestamps are not stored.
+// AppendSTZeroSample is ignored: hbtsdb stores start timestamps with their
+// samples (AppenderV2's st) rather than as synthetic zero samples.
 func (v *appenderV1) AppendSTZeroSample(ref storage.SeriesRef, _ labels.Labels, _, _ int64) (storage.SeriesRef, error) {
 	return ref, nil
 }

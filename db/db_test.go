@@ -156,12 +156,6 @@ func TestAppenders(t *testing.T) {
 			if _, err := app.AppendSTZeroSample(ref, v1, 3000, 500); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := app.AppendExemplar(ref, v1, exemplar.Exemplar{Value: 1, Ts: 1000}); !errors.Is(err, db.ErrExemplarsNotSupported) {
-				t.Errorf("AppendExemplar = %v, want ErrExemplarsNotSupported", err)
-			}
-			if _, err := app.AppendHistogram(ref, v1, 1000, &histogram.Histogram{}, nil); !errors.Is(err, db.ErrHistogramsNotSupported) {
-				t.Errorf("AppendHistogram = %v, want ErrHistogramsNotSupported", err)
-			}
 			if err := app.Commit(); err != nil {
 				t.Fatal(err)
 			}
@@ -191,20 +185,21 @@ func TestAppendErrors(t *testing.T) {
 		is     []error
 	}{
 		{
-			"a native histogram",
+			"an invalid native histogram",
 			func(a storage.AppenderV2) (storage.SeriesRef, error) {
 				return a.Append(0, up, 0, nowMs, 0, &histogram.Histogram{Count: 1}, nil, storage.AOptions{})
 			},
-			`native histograms are not supported (hbtsdb stores float samples only) in series {__name__="up", job="j"}: native histograms are disabled`,
-			[]error{db.ErrHistogramsNotSupported, storage.ErrNativeHistogramsDisabled, storage.ErrOutOfBounds},
+			`histogram at timestamp 1795953600000 (2026-11-29T12:00:00Z): 0 observations found in buckets, but the Count field is 1: ` +
+				`histogram's observation count should equal the number of observations found in the buckets (in absence of NaN) in series {__name__="up", job="j"}`,
+			[]error{write.ErrInvalid, write.ErrInvalidHistogram, histogram.ErrHistogramCountMismatch, storage.ErrOutOfBounds},
 		},
 		{
-			"a float histogram",
+			"an invalid float histogram",
 			func(a storage.AppenderV2) (storage.SeriesRef, error) {
-				return a.Append(0, up, 0, nowMs, 0, nil, &histogram.FloatHistogram{Count: 1}, storage.AOptions{})
+				return a.Append(0, up, 0, nowMs, 0, nil, &histogram.FloatHistogram{Count: -1}, storage.AOptions{})
 			},
-			`native histograms are not supported (hbtsdb stores float samples only) in series {__name__="up", job="j"}: native histograms are disabled`,
-			[]error{db.ErrHistogramsNotSupported, storage.ErrOutOfBounds},
+			`histogram at timestamp 1795953600000 (2026-11-29T12:00:00Z): observation count is  -1: histogram's observation count is negative in series {__name__="up", job="j"}`,
+			[]error{write.ErrInvalid, write.ErrInvalidHistogram, histogram.ErrHistogramNegativeCount, storage.ErrOutOfBounds},
 		},
 		{
 			"a series without a metric name",
@@ -249,17 +244,18 @@ func TestAppendErrors(t *testing.T) {
 		})
 	}
 
-	t.Run("exemplars are reported as not written and the sample is kept", func(t *testing.T) {
+	t.Run("an invalid exemplar is reported and its sample kept", func(t *testing.T) {
 		app := d.AppenderV2(ctx)
-		ex := []exemplar.Exemplar{{Value: 1, Ts: nowMs}, {Value: 2, Ts: nowMs + 1}}
+		long := labels.FromStrings("trace_id", string(make([]byte, 129)))
+		ex := []exemplar.Exemplar{{Labels: labels.FromStrings("trace_id", "a"), Value: 1, Ts: nowMs, HasTs: true}, {Labels: long, Value: 2, Ts: nowMs, HasTs: true}}
 		ref, err := app.Append(0, up, 0, nowMs, 5, nil, nil, storage.AOptions{Exemplars: ex})
 		var pe *storage.AppendPartialError
-		if ref == 0 || !errors.As(err, &pe) || len(pe.ExemplarErrors) != 2 || pe.ExemplarErrors[1].Index != 1 ||
-			!errors.Is(pe.ExemplarErrors[0], db.ErrExemplarsNotSupported) || !errors.Is(pe.ExemplarErrors[0], storage.ErrExemplarsDisabled) {
+		if ref == 0 || !errors.As(err, &pe) || len(pe.ExemplarErrors) != 1 || pe.ExemplarErrors[0].Index != 1 ||
+			!errors.Is(pe.ExemplarErrors[0], write.ErrInvalidExemplar) || !errors.Is(pe.ExemplarErrors[0], storage.ErrOutOfBounds) {
 			t.Fatalf("Append with exemplars = %d, %v", ref, err)
 		}
 		exApp := app.(storage.ExemplarAppenderV2)
-		if _, err := exApp.AppendExemplars(ref, up, ex[:1]); !errors.As(err, &pe) || len(pe.ExemplarErrors) != 1 {
+		if _, err := exApp.AppendExemplars(ref, up, ex[:1]); err != nil {
 			t.Errorf("AppendExemplars = %v", err)
 		}
 		if err := app.Commit(); err != nil {

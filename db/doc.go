@@ -23,22 +23,31 @@
 // fails its own Append, as Prometheus' receivers expect.
 //
 // Errors of Append wrap our own sentinels (write.ErrInvalid with
-// write.ErrInvalidLabels, write.ErrTooOld or write.ErrOutOfRange;
-// ErrHistogramsNotSupported) and also the Prometheus sentinel of the same meaning
+// write.ErrInvalidLabels, write.ErrTooOld, write.ErrOutOfRange or
+// write.ErrInvalidHistogram, the last also wrapping Prometheus'
+// histogram.Error) and also the Prometheus sentinel of the same meaning
 // (storage.ErrTooOldSample, storage.ErrOutOfBounds), so that Prometheus code
 // that branches on its own sentinels tells bad input from a store failure (its
 // remote.NewWriteHandler, for one, answers 400 for those and 500 — retried
 // forever — for anything else).
 //
-// What is not stored yet:
+// What the appenders store:
 //
-//   - native histograms: Append with h or fh fails with ErrHistogramsNotSupported
-//     (also wrapping storage.ErrNativeHistogramsDisabled);
-//   - exemplars: AppendExemplars, AppendExemplar and inline AOptions.Exemplars
-//     return a *storage.AppendPartialError listing every exemplar with
-//     ErrExemplarsNotSupported; the sample is stored, the exemplars count as not
-//     written, and the error is not one that fails a write;
-//   - start timestamps (st, AppendSTZeroSample): ignored.
+//   - float samples and native histograms (Append with h or fh,
+//     Appender.AppendHistogram), validated at Append as the writer validates
+//     them (write.Writer.CheckHistogram); a histogram at the timestamp of a
+//     float sample of its series in the same transaction fails Commit (the
+//     rest is written);
+//   - start timestamps: AppenderV2's st, with its sample; the older
+//     interface's AppendSTZeroSample and AppendHistogramSTZeroSample (synthetic
+//     zero samples) are ignored;
+//   - exemplars: inline AOptions.Exemplars, AppendExemplars and AppendExemplar,
+//     validated at once (write.Writer.CheckExemplar): an invalid one is
+//     reported in a *storage.AppendPartialError (wrapping
+//     write.ErrInvalidExemplar and storage.ErrOutOfBounds) and its sample is
+//     kept; a stale marker's exemplars are dropped, and exemplars of a series
+//     that has no samples stored are dropped on Commit (an exemplar alone does
+//     not create a series), as in Prometheus' TSDB.
 //
 // Metadata (AOptions.Metadata with AOptions.MetricFamilyName or __name__, and
 // Appender.UpdateMetadata) is stored on Commit as schema.Metadata.
