@@ -9,6 +9,7 @@
 //	go run ./bench/compare -quick     # a smoke run: a tiny load, one round
 //	make bench-compare                # the same as the first line (BENCH_COMPARE_OUT=f.md, BENCH_COMPARE_FLAGS=-quick)
 //	go run ./bench/compare -hbase     # also tsdb on a real HBase, started for the run (see "tsdb on HBase")
+//	go run ./bench/compare -load histograms -proto 2   # 1 000 native histogram series, remote write 2.0
 //
 // # The servers
 //
@@ -36,6 +37,18 @@
 // before any at step k+1) in requests of -request-size samples (2 000), one
 // prompb.TimeSeries per sample, protobuf + snappy, one request at a time per sender.
 // The request bodies are encoded before the timed ingest starts.
+//
+// With -load histograms (issue 11), every series is a native histogram instead: an
+// integer histogram of schema 3 with a zero bucket and -buckets populated buckets (30)
+// in two spans, every bucket growing by 0 to 4 observations per step; -hosts defaults
+// to 10, so 1 000 series × 240 samples = 240 000 histogram samples. Series 0 is `h`,
+// the others node_hist_<i>; the queries become
+// `histogram_quantile(0.9, sum by (job) (rate(h[5m])))` (interval and 5 m steps),
+// `histogram_count(rate(node_hist_1[5m]))` and the one-series instant query.
+// VictoriaMetrics, which stores no native histograms, is left out. -proto 2 sends the
+// same samples as remote write 2.0 (io.prometheus.write.v2.Request with its symbol
+// table, still one TimeSeries per sample; VictoriaMetrics left out too); -proto 1 (the
+// default) sends 1.0.
 //
 // # What it measures, per server per round
 //

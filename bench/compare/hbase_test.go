@@ -101,7 +101,7 @@ func TestSelectServers(t *testing.T) {
 		{name: "a histogram load leaves VictoriaMetrics out", hbase: true, histograms: true,
 			want: []string{"tsdb", "tsdb-hbase", "prometheus"}},
 		{name: "VictoriaMetrics stores no native histograms", list: "tsdb,victoriametrics", histograms: true,
-			wantErr: "victoriametrics does not store native histograms (-load histograms)"},
+			wantErr: "victoriametrics is not run with -load histograms (it stores no native histograms) or -proto 2"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := selectServers(tc.list, tc.hbase, tc.base, tc.histograms)

@@ -64,7 +64,7 @@ func ingest(ctx context.Context, log *slog.Logger, client *http.Client, r *runni
 	for sender := range el.bodies {
 		g.Go(func() error {
 			for i, body := range el.bodies[sender] {
-				if err := post(gctx, client, url, body); err != nil {
+				if err := post(gctx, client, url, body, el.v2); err != nil {
 					return fmt.Errorf("%s: sender %d request %d: %w", r.kind.short, sender, i, err)
 				}
 				sent.Add(int64(el.samples[sender][i]))
@@ -117,18 +117,25 @@ func settle(ctx context.Context, pid int, limit time.Duration) (time.Duration, b
 	return prev, false, nil
 }
 
-// post sends one remote-write 1.0 request: a snappy-compressed protobuf WriteRequest
-// with the headers the spec requires (Content-Encoding: snappy, Content-Type:
-// application/x-protobuf, X-Prometheus-Remote-Write-Version: 0.1.0).
-func post(ctx context.Context, client *http.Client, url string, body []byte) error {
+// post sends one remote-write request: a snappy-compressed protobuf WriteRequest
+// (1.0) or io.prometheus.write.v2.Request (v2) with the headers the spec requires
+// (Content-Encoding: snappy, Content-Type: application/x-protobuf, with
+// ;proto=io.prometheus.write.v2.Request for 2.0, X-Prometheus-Remote-Write-Version:
+// 0.1.0 or 2.0.0).
+func post(ctx context.Context, client *http.Client, url string, body []byte, v2 bool) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return fmt.Errorf("build request: %w", err)
 	}
 	req.Header.Set("Content-Encoding", "snappy")
-	req.Header.Set("Content-Type", "application/x-protobuf")
 	req.Header.Set("User-Agent", "hbtsdb-bench-compare")
-	req.Header.Set("X-Prometheus-Remote-Write-Version", "0.1.0")
+	if v2 {
+		req.Header.Set("Content-Type", "application/x-protobuf;proto=io.prometheus.write.v2.Request")
+		req.Header.Set("X-Prometheus-Remote-Write-Version", "2.0.0")
+	} else {
+		req.Header.Set("Content-Type", "application/x-protobuf")
+		req.Header.Set("X-Prometheus-Remote-Write-Version", "0.1.0")
+	}
 	resp, err := client.Do(req)
 	if err != nil {
 		return fmt.Errorf("post: %w", err)

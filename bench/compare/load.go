@@ -9,7 +9,9 @@ import (
 
 	"github.com/golang/snappy"
 	"github.com/prometheus/prometheus/model/histogram"
+	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/prompb"
+	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
 )
 
 // load is the shape of the remote-write load: hosts × seriesPerHost series, each with
@@ -26,6 +28,9 @@ type load struct {
 	requestSize   int
 	histograms    bool
 	buckets       int
+	// v2 sends remote write 2.0 (io.prometheus.write.v2.Request, -proto 2)
+	// instead of 1.0: a symbol table per request, one TimeSeries per sample too.
+	v2 bool
 }
 
 // Load kinds (-load).
@@ -61,6 +66,14 @@ func (l load) validate() error {
 		return fmt.Errorf("load: -buckets must be in [4, 160], got %d", l.buckets)
 	}
 	return nil
+}
+
+// protoName is the remote-write version the load is sent with.
+func (l load) protoName() string {
+	if l.v2 {
+		return "2.0"
+	}
+	return "1.0"
 }
 
 // sampleKind describes the load's samples for the report.
@@ -273,6 +286,33 @@ type encodedLoad struct {
 	samples [][]int
 	start   time.Time // the first sample's time
 	end     time.Time // the last sample's time
+	v2      bool      // the bodies are remote write 2.0 requests
+}
+
+// toV2 turns a 1.0 request into the 2.0 request Prometheus' queue manager would send
+// for the same samples: labels as references into the request's symbol table, each
+// sample (float or histogram) its own TimeSeries.
+func toV2(wr *prompb.WriteRequest) *writev2.Request {
+	symbols := writev2.NewSymbolTable()
+	out := &writev2.Request{Timeseries: make([]writev2.TimeSeries, 0, len(wr.Timeseries))}
+	var b labels.ScratchBuilder
+	for _, ts := range wr.Timeseries {
+		b.Reset()
+		for _, l := range ts.Labels {
+			b.Add(l.Name, l.Value)
+		}
+		b.Sort()
+		v2 := writev2.TimeSeries{LabelsRefs: symbols.SymbolizeLabels(b.Labels(), nil)}
+		for _, smp := range ts.Samples {
+			v2.Samples = append(v2.Samples, writev2.Sample{Value: smp.Value, Timestamp: smp.Timestamp})
+		}
+		for _, h := range ts.Histograms {
+			v2.Histograms = append(v2.Histograms, writev2.FromIntHistogram(0, h.Timestamp, h.ToIntHistogram()))
+		}
+		out.Timeseries = append(out.Timeseries, v2)
+	}
+	out.Symbols = symbols.Symbols()
+	return out
 }
 
 // encode generates the load with its last sample at end (rounded down to the
@@ -285,9 +325,16 @@ func (l load) encode(end time.Time) (*encodedLoad, error) {
 		samples: make([][]int, l.senders),
 		start:   start,
 		end:     end,
+		v2:      l.v2,
 	}
 	err := l.generate(start, func(sender int, wr *prompb.WriteRequest) error {
-		raw, err := wr.Marshal()
+		var raw []byte
+		var err error
+		if l.v2 {
+			raw, err = toV2(wr).Marshal()
+		} else {
+			raw, err = wr.Marshal()
+		}
 		if err != nil {
 			return fmt.Errorf("load: marshal a request of sender %d: %w", sender, err)
 		}

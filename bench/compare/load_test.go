@@ -7,7 +7,9 @@ import (
 
 	"github.com/golang/snappy"
 	"github.com/prometheus/prometheus/model/histogram"
+	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/prompb"
+	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
 )
 
 func TestLoadSendsEverySampleOnceShardedBySeriesInTimeOrder(t *testing.T) {
@@ -222,4 +224,68 @@ func TestHistogramLoadSendsValidGrowingHistograms(t *testing.T) {
 	if _, err := parseFlags([]string{"-load", "summaries"}); err == nil || err.Error() != `-load: "summaries", want floats or histograms` {
 		t.Errorf("-load summaries: error %v", err)
 	}
+}
+
+// TestV2RequestsCarryTheSameSamples: -proto 2 encodes the same samples as 1.0, as
+// remote write 2.0 requests (labels through the symbol table).
+func TestV2RequestsCarryTheSameSamples(t *testing.T) {
+	for _, hist := range []bool{false, true} {
+		l := load{hosts: 2, seriesPerHost: 8, samples: 3, interval: 15 * time.Second, senders: 1, requestSize: 1000, histograms: hist, buckets: 8}
+		end := time.UnixMilli(1_700_000_012_345)
+		v1, err := l.encode(end)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.v2 = true
+		v2, err := l.encode(end)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !v2.v2 || len(v1.bodies[0]) != 1 || len(v2.bodies[0]) != 1 {
+			t.Fatalf("histograms=%v: %d and %d requests, want one each, the second marked v2 (%v)", hist, len(v1.bodies[0]), len(v2.bodies[0]), v2.v2)
+		}
+		var r1 prompb.WriteRequest
+		var r2 writev2.Request
+		for _, d := range []struct {
+			body []byte
+			into interface{ Unmarshal([]byte) error }
+		}{{v1.bodies[0][0], &r1}, {v2.bodies[0][0], &r2}} {
+			raw, err := snappy.Decode(nil, d.body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := d.into.Unmarshal(raw); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if len(r1.Timeseries) != l.totalSamples() || len(r2.Timeseries) != len(r1.Timeseries) {
+			t.Fatalf("histograms=%v: %d and %d series, want %d", hist, len(r1.Timeseries), len(r2.Timeseries), l.totalSamples())
+		}
+		var b labels.ScratchBuilder
+		for i, ts := range r2.Timeseries {
+			want := r1.Timeseries[i]
+			ls, err := ts.ToLabels(&b, r2.Symbols)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := fmt.Sprint(ls); got != fmt.Sprint(protoLabelsOf(want.Labels)) {
+				t.Fatalf("series %d: labels %s, want %s", i, got, protoLabelsOf(want.Labels))
+			}
+			switch {
+			case hist && (len(ts.Histograms) != 1 || !ts.Histograms[0].ToIntHistogram().Equals(want.Histograms[0].ToIntHistogram()) || ts.Histograms[0].Timestamp != want.Histograms[0].Timestamp):
+				t.Fatalf("series %d: histograms %v, want %v", i, ts.Histograms, want.Histograms)
+			case !hist && (len(ts.Samples) != 1 || ts.Samples[0].Value != want.Samples[0].Value || ts.Samples[0].Timestamp != want.Samples[0].Timestamp):
+				t.Fatalf("series %d: samples %v, want %v", i, ts.Samples, want.Samples)
+			}
+		}
+	}
+}
+
+func protoLabelsOf(pls []prompb.Label) labels.Labels {
+	b := labels.NewScratchBuilder(len(pls))
+	for _, l := range pls {
+		b.Add(l.Name, l.Value)
+	}
+	b.Sort()
+	return b.Labels()
 }

@@ -51,14 +51,14 @@ type config struct {
 var serverOrder = []string{"tsdb", "tsdb-base", "tsdb-hbase", "tsdb-hbase-base", "prometheus", "victoriametrics"}
 
 // selectServers returns the servers a run compares: those of list (comma-separated
-// short names) or, when list is empty, tsdb, Prometheus and VictoriaMetrics (not for
-// a histogram load), plus
+// short names) or, when list is empty, tsdb, Prometheus and VictoriaMetrics (not with
+// noVM: a histogram load or remote write 2.0), plus
 // tsdb (HBase) when there is an HBase and the base servers when there is a base
 // binary. Either way, in serverOrder.
-func selectServers(list string, hbase, base, histograms bool) ([]string, error) {
+func selectServers(list string, hbase, base, noVM bool) ([]string, error) {
 	want := map[string]bool{}
 	if list == "" {
-		want["tsdb"], want["prometheus"], want["victoriametrics"] = true, true, !histograms
+		want["tsdb"], want["prometheus"], want["victoriametrics"] = true, true, !noVM
 		want["tsdb-hbase"] = hbase
 		want["tsdb-base"], want["tsdb-hbase-base"] = base, base && hbase
 	} else {
@@ -71,8 +71,8 @@ func selectServers(list string, hbase, base, histograms bool) ([]string, error) 
 				return nil, fmt.Errorf("-servers: %s needs an HBase: -hbase, -hbase-run or -hbase-zk", name)
 			case strings.HasSuffix(name, "-base") && !base:
 				return nil, fmt.Errorf("-servers: %s needs -tsdb-base-bin", name)
-			case name == "victoriametrics" && histograms:
-				return nil, fmt.Errorf("-servers: victoriametrics does not store native histograms (-load %s)", loadHistograms)
+			case name == "victoriametrics" && noVM:
+				return nil, fmt.Errorf("-servers: victoriametrics is not run with -load %s (it stores no native histograms) or -proto 2", loadHistograms)
 			}
 			want[name] = true
 		}
@@ -125,6 +125,7 @@ func parseFlags(args []string) (config, error) {
 	loadKind := fs.String("load", loadFloats, "the load: "+loadFloats+" (counters and gauges) or "+loadHistograms+
 		" (every series a native histogram of -buckets buckets; -hosts defaults to 10, so 1 000 series; "+
 		"VictoriaMetrics, which does not store native histograms, is left out)")
+	proto := fs.Int("proto", 1, "the remote-write protocol: 1 (prometheus.WriteRequest) or 2 (io.prometheus.write.v2.Request)")
 	fs.IntVar(&c.load.buckets, "buckets", 30, "with -load "+loadHistograms+": populated buckets per histogram sample")
 	quick := fs.Bool("quick", false, "a smoke run: 10 hosts × 10 series × 40 samples, 500-sample requests, 1 round, 3 query runs "+
 		"(flags given explicitly win)")
@@ -146,6 +147,13 @@ func parseFlags(args []string) (config, error) {
 	default:
 		return c, fmt.Errorf("-load: %q, want %s or %s", *loadKind, loadFloats, loadHistograms)
 	}
+	switch *proto {
+	case 1:
+	case 2:
+		c.load.v2 = true
+	default:
+		return c, fmt.Errorf("-proto: %d, want 1 or 2", *proto)
+	}
 	if *quick {
 		// The smoke sizes, for the flags not given explicitly.
 		for name, value := range map[string]string{"hosts": "10", "series": "10", "samples": "40",
@@ -166,7 +174,7 @@ func parseFlags(args []string) (config, error) {
 	c.tsdbArgs = strings.Fields(*tsdbArgs)
 	var err error
 	hasHBase := c.hbaseStart || c.hbaseRun != "" || c.hbaseZK != ""
-	if c.servers, err = selectServers(*servers, hasHBase, c.tsdbBaseBin != "", c.load.histograms); err != nil {
+	if c.servers, err = selectServers(*servers, hasHBase, c.tsdbBaseBin != "", c.load.histograms || c.load.v2); err != nil {
 		return c, err
 	}
 	if len(c.servers) == 0 {

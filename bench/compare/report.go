@@ -120,11 +120,11 @@ func renderTable(c config, kinds []*serverKind, results [][]roundResult, now tim
 	l := c.load
 	fmt.Fprintf(&b, "\nMedians of %d interleaved %s (%s), each server on a fresh data directory every round. "+
 		"Load: %d hosts × %d series × %d samples at %s = %s %s, %d samples per request, %d senders sharded by series, "+
-		"remote write 1.0; queries: median of %d runs after a warm-up. "+
+		"remote write %s; queries: median of %d runs after a warm-up. "+
 		"Ratio: tsdb ÷ the best peer (highest samples/s, lowest of the rest): above 1 is tsdb slower/bigger, "+
 		"except for samples/s, where below 1 is tsdb slower.\n",
 		c.rounds, plural(c.rounds, "round", "rounds"), roundOrder(kinds), l.hosts, l.seriesPerHost, l.samples, fmtDuration(l.interval),
-		group(fmt.Sprint(l.totalSamples())), l.sampleKind(), l.requestSize, l.senders, c.queryRuns)
+		group(fmt.Sprint(l.totalSamples())), l.sampleKind(), l.requestSize, l.senders, l.protoName(), c.queryRuns)
 	b.WriteString("Disk (apparent size of the files under the data directory): \"after ingest\" once the server went " +
 		"idle, VictoriaMetrics 11 s after /internal/force_flush (which makes the data searchable in in-memory parts; " +
 		"those reach disk every 5 s), Prometheus and tsdb have no flush to ask for (Prometheus holds the hour in its head, on disk as " +
