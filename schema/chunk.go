@@ -181,8 +181,15 @@ func uvarintLen(v uint64) int {
 
 // decodeChunk appends the samples in [mint, maxt] of one chunk of encoding enc
 // to dst; *last is the newest timestamp seen before it in the cell, which
-// every sample must follow.
-func decodeChunk(dst ChunkCellSamples, enc byte, data []byte, mint, maxt int64, last *int64) (ChunkCellSamples, error) {
+// every sample must follow. Prometheus' iterators panic on some malformed
+// chunks (a histogram schema they cannot reduce, a bit stream cut short in
+// places they do not check): that is ErrMalformed here too.
+func decodeChunk(dst ChunkCellSamples, enc byte, data []byte, mint, maxt int64, last *int64) (_ ChunkCellSamples, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("schema: chunk of encoding %d: %v: %w", enc, p, ErrMalformed)
+		}
+	}()
 	if enc == EncDecimal {
 		n := len(dst.Samples)
 		var total int
@@ -209,6 +216,11 @@ func decodeChunk(dst ChunkCellSamples, enc byte, data []byte, mint, maxt int64, 
 	}
 	if len(data) < 2 || chk.NumSamples() == 0 {
 		return dst, fmt.Errorf("schema: %s chunk of no samples: %w", e, ErrMalformed)
+	}
+	if want := chunkValueType(e); want != chunkenc.ValFloat {
+		if err := checkHistogramLayout(data); err != nil {
+			return dst, fmt.Errorf("schema: %s chunk: %w", e, err)
+		}
 	}
 	want := chunkValueType(e)
 	// The first sample of a chunk gets the chunk's counter-reset header as
@@ -277,6 +289,64 @@ func decodeChunk(dst ChunkCellSamples, enc byte, data []byte, mint, maxt int64, 
 	dst.Chunks = append(dst.Chunks, chk)
 	dst.Total += n
 	return dst, nil
+}
+
+// checkHistogramLayout refuses a histogram chunk whose bucket layout (written
+// with its first sample, right after the 3-byte header, in Prometheus'
+// varbit coding) claims more buckets than the chunk has bits: every sample
+// takes at least a bit per bucket, and Prometheus' iterator allocates the
+// buckets the layout claims before it reads any, up to 2^32 a span.
+func checkHistogramLayout(data []byte) error {
+	r := bitReader{b: data, off: 3 * 8}
+	switch r.bits(8) {
+	case 0:
+	case 255:
+		r.bits(64)
+	}
+	r.varbit() // schema
+	var buckets uint64
+	for range 2 {
+		n := r.varbit()
+		for i := uint64(0); i < n && !r.eof; i++ {
+			buckets += uint64(uint32(r.varbit())) // length, as chunkenc reads it
+			r.varbit()                            // offset
+			if buckets > uint64(len(data))*8 {
+				return fmt.Errorf("a bucket layout of more than %d buckets in %d bytes: %w", buckets, len(data), ErrMalformed)
+			}
+		}
+	}
+	return nil
+}
+
+// bitReader reads Prometheus' bit streams (most significant bit first) far
+// enough for checkHistogramLayout; past the end it reads zeros and sets eof.
+type bitReader struct {
+	b   []byte
+	off int // in bits
+	eof bool
+}
+
+func (r *bitReader) bits(n int) uint64 {
+	var v uint64
+	for range n {
+		if r.off >= len(r.b)*8 {
+			r.eof = true
+			return v
+		}
+		v = v<<1 | uint64(r.b[r.off/8]>>(7-r.off%8)&1)
+		r.off++
+	}
+	return v
+}
+
+// varbit reads a varbit number (chunkenc's putVarbitUint and putVarbitInt
+// share the prefix), returning its raw bits.
+func (r *bitReader) varbit() uint64 {
+	ones := 0
+	for ones < 8 && r.bits(1) == 1 {
+		ones++
+	}
+	return r.bits([]int{0, 3, 6, 9, 12, 18, 25, 56, 64}[ones])
 }
 
 // chunkValueType is the kind of sample a chunk of encoding e holds.
