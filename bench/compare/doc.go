@@ -80,7 +80,9 @@
 // (HBTSDB_HBASE_RUN=<-hbase-run, default <workdir>/hbase>; master, region server and
 // ZooKeeper in one JVM on the local filesystem) and stops at the end. -hbase-run <dir>
 // alone uses the HBase hbase.sh already runs in that directory, and -hbase-zk
-// <host:port> any running HBase (without the JVM and disk figures below). Every round
+// <host:port> any running HBase (without the JVM and disk figures below); on an
+// HBase that outlives the run, each round's tables are dropped once measured (not
+// with -keep). Every round
 // gets tables of its own (--hbase.table-prefix=bench<run>-r<round>-<server>-, created by
 // tsdb serve at start), so each starts empty while the JVM stays warm. Per round it
 // measures, besides tsdb's own figures (its data directory is unused: "–"):

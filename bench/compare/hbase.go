@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
@@ -11,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/hbtsdb/hbtsdb/kv/backend"
 )
 
 // hbaseInstance is the HBase a tsdb (HBase) server writes to. zk is always known;
@@ -41,6 +44,25 @@ func attachHBase(ctx context.Context, root, runDir string) (*hbaseInstance, erro
 		return nil, fmt.Errorf("-hbase-run %s: no running HBase there: %w", runDir, err)
 	}
 	return &hbaseInstance{zk: zk, runDir: runDir}, nil
+}
+
+// dropTables drops every table of prefix in the HBase at zk.
+func dropTables(ctx context.Context, zk, prefix string) (err error) {
+	st, err := backend.Open(ctx, backend.Address{Kind: backend.HBase, Quorum: zk}, backend.Options{HBaseTablePrefix: prefix})
+	if err != nil {
+		return fmt.Errorf("drop tables %s*: %w", prefix, err)
+	}
+	defer func() { err = errors.Join(err, st.Close()) }()
+	names, err := st.ListTables(ctx)
+	if err != nil {
+		return fmt.Errorf("drop tables %s*: %w", prefix, err)
+	}
+	for _, name := range names {
+		if err := st.DropTable(ctx, name); err != nil {
+			return fmt.Errorf("drop table %s%s: %w", prefix, name, err)
+		}
+	}
+	return nil
 }
 
 // stop stops an HBase this run started (and removes its data).

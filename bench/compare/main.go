@@ -386,6 +386,15 @@ func runOne(ctx context.Context, log *slog.Logger, c config, client *http.Client
 	if k.hbase != nil {
 		// New tables every round (and every run, on an HBase that outlives it).
 		tablePrefix = fmt.Sprintf("bench%s-r%d-%s-", c.runID, round, k.short)
+		if !k.hbase.started && !c.keep {
+			// An HBase that outlives the run (-hbase-run, -hbase-zk) keeps no
+			// tables of it; this runs after the server has stopped.
+			defer func() {
+				if derr := dropTables(ctx, k.hbase.zk, tablePrefix); derr != nil && err == nil {
+					err = fmt.Errorf("%s: %w", k.short, derr)
+				}
+			}()
+		}
 		startTimeout = 3 * time.Minute // creating the tables takes HBase a while
 		if k.hbase.measured() {
 			if jvmPid, err = k.hbase.jvmPid(); err != nil {
