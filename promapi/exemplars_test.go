@@ -15,6 +15,8 @@ import (
 
 	"github.com/prometheus/prometheus/model/exemplar"
 	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/prompb"
+	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
 	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/tsdb"
 
@@ -353,5 +355,52 @@ func testExemplarRetention(t *testing.T, b schematest.Backend) {
 	got, err := eq.Select(0, now, []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "__name__", "x_bucket")})
 	if err != nil || len(got) != 1 || len(got[0].Exemplars) != 1 || got[0].Exemplars[0].Labels.Get("trace_id") != "new" {
 		t.Errorf("Select = %+v, %v; want only the exemplar within a day", got, err)
+	}
+}
+
+// TestRemoteWriteExemplars: exemplars sent by remote write 1.0 and 2.0 over
+// HTTP are stored and answered by /api/v1/query_exemplars; 2.0 counts them in
+// X-Prometheus-Remote-Write-Exemplars-Written.
+func TestRemoteWriteExemplars(t *testing.T) {
+	for _, b := range schematest.Backends() {
+		t.Run(b.Name, func(t *testing.T) {
+			t.Parallel()
+			e := newExemplarEnv(t, b)
+			const ms = t0 * 1000
+			lbls1 := ls("__name__", "rw1_bucket", "host", "h", "le", "1")
+			v1 := &prompb.WriteRequest{Timeseries: []prompb.TimeSeries{{
+				Labels:    prompb.FromLabels(lbls1, nil),
+				Samples:   []prompb.Sample{{Timestamp: ms, Value: 1}},
+				Exemplars: []prompb.Exemplar{{Labels: prompb.FromLabels(ls("trace_id", "v1"), nil), Value: 0.5, Timestamp: ms + 1}},
+			}}}
+			if r := post(t, e.srv.URL+"/api/v1/write", remoteHeaders(ctV1), marshalV1(t, v1)); r.status != http.StatusNoContent {
+				t.Fatalf("remote write 1.0: %d %s", r.status, r.body)
+			}
+
+			st := writev2.NewSymbolTable()
+			lbls2 := ls("__name__", "rw2_bucket", "host", "h", "le", "1")
+			v2 := &writev2.Request{Timeseries: []writev2.TimeSeries{{
+				LabelsRefs: st.SymbolizeLabels(lbls2, nil),
+				Samples:    []writev2.Sample{{Timestamp: ms, Value: 1}},
+				Exemplars: []writev2.Exemplar{
+					{LabelsRefs: st.SymbolizeLabels(ls("trace_id", "v2a"), nil), Value: 0.25, Timestamp: ms + 2},
+					{LabelsRefs: st.SymbolizeLabels(ls("trace_id", "v2b"), nil), Value: 0.75, Timestamp: ms + 3},
+				},
+			}}}
+			v2.Symbols = st.Symbols()
+			r := post(t, e.srv.URL+"/api/v1/write", remoteHeaders(ctV2), marshalV2(t, v2))
+			if r.status != http.StatusNoContent || r.header.Get("X-Prometheus-Remote-Write-Exemplars-Written") != "2" {
+				t.Fatalf("remote write 2.0: %d %s, exemplars written %q", r.status, r.body, r.header.Get("X-Prometheus-Remote-Write-Exemplars-Written"))
+			}
+
+			_, got := getExemplars(t, e.srv.URL, q("query", `histogram_quantile(0.5, rate({__name__=~"rw._bucket"}[5m]))`))
+			want := `{"status":"success","data":[` +
+				`{"seriesLabels":{"__name__":"rw1_bucket","host":"h","le":"1"},"exemplars":[{"labels":{"trace_id":"v1"},"value":"0.5","timestamp":1700000000.001}]},` +
+				`{"seriesLabels":{"__name__":"rw2_bucket","host":"h","le":"1"},"exemplars":[{"labels":{"trace_id":"v2a"},"value":"0.25","timestamp":1700000000.002},` +
+				`{"labels":{"trace_id":"v2b"},"value":"0.75","timestamp":1700000000.003}]}]}`
+			if got != want {
+				t.Errorf("query_exemplars:\n%s\nwant\n%s", got, want)
+			}
+		})
 	}
 }
