@@ -183,8 +183,8 @@
 // (prometheusAPIPaths: query, query_range, query_exemplars, format_query,
 // parse_query, series, labels, label/{name}/values, status/buildinfo); targets,
 // rules, alerts, admin, TSDB status and its remote write are not served (404),
-// since hbtsdb has no scrape loop, rules or local TSDB. Exemplars are not
-// stored yet: query_exemplars answers []. Before the store is open every read
+// since hbtsdb has no scrape loop, rules or local TSDB. query_exemplars
+// answers from the Store's exemplar table (exemplars.go). Before the store is open every read
 // endpoint answers 503 with errorType unavailable.
 //
 // Ours, in Prometheus' envelope and error types: /api/v1/metadata (Prometheus

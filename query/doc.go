@@ -7,7 +7,9 @@
 // (ChunkQuerier) of Prometheus v0.316.0, which db.DB exposes as its
 // storage.Storage; besides, for tools and tests, SeriesInRange, Samples and
 // Metadata (reader.go), and the methods the HTTP API adds: Last (last.go) and
-// ListMetadata (metadata.go). Options (options.go) tune it; Options.Validate
+// ListMetadata (metadata.go), and storage.ExemplarQueryable (exemplars.go:
+// series selected as below, then one scan of each one's exemplar rows).
+// Options (options.go) tune it; Options.Validate
 // checks options that come from a user, which Reader.WithOptions does not.
 //
 // A Select is first planned by resolution (resolution.go, rollup.go): from a

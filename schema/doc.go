@@ -26,9 +26,11 @@
 //	        0x02 | seriesID(8)        l:l    = canonical labels
 //	index   row = day(4) | esc(name) 0x00 | esc(value) 0x00, p:<seriesID(8)> = empty
 //	meta    row "schema": m:format_version, m:bucket_width_ms, m:salt_buckets, m:host_labels, m:claim,
-//	        m:rollups (the resolution list, e.g. "5m:90d,1h:5y")
+//	        m:rollups (the resolution list, e.g. "5m:90d,1h:5y"), m:raw_retention, m:exemplar_retention
 //	        row "metadata" 0x00 metric: m:type, m:help, m:unit (metric metadata)
 //	        row "lease" 0x00 job 0x00 salt(1): m:lease = "owner expiryMs" (worker leases)
+//	exemplars row = as data (the exemplar's bucket), TTL = the exemplar retention
+//	        e: exemplars     qualifier = slotOffset(4) | index(1), value = flags | ts | value bits | labels (exemplar.go)
 //	rollup-<resolution>  one table per resolution of the list (rollup-5m, rollup-1h), TTL = its retention
 //	        row = as data, bucketStart = the UTC day    a:<offset(4) of the data bucket> = its windows
 //
@@ -40,7 +42,8 @@
 // (raw samples), histogram.go (native histogram samples), chunk.go and datarow.go (chunks, and the one decoder of a data
 // row's chunk and raw cells), index.go (tag index), series.go (series registry), tables.go (table
 // and family specs), settings.go (the meta row's settings), metadata.go (metric metadata),
-// lease.go (worker leases) and rollup.go (the resolution list, rollup windows and their codec).
+// lease.go (worker leases), rollup.go (the resolution list, rollup windows and their codec) and
+// exemplar.go (exemplars and their per-series bound).
 //
 // # Conventions
 //
