@@ -575,11 +575,14 @@ func histogramRunValues(hs []HistogramSample, isInt bool) ([][]byte, error) {
 			recoded bool
 			err     error
 		)
-		// The appender may rewrite the spans of what it is given: a copy.
+		// The appender may set the spans and buckets of what it is given
+		// to new slices (it never writes into the old ones): a shallow copy.
 		if isInt {
-			next, recoded, app, err = app.AppendHistogram(prev, h.ST, h.T, h.H.Copy(), false)
+			c := *h.H
+			next, recoded, app, err = app.AppendHistogram(prev, h.ST, h.T, &c, false)
 		} else {
-			next, recoded, app, err = app.AppendFloatHistogram(prev, h.ST, h.T, h.FH.Copy(), false)
+			c := *h.FH
+			next, recoded, app, err = app.AppendFloatHistogram(prev, h.ST, h.T, &c, false)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("schema: histogram sample at %d: %w: %w", h.T, err, kv.ErrInvalidArgument)

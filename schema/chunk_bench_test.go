@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/prometheus/model/histogram"
+
 	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/schema"
 )
@@ -51,6 +53,64 @@ func BenchmarkDecodeDataRowFloatChunk(b *testing.B) {
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
 		if _, err := schema.DecodeDataRow(rows[i%2], time.Hour, 0, math.MaxInt64); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// benchHistograms is an hour of a 15 s integer histogram of schema 3 with 30
+// populated buckets in two spans, each growing by 0 to 4 a scrape.
+func benchHistograms() []schema.HistogramSample {
+	rng := rand.New(rand.NewPCG(3, 4))
+	counts := make([]int64, 30)
+	var out []schema.HistogramSample
+	for i := range 240 {
+		h := &histogram.Histogram{Schema: 3, ZeroThreshold: 1e-128,
+			PositiveSpans: []histogram.Span{{Offset: 0, Length: 15}, {Offset: 3, Length: 15}}}
+		var total uint64
+		prev := int64(0)
+		for j := range counts {
+			counts[j] += int64(rng.IntN(5))
+			h.PositiveBuckets = append(h.PositiveBuckets, counts[j]-prev)
+			prev = counts[j]
+			total += uint64(counts[j])
+		}
+		h.ZeroCount = uint64(i)
+		h.Count = total + h.ZeroCount
+		h.Sum = float64(total) * 0.25
+		out = append(out, schema.HistogramSample{T: 7_200_000 + int64(i)*15_000, H: h})
+	}
+	return out
+}
+
+// BenchmarkBucketCellHistograms: the chunk cell of a bucket of 240
+// histograms, as compaction writes it; B/sample is the cell's value.
+func BenchmarkBucketCellHistograms(b *testing.B) {
+	hs := benchHistograms()
+	var size int
+	b.ReportAllocs()
+	for b.Loop() {
+		c, err := schema.BucketCell(nil, hs, 7_200_000, time.Hour)
+		if err != nil {
+			b.Fatal(err)
+		}
+		size = len(c.Value)
+	}
+	b.ReportMetric(float64(size)/float64(len(hs)), "B/sample")
+}
+
+// BenchmarkDecodeDataRowHistogramChunk: a row of one histogram chunk cell,
+// decoded.
+func BenchmarkDecodeDataRowHistogramChunk(b *testing.B) {
+	c, err := schema.BucketCell(nil, benchHistograms(), 7_200_000, time.Hour)
+	if err != nil {
+		b.Fatal(err)
+	}
+	key := schema.DataRowKey(nil, schema.DataKey{Host: "h", Metric: "m", SeriesID: 7, BucketStart: 7_200_000})
+	row := kv.Row{Key: key, Cells: []kv.Cell{c}}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := schema.DecodeDataRow(row, time.Hour, 0, math.MaxInt64); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -179,6 +179,13 @@ func TestBucketCellRoundTrips(t *testing.T) {
 			wantEnc: byte(chunkenc.EncHistogramST),
 		},
 		{
+			// Buckets appear and disappear: the appender recodes the chunk
+			// (new buckets) and widens the later histograms (missing ones).
+			name:    "changing bucket layouts",
+			hs:      layouts(),
+			wantEnc: byte(chunkenc.EncHistogram),
+		},
+		{
 			name:      "counter resets cut chunks",
 			hs:        intH(times(0, 25), 0, resetAt(tsdbutil.GenerateTestHistogram)),
 			wantEnc:   schema.EncChunks,
@@ -246,6 +253,26 @@ func TestBucketCellRoundTrips(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// layouts are growing histograms whose populated buckets change: the second
+// adds a bucket, the third lacks an empty one, the fourth adds two.
+func layouts() []schema.HistogramSample {
+	mk := func(i int, spans []histogram.Span, deltas []int64) schema.HistogramSample {
+		var count, abs int64
+		for _, d := range deltas {
+			abs += d
+			count += abs
+		}
+		return schema.HistogramSample{T: at(i), H: &histogram.Histogram{Schema: 1, Count: uint64(count), Sum: float64(count),
+			PositiveSpans: spans, PositiveBuckets: deltas}}
+	}
+	return []schema.HistogramSample{
+		mk(0, []histogram.Span{{Offset: 0, Length: 2}}, []int64{1, -1}),
+		mk(1, []histogram.Span{{Offset: 0, Length: 2}, {Offset: 1, Length: 1}}, []int64{2, -2, 1}),
+		mk(2, []histogram.Span{{Offset: 0, Length: 1}, {Offset: 2, Length: 1}}, []int64{3, 0}),
+		mk(3, []histogram.Span{{Offset: -1, Length: 1}, {Offset: 0, Length: 2}, {Offset: 1, Length: 1}}, []int64{1, 2, 0, 1}),
 	}
 }
 

@@ -116,6 +116,9 @@ func DecodeDataRow(row kv.Row, width time.Duration, mint, maxt int64) (RowSample
 	}
 	fromChunks := cells.Samples
 	switch {
+	case len(ends) == 1 && len(raw) == 0 && len(rawH) == 0:
+		// One chunk cell: its samples are ascending, one per timestamp.
+		out.Samples, out.Histograms = cells.Samples, cells.Histograms
 	case len(cells.Histograms) > 0 || len(rawH) > 0:
 		out.Samples, out.Histograms = mergeKinds(cells, ends, raw, rawH)
 	case len(fromChunks) == 0:
