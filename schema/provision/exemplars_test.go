@@ -40,36 +40,29 @@ func TestExemplarTable(t *testing.T) {
 				t.Fatalf("tables %v, %v; want exemplars among them", tables, err)
 			}
 
-			// The store of an earlier version: no table, no record.
-			if err := st.DropTable(ctx, schema.TableExemplars); err != nil {
-				t.Fatal(err)
-			}
-			// Deleted up to the cell's own timestamp: an HBase tombstone up to a
-			// later one would hide the cell Open records.
-			meta, err := st.Get(ctx, schema.TableMeta, []byte(schema.MetaSchemaRow))
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, c := range meta.Cells {
-				if string(c.Qualifier) != schema.QualifierExemplarRetention {
-					continue
-				}
-				if err := st.Apply(ctx, schema.TableMeta, []kv.Mutation{kv.DeleteColumn([]byte(schema.MetaSchemaRow), schema.FamilyMeta,
-					c.Qualifier, c.Timestamp)}); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if _, ok, err := provision.ReadExemplarRetention(ctx, st); err != nil || ok {
-				t.Fatalf("the record was not deleted: %v, %v", ok, err)
-			}
-			_, err = provision.Open(ctx, st, b.Settings, b.TableOptions, false)
+			dropExemplars(t, st)
+			_, err := provision.Open(ctx, st, b.Settings, b.TableOptions, false)
 			want := "schema: the store has no exemplar table exemplars (it was created before exemplars were stored): " +
 				"run `tsdb schema create` with the same flags to add it, or enable schema auto-create: schema not created"
 			if !errors.Is(err, schema.ErrNotCreated) || err.Error() != want {
 				t.Errorf("Open without auto-create:\n%v\nwant\n%s", err, want)
 			}
+			// tsdb schema create adds it.
 			var logs bytes.Buffer
 			logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{ReplaceAttr: dropTime}))
+			if err := provision.Create(ctx, st, b.Settings, b.TableOptions, provision.WithLogger(logger)); err != nil {
+				t.Fatalf("Create: %v", err)
+			}
+			if want := "level=INFO msg=\"exemplar retention recorded\" retention=5d\n"; logs.String() != want {
+				t.Errorf("Create logged:\n%s\nwant\n%s", logs.String(), want)
+			}
+			if d, ok, err := provision.ReadExemplarRetention(ctx, st); err != nil || !ok || d != 5*24*time.Hour {
+				t.Errorf("ReadExemplarRetention after Create = %s, %v, %v; want 5d", d, ok, err)
+			}
+
+			// tsdb serve (Open with auto-create) adds it too.
+			dropExemplars(t, st)
+			logs.Reset()
 			if _, err := provision.Open(ctx, st, b.Settings, b.TableOptions, true, provision.WithLogger(logger)); err != nil {
 				t.Fatalf("Open with auto-create: %v", err)
 			}
@@ -115,6 +108,34 @@ func TestExemplarTable(t *testing.T) {
 				t.Errorf("Create with another retention: %v", err)
 			}
 		})
+	}
+}
+
+// dropExemplars makes st a store of a version before exemplars: no exemplar
+// table, no recorded exemplar retention.
+func dropExemplars(t *testing.T, st kv.Store) {
+	t.Helper()
+	ctx := context.Background()
+	if err := st.DropTable(ctx, schema.TableExemplars); err != nil {
+		t.Fatal(err)
+	}
+	// Deleted up to the cell's own timestamp: an HBase tombstone up to a
+	// later one would hide the cell Open records.
+	meta, err := st.Get(ctx, schema.TableMeta, []byte(schema.MetaSchemaRow))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range meta.Cells {
+		if string(c.Qualifier) != schema.QualifierExemplarRetention {
+			continue
+		}
+		if err := st.Apply(ctx, schema.TableMeta, []kv.Mutation{kv.DeleteColumn([]byte(schema.MetaSchemaRow), schema.FamilyMeta,
+			c.Qualifier, c.Timestamp)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, ok, err := provision.ReadExemplarRetention(ctx, st); err != nil || ok {
+		t.Fatalf("the record was not deleted: %v, %v", ok, err)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/hbtsdb/hbtsdb/kv"
@@ -55,6 +56,12 @@ func Create(ctx context.Context, st kv.Store, want schema.Settings, opts schema.
 	}
 	_, readErr := Read(ctx, st)
 	existed := readErr == nil
+	tables, err := st.ListTables(ctx)
+	if err != nil {
+		return fmt.Errorf("schema: list the tables: %w", err)
+	}
+	// createSettings makes the exemplar table of a store made before it.
+	hadExemplars := slices.Contains(tables, schema.TableExemplars)
 	if err := createSettings(ctx, st, want, opts); err != nil {
 		return err
 	}
@@ -62,7 +69,7 @@ func Create(ctx context.Context, st kv.Store, want schema.Settings, opts schema.
 	if err := reconcileRawRetention(ctx, st, opts, !existed, c); err != nil {
 		return err
 	}
-	if err := reconcileExemplars(ctx, st, opts, true, !existed, c); err != nil {
+	if err := reconcileExemplars(ctx, st, opts, true, !existed || !hadExemplars, c); err != nil {
 		return err
 	}
 	return reconcileRollups(ctx, st, opts, true, c)
