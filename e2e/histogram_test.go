@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -116,6 +117,13 @@ func TestPrometheusNativeHistograms(t *testing.T) {
 			if r.compacted = p.proto == protoV2; r.compacted {
 				r.st, _ = compactedRun(r.st, dur)
 			}
+			// tsdb keeps at most --exemplars.per-slot exemplars per series and
+			// slot, a later one replacing an earlier one in its place (README,
+			// Exemplars): the default 10 s slot holds one scrape's exemplars at
+			// scrape intervals of 10 s and more. This test scrapes every second,
+			// so its slots are a quarter of that, and every exemplar Prometheus
+			// keeps must be kept by tsdb too.
+			r.st.flags = append(slices.Clone(r.st.flags), "--exemplars.slot=250ms")
 			rdir := filepath.Join(dir, r.name)
 			if err := os.Mkdir(rdir, 0o755); err != nil {
 				t.Fatal(err)
