@@ -1,0 +1,217 @@
+package db_test
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/prometheus/prometheus/model/histogram"
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/model/value"
+	"github.com/prometheus/prometheus/promql"
+	"github.com/prometheus/prometheus/promql/parser"
+	"github.com/prometheus/prometheus/tsdb/tsdbutil"
+
+	"github.com/hbtsdb/hbtsdb/db"
+	"github.com/hbtsdb/hbtsdb/downsample"
+	"github.com/hbtsdb/hbtsdb/query"
+	"github.com/hbtsdb/hbtsdb/schema"
+	"github.com/hbtsdb/hbtsdb/schema/schematest"
+	"github.com/hbtsdb/hbtsdb/write"
+)
+
+// The rollup rule for native histograms (query/resolution.go): a histogram
+// series never gets another answer from a rollup than from raw data. Instant
+// selectors, last_over_time and present_over_time are served from the
+// windows' last histograms; sum_over_time, max_over_time and min_over_time
+// of a series with histograms read raw data.
+
+// histogramRollupDB opens a DB with the default rollups over series of native
+// histograms (integer counters with resets, float gauges, custom buckets, a
+// series that turns from floats to histograms and back), with gaps ended by
+// stale markers of both kinds; compacted (chunks and rollups) when compact.
+func histogramRollupDB(t *testing.T, b schematest.Backend, compact bool) *db.DB {
+	t.Helper()
+	st := b.Store(t)
+	d, err := db.Open(context.Background(), db.Options{
+		Store: st, Settings: b.Settings, Now: func() time.Time { return rollupNow },
+		Rollups: schema.DefaultRollups(), RawRetention: schema.DefaultRawRetention,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	rng := rand.New(rand.NewPCG(7, 1))
+	start := rollupDay0.UnixMilli()
+	end := start + rollupWindow.Milliseconds()
+	stale := math.Float64frombits(value.StaleNaN)
+	var req write.Request
+	for i, kind := range []string{"int", "float", "nhcb", "mixed"} {
+		s := write.Series{Labels: labels.FromStrings("__name__", "h", "instance", fmt.Sprintf("h%d", i), "kind", kind)}
+		var (
+			n   int64
+			gap int64
+		)
+		for ts := start; ts < end; ts += 15_000 + int64(rng.IntN(3))*1000 {
+			switch {
+			case ts < gap:
+				continue
+			case rng.IntN(500) == 0: // a gap, ended by a stale marker of either kind
+				if rng.IntN(2) == 0 {
+					s.Samples = append(s.Samples, schema.Sample{T: ts, V: stale})
+				} else {
+					s.Histograms = append(s.Histograms, schema.HistogramSample{T: ts, H: &histogram.Histogram{Sum: stale}})
+				}
+				gap = ts + int64(rng.IntN(40*60))*1000
+				continue
+			}
+			n++
+			if rng.IntN(700) == 0 {
+				n = 0 // a counter reset
+			}
+			switch kind {
+			case "int":
+				s.Histograms = append(s.Histograms, schema.HistogramSample{T: ts, H: tsdbutil.GenerateTestHistogram(n)})
+			case "float":
+				s.Histograms = append(s.Histograms, schema.HistogramSample{T: ts, FH: tsdbutil.GenerateTestGaugeFloatHistogram(int64(rng.IntN(50)))})
+			case "nhcb":
+				s.Histograms = append(s.Histograms, schema.HistogramSample{T: ts, H: tsdbutil.GenerateTestCustomBucketsHistogram(n)})
+			case "mixed":
+				if (ts-start)/(7*3_600_000)%2 == 0 {
+					s.Samples = append(s.Samples, schema.Sample{T: ts, V: float64(n)})
+				} else {
+					s.Histograms = append(s.Histograms, schema.HistogramSample{T: ts, H: tsdbutil.GenerateTestHistogram(n)})
+				}
+			}
+		}
+		req.Series = append(req.Series, s)
+	}
+	if res, err := d.Write(context.Background(), &req); err != nil || len(res.Rejected) > 0 {
+		t.Fatalf("write: %v %+v", err, res.Rejected)
+	}
+	if compact {
+		c, err := downsample.NewCompactor(st, b.Settings, downsample.Options{Rollups: schema.DefaultRollups(),
+			Now: func() time.Time { return rollupNow }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if stats, err := c.Compact(context.Background()); err != nil || stats.Rows == 0 {
+			t.Fatalf("compact: %+v, %v", stats, err)
+		}
+	}
+	return d
+}
+
+// runPromQLHistograms is runPromQL keeping histogram points too, rendered
+// with their bits: "t=float" and "t=histogram" per point, one line per series.
+func runPromQLHistograms(t *testing.T, d *db.DB, expr string, start, end time.Time, step time.Duration, res query.Resolution) (string, []string) {
+	t.Helper()
+	eng := promql.NewEngine(promql.EngineOpts{MaxSamples: 50_000_000, Timeout: time.Minute, LookbackDelta: 5 * time.Minute,
+		Parser: parser.NewParser(parser.Options{})})
+	parsed, err := parser.NewParser(parser.Options{}).ParseExpr(expr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := query.WithResolution(query.WithPromQL(context.Background(), parsed, start, end, step), res)
+	var q promql.Query
+	if step == 0 {
+		q, err = eng.NewInstantQuery(ctx, d, nil, expr, start)
+	} else {
+		q, err = eng.NewRangeQuery(ctx, d, nil, expr, start, end, step)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	r := q.Exec(ctx)
+	if r.Err != nil {
+		t.Fatalf("%s: %v", expr, r.Err)
+	}
+	warnings, infos := r.Warnings.AsStrings(expr, 0, 0)
+	fh := func(h *histogram.FloatHistogram) string {
+		c := h.Copy().Compact(0)
+		c.CounterResetHint = 0
+		return fmt.Sprintf("%s/%x/%x", c.String(), math.Float64bits(c.Sum), math.Float64bits(c.Count))
+	}
+	var out string
+	switch v := r.Value.(type) {
+	case promql.Matrix:
+		for _, s := range v {
+			out += s.Metric.String() + ":"
+			for _, p := range s.Floats {
+				out += fmt.Sprintf(" %d=%x", p.T, math.Float64bits(p.F))
+			}
+			for _, p := range s.Histograms {
+				out += fmt.Sprintf(" %d=%s", p.T, fh(p.H))
+			}
+			out += "\n"
+		}
+	case promql.Vector:
+		for _, s := range v {
+			if s.H != nil {
+				out += fmt.Sprintf("%s: %d=%s\n", s.Metric, s.T, fh(s.H))
+			} else {
+				out += fmt.Sprintf("%s: %d=%x\n", s.Metric, s.T, math.Float64bits(s.F))
+			}
+		}
+	}
+	return out, append(warnings, infos...)
+}
+
+func TestHistogramRollupsAnswerAsRaw(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b schematest.Backend) {
+		for _, compact := range []bool{false, true} {
+			t.Run(fmt.Sprintf("compacted=%v", compact), func(t *testing.T) {
+				d := histogramRollupDB(t, b, compact)
+				start, end := rollupDay0.Add(3*time.Hour), rollupDay0.Add(rollupWindow)
+				// rollup: whether the Select is served from a rollup at a 1h
+				// step ("maybe": planned from one, and the series whose
+				// windows hold histograms read raw data, the info
+				// annotation saying rollup all the same).
+				for _, tc := range []struct {
+					expr, rollup string
+				}{
+					{"h", "yes"},
+					{"last_over_time(h[1h])", "yes"},
+					{"present_over_time(h[2h])", "yes"},
+					{"histogram_count(h)", "yes"},
+					{"sum_over_time(h[1h])", "maybe"},
+					{"max_over_time(h[1h])", "maybe"},
+					{"min_over_time(h[1h])", "maybe"},
+					{"rate(h[1h])", "no"},
+				} {
+					for _, step := range []time.Duration{time.Hour, 5 * time.Minute, 7 * time.Minute, 0} {
+						qEnd := end
+						if step == 0 {
+							qEnd = start
+						}
+						want, wantNotes := runPromQLHistograms(t, d, tc.expr, start, qEnd, step, query.ResolutionRaw)
+						got, notes := runPromQLHistograms(t, d, tc.expr, start, qEnd, step, query.ResolutionAuto)
+						if got != want {
+							t.Errorf("%s at step %s: from rollups\n%s\nfrom raw data\n%s", tc.expr, step, got, want)
+						}
+						if want == "" {
+							t.Errorf("%s at step %s: no data", tc.expr, step)
+						}
+						if step == time.Hour && tc.rollup != "maybe" && servedFromRollup(notes) != (tc.rollup == "yes") {
+							t.Errorf("%s at step %s: served from a rollup = %v, want %v (annotations %q)", tc.expr, step, servedFromRollup(notes), tc.rollup, notes)
+						}
+						if len(wantNotes) != len(notes)-boolInt(servedFromRollup(notes)) {
+							t.Errorf("%s at step %s: annotations %q, from raw data %q", tc.expr, step, notes, wantNotes)
+						}
+					}
+				}
+			})
+		}
+	})
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
