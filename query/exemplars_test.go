@@ -113,3 +113,42 @@ func TestExemplarQuerier(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkExemplarSelect: Select of the exemplars of 100 series over one
+// hour, one exemplar per 10 s slot each (36,000 exemplars), embedded store.
+func BenchmarkExemplarSelect(b *testing.B) {
+	be := schematest.Backends()[0]
+	be.TableOptions.RawRetention, be.TableOptions.ExemplarRetention = 0, 0
+	st := be.Store(b)
+	ctx := context.Background()
+	reg, post := index.NewRegistry(st, index.RegistryOptions{}), index.NewPostings(st, index.PostingsOptions{})
+	w, err := write.New(st, be.Settings, reg, post, write.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var req write.Request
+	for s := range 100 {
+		series := write.Series{Labels: labels.FromStrings("__name__", "lat_bucket", "host", "h", "le", fmt.Sprint(s))}
+		for i := range 360 {
+			ts := int64(i) * 10_000
+			series.Samples = append(series.Samples, schema.Sample{T: ts, V: float64(i)})
+			series.Exemplars = append(series.Exemplars, exemplar.Exemplar{
+				Labels: labels.FromStrings("trace_id", fmt.Sprintf("%032x", s*1000+i)), Value: float64(i) / 7, Ts: ts, HasTs: true})
+		}
+		req.Series = append(req.Series, series)
+	}
+	if res, err := w.Write(ctx, &req); err != nil || res.ExemplarsWritten != 36_000 {
+		b.Fatalf("Write = %+v, %v", res.ExemplarsWritten, err)
+	}
+	eq, _ := query.NewReader(st, be.Settings, reg, post).ExemplarQuerier(ctx)
+	m := []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "__name__", "lat_bucket")}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		res, err := eq.Select(0, hour, m)
+		if err != nil || len(res) != 100 {
+			b.Fatalf("Select: %d, %v", len(res), err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/36_000, "ns/exemplar")
+}
