@@ -14,9 +14,11 @@
 //
 //  1. writes, for every resolution of Options.Rollups, one rollup cell per
 //     bucket into the resolution's table (schema.RollupTable; one Apply per
-//     table per batch): schema.AggregateWindows of the bucket's samples, stale
-//     markers included, encoded by schema.EncodeRollupWindows, in the series'
-//     row of the bucket's UTC day, qualifier the bucket's offset in the day,
+//     table per batch): schema.AggregateWindows of the bucket's samples,
+//     floats and native histograms (of which a window keeps the count and the
+//     last one), stale markers included, encoded by
+//     schema.EncodeRollupWindows, in the series' row of the bucket's UTC day,
+//     qualifier the bucket's offset in the day,
 //     timestamp the bucket's last millisecond (schema/rollup.go). A bucket
 //     narrower than a resolution holds the part of one window that falls into
 //     it; readers merge the parts (schema.RollupWindow.Merge). Step "rollups
