@@ -182,18 +182,41 @@ func (w *Writer) Write(ctx context.Context, req *Request) (Result, error) {
 // plannedSeries is a valid series of a request with at least one valid float
 // sample, histogram sample or exemplar.
 type plannedSeries struct {
-	req        int                      // index in Request.Series
-	lbls       labels.Labels            // as stored
-	allValid   bool                     // every float sample passed validation
-	samples    int                      // valid float samples
+	req      int           // index in Request.Series
+	lbls     labels.Labels // as stored
+	allValid bool          // every float sample passed validation
+	samples  int           // valid float samples
+	// more holds the series' histograms and exemplars, nil when it has none:
+	// a pointer keeps the float-only plan small (one per series of a request).
+	more *plannedMore
+}
+
+// plannedMore is what a planned series has beside float samples.
+type plannedMore struct {
 	histograms []schema.HistogramSample // valid histogram samples, as stored
 	exemplars  []exemplar.Exemplar      // valid exemplars, as stored
+}
+
+// histograms returns the series' valid histogram samples, as stored.
+func (p *plannedSeries) histograms() []schema.HistogramSample {
+	if p.more == nil {
+		return nil
+	}
+	return p.more.histograms
+}
+
+// exemplars returns the series' valid exemplars, as stored.
+func (p *plannedSeries) exemplars() []exemplar.Exemplar {
+	if p.more == nil {
+		return nil
+	}
+	return p.more.exemplars
 }
 
 // exemplarsOnly reports whether the series has nothing to store but
 // exemplars: it is looked up, not registered (an exemplar alone does not
 // create a series, as in Prometheus' TSDB).
-func (p *plannedSeries) exemplarsOnly() bool { return p.samples == 0 && len(p.histograms) == 0 }
+func (p *plannedSeries) exemplarsOnly() bool { return p.samples == 0 && len(p.histograms()) == 0 }
 
 // plan is what validate makes of a request: what of it is valid and will be
 // written, and the Result so far (its Rejected list).
@@ -274,13 +297,16 @@ func (w *Writer) validate(req *Request, now time.Time) (plan, error) {
 			valid++
 		}
 		ps := plannedSeries{req: i, lbls: lbls, allValid: valid == len(s.Samples), samples: valid}
-		if len(s.Histograms) > 0 {
-			ps.histograms = p.planHistograms(lim, i, s, &ps)
+		if len(s.Histograms) > 0 || len(s.Exemplars) > 0 {
+			ps.more = &plannedMore{}
+			if len(s.Histograms) > 0 {
+				ps.more.histograms = p.planHistograms(lim, i, s, &ps)
+			}
+			if len(s.Exemplars) > 0 {
+				ps.more.exemplars = p.planExemplars(i, s)
+			}
 		}
-		if len(s.Exemplars) > 0 {
-			ps.exemplars = p.planExemplars(i, s)
-		}
-		if ps.samples > 0 || len(ps.histograms) > 0 || len(ps.exemplars) > 0 {
+		if ps.samples > 0 || len(ps.histograms()) > 0 || len(ps.exemplars()) > 0 {
 			p.series = append(p.series, ps)
 		}
 	}
@@ -407,7 +433,7 @@ func (w *Writer) resolve(ctx context.Context, p *plan) ([]uint64, error) {
 			s := &series[i]
 			p.res.RejectedExemplars = append(p.res.RejectedExemplars, Rejection{Series: s.req, Sample: -1, Kind: ErrInvalidExemplar,
 				Reason: fmt.Sprintf("%d exemplars not stored: series %s has no samples stored, and exemplars alone do not create a series",
-					len(s.exemplars), describe(s.lbls))})
+					len(s.exemplars()), describe(s.lbls))})
 		}
 	}
 	return ids, nil
@@ -518,8 +544,8 @@ func (w *Writer) build(req *Request, pl *plan, ids []uint64) batch {
 		keys[i] = k
 		rowLen := 1 + schema.EscapedLen(k.host) + schema.EscapedLen(k.metric) + 16
 		size += p.samples*(schema.RawQualifierLen+schema.RawValueLen) + rowLen +
-			len(p.histograms)*(schema.RawQualifierLen+histogramValueLen)
-		samples += p.samples + len(p.histograms)
+			len(p.histograms())*(schema.RawQualifierLen+histogramValueLen)
+		samples += p.samples + len(p.histograms())
 	}
 	// One row key per series is the common case (one sample, or all in one
 	// bucket); more are appended as needed.
@@ -588,7 +614,7 @@ func (w *Writer) build(req *Request, pl *plan, ids []uint64) batch {
 			v := buf[start+schema.RawQualifierLen : len(buf) : len(buf)]
 			b.muts = append(b.muts, kv.Put(row, schema.FamilyRaw, q, smp.T, v))
 		}
-		for _, hs := range p.histograms {
+		for _, hs := range p.histograms() {
 			row, bs := rowOf(i, hs.T)
 			start := len(buf)
 			buf, _ = schema.AppendRawQualifier(buf, hs.T-bs, w.width)
@@ -600,13 +626,13 @@ func (w *Writer) build(req *Request, pl *plan, ids []uint64) batch {
 		if !p.exemplarsOnly() {
 			b.series++
 			b.samples += p.samples
-			b.histograms += len(p.histograms)
+			b.histograms += len(p.histograms())
 		}
-		if len(p.exemplars) > 0 {
+		if ex := p.exemplars(); len(ex) > 0 {
 			k := keys[i]
 			var n int
 			b.exMuts, buf, n = w.appendExemplarMutations(b.exMuts, buf,
-				schema.DataKey{Salt: k.salt, Host: k.host, Metric: k.metric, SeriesID: id}, p.exemplars)
+				schema.DataKey{Salt: k.salt, Host: k.host, Metric: k.metric, SeriesID: id}, ex)
 			b.exemplars += n
 		}
 	}
