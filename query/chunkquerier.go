@@ -39,28 +39,33 @@ func (q *chunkQuerier) Select(ctx context.Context, _ bool, hints *storage.Select
 	}
 	if sel.onlyLabels || sel.rows != nil {
 		cancel()
-		return &chunkSeriesSet{list: &listSeriesSet{sel: sel, i: -1}}
+		return &chunkSeriesSet{list: &sel, i: -1}
 	}
 	f := newFetcher(ctx, cancel, q.r, sel.series, sel.mint, sel.maxt, rollupPlan{})
 	q.track(f)
 	return &chunkSeriesSet{f: f}
 }
 
-// chunkSeriesSet hands out the series of a fetcher, or of a list, as chunks.
+// chunkSeriesSet hands out the series of a fetcher, or of a selection read
+// beforehand (list, its i-th series), as chunks.
 type chunkSeriesSet struct {
 	f    *fetcher
-	list *listSeriesSet
+	list *selection
+	i    int
 	cur  *chunkSeries
 	err  error
 }
 
 func (s *chunkSeriesSet) Next() bool {
 	if s.list != nil {
-		if !s.list.Next() {
+		s.i++
+		if s.i >= len(s.list.series) {
 			return false
 		}
-		fs := s.list.At().(*floatSeries)
-		s.cur = &chunkSeries{labels: fs.labels, rows: fs.rows}
+		s.cur = &chunkSeries{labels: s.list.series[s.i].labels}
+		if s.list.rows != nil {
+			s.cur.rows = s.list.rows[s.i]
+		}
 		return true
 	}
 	if s.err != nil {

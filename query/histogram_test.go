@@ -24,7 +24,7 @@ import (
 // mixedSeries is a series that changes kind sample by sample: floats (one with
 // a start timestamp), integer histograms (one with a start timestamp, the
 // third a counter reset), a float histogram, a float again, and in the next
-// bucket a custom-buckets histogram. Its samples are written as raw cells
+// bucket custom-buckets histograms, the second a counter reset. Its samples are written as raw cells
 // (schema's codecs) over float samples written by write.Writer, which
 // registers and indexes the series.
 var mixedSeries = labels.FromStrings("__name__", "mixed", "host", "h1", "job", "node")
@@ -49,6 +49,8 @@ func mixedSamples() []mixedSample {
 		{t: 6000, fh: tsdbutil.GenerateTestFloatHistogram(3)},
 		{t: 7000, v: math.Float64frombits(0x7ff0000000000002)}, // a stale marker
 		{t: hour + 1000, h: tsdbutil.GenerateTestCustomBucketsHistogram(1)},
+		{t: hour + 2000, h: tsdbutil.GenerateTestCustomBucketsHistogram(0)}, // a counter reset
+		{t: hour + 3000, h: tsdbutil.GenerateTestCustomBucketsHistogram(1)},
 	}
 }
 
@@ -156,14 +158,20 @@ func wantMixed(samples []mixedSample) string {
 }
 
 // Select hands out every sample of a series that changes kind, in time order,
-// floats and histograms bit-exact with their start timestamps and counter-reset
-// hints as written, across buckets; Seek lands on either kind.
+// floats and histograms bit-exact with their start timestamps, across buckets,
+// the histograms' counter-reset hints as Prometheus' head sets them (the
+// second of two integer histograms in a row is "not a reset"); Seek lands on
+// either kind.
 func TestSelectMixedSeries(t *testing.T) {
 	for _, b := range schematest.Backends() {
 		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel()
 			r := writeMixed(t, b)
 			samples := mixedSamples()
+			for _, i := range []int{3, 9} {
+				samples[i].h = samples[i].h.Copy()
+				samples[i].h.CounterResetHint = histogram.NotCounterReset
+			}
 			for _, plan := range []query.Plan{query.PlanIndex, query.PlanHostScan} {
 				for _, tc := range []struct {
 					name       string
@@ -172,6 +180,9 @@ func TestSelectMixedSeries(t *testing.T) {
 				}{
 					{"everything", 0, 2 * hour, samples},
 					{"cut to histograms", 2500, 6500, samples[2:6]},
+					// As in Prometheus' head, 4000 is the second histogram of a
+					// chunk that started before the range.
+					{"from the second histogram of a chunk", 3500, 6500, samples[3:6]},
 					{"one bucket's floats", 0, 2000, samples[:2]},
 				} {
 					q, err := r.WithOptions(query.Options{Plan: plan}).Querier(tc.mint, tc.maxt)
@@ -279,6 +290,7 @@ func TestChunkQuerierMixedSeries(t *testing.T) {
 				{chunkenc.EncFloatHistogram, samples[5:6]},
 				{chunkenc.EncXOR2, samples[6:7]},
 				{chunkenc.EncHistogram, samples[7:8]}, // the next bucket
+				{chunkenc.EncHistogram, []mixedSample{samples[8], hint(samples[9], histogram.NotCounterReset)}}, // a reset
 			}
 			it := ss.At().Iterator(nil)
 			for i, w := range want {
@@ -317,12 +329,8 @@ func TestLastMixedSeries(t *testing.T) {
 			t.Parallel()
 			r := writeMixed(t, b)
 			samples := mixedSamples()
-			for n, want := range map[int][]mixedSample{
-				1: {samples[7]},
-				3: {samples[7], samples[6], samples[5]},
-				5: {samples[7], samples[6], samples[5], samples[4], samples[3]},
-				8: reversed(samples),
-			} {
+			for _, n := range []int{1, 3, 5, len(samples), 100} {
+				want := reversed(samples)[:min(n, len(samples))]
 				got, err := r.Last(context.Background(), "h1", "mixed", n)
 				if err != nil {
 					t.Fatal(err)

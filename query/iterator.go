@@ -51,16 +51,6 @@ func general(rows []bucketSamples) bool {
 	return false
 }
 
-// newSeriesIterator returns an iterator over a series' rows, reusing it when
-// it is one of ours: over its float samples as they are when no row holds
-// histograms or start timestamps, else over mixedList.
-func newSeriesIterator(it chunkenc.Iterator, rows []bucketSamples) chunkenc.Iterator {
-	if !general(rows) {
-		return newSampleIterator(it, flatten(rows))
-	}
-	return newSampleIterator(it, flattenMixed(rows))
-}
-
 // newSampleIterator returns an iterator over samples, reusing it when it is
 // one of ours.
 func newSampleIterator(it chunkenc.Iterator, samples storage.Samples) chunkenc.Iterator {

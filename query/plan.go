@@ -60,6 +60,7 @@ const rowsPerRoundTrip = 100
 type selection struct {
 	series     []series
 	rows       [][]bucketSamples
+	history    [][]bucketSamples // with rows: each series' rows before mint, for asHead (Reader.history)
 	mint, maxt int64
 	onlyLabels bool
 }

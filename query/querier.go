@@ -2,6 +2,8 @@ package query
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/prometheus/prometheus/model/labels"
@@ -135,7 +137,15 @@ func (q *querier) Select(ctx context.Context, _ bool, hints *storage.SelectHints
 		return storage.ErrSeriesSet(err)
 	}
 	if sel.onlyLabels || sel.rows != nil {
-		cancel()
+		defer cancel()
+		if sel.rows != nil {
+			sel.history = make([][]bucketSamples, len(sel.rows))
+			for i := range sel.rows {
+				if sel.history[i], err = q.r.history(ctx, &sel.series[i], sel.mint, sel.rows[i]); err != nil {
+					return storage.ErrSeriesSet(err)
+				}
+			}
+		}
 		return &listSeriesSet{sel: sel, i: -1}
 	}
 	f := newFetcher(ctx, cancel, q.r, sel.series, sel.mint, sel.maxt, plan)
@@ -164,7 +174,17 @@ func (s *seriesSet) Next() bool {
 		s.err = err
 		return false
 	}
-	s.cur = &floatSeries{labels: ser.labels, rows: rows}
+	var history []bucketSamples
+	if s.f.plan.mode == modeRaw {
+		if history, s.err = s.f.r.history(s.f.ctx, ser, s.f.mint, rows); s.err != nil {
+			s.f.close()
+			return false
+		}
+	}
+	if s.cur, s.err = newFloatSeries(ser.labels, history, rows); s.err != nil {
+		s.f.close()
+		return false
+	}
 	return true
 }
 
@@ -177,32 +197,93 @@ func (s *seriesSet) Warnings() annotations.Annotations { return s.warnings }
 type listSeriesSet struct {
 	sel selection
 	i   int
+	cur *floatSeries
+	err error
 }
 
 func (s *listSeriesSet) Next() bool {
-	s.i++
-	return s.i < len(s.sel.series)
-}
-
-func (s *listSeriesSet) At() storage.Series {
-	fs := &floatSeries{labels: s.sel.series[s.i].labels}
-	if s.sel.rows != nil {
-		fs.rows = s.sel.rows[s.i]
+	if s.err != nil {
+		return false
 	}
-	return fs
+	s.i++
+	if s.i >= len(s.sel.series) {
+		return false
+	}
+	var rows, history []bucketSamples
+	if s.sel.rows != nil {
+		rows, history = s.sel.rows[s.i], s.sel.history[s.i]
+	}
+	s.cur, s.err = newFloatSeries(s.sel.series[s.i].labels, history, rows)
+	return s.err == nil
 }
 
-func (*listSeriesSet) Err() error                        { return nil }
+func (s *listSeriesSet) At() storage.Series              { return s.cur }
+func (s *listSeriesSet) Err() error                      { return s.err }
 func (*listSeriesSet) Warnings() annotations.Annotations { return nil }
 
-// floatSeries is one series and its rows' samples.
+// floatSeries is one series and its rows' samples; mixed holds them merged
+// when a row holds histograms or start timestamps (newSeriesIterator).
 type floatSeries struct {
 	labels labels.Labels
 	rows   []bucketSamples
+	mixed  mixedList
+}
+
+// newFloatSeries returns the series of rows, its histograms as Prometheus'
+// head hands them out (asHead), after history (see Reader.history).
+func newFloatSeries(ls labels.Labels, history, rows []bucketSamples) (*floatSeries, error) {
+	s := &floatSeries{labels: ls, rows: rows}
+	if !general(rows) {
+		return s, nil
+	}
+	skip := 0
+	if len(history) > 0 {
+		for i := range history {
+			skip += history[i].len()
+		}
+		rows = append(slices.Clip(history), rows...)
+	}
+	s.mixed = flattenMixed(rows)
+	for i := range rows {
+		if len(rows[i].histograms) > 0 {
+			if err := asHead(s.mixed); err != nil {
+				return nil, fmt.Errorf("query: series %s: %w", ls, err)
+			}
+			break
+		}
+	}
+	s.mixed = s.mixed[skip:]
+	return s, nil
+}
+
+// history returns what asHead needs to know of the series s before mint to
+// give the histograms of rows (its rows from mint on) the hints Prometheus'
+// head would: when the first of them is a histogram, it may be the second of
+// a head chunk that started before mint (and so "not a reset"). A head chunk
+// never crosses the end of its 2h range (headChunkRange), so the rows of
+// [start of mint's range, mint) are all that can matter. None when the first
+// sample is a float (a histogram after it starts a chunk whatever came
+// before) or mint starts a range.
+func (r *Reader) history(ctx context.Context, s *series, mint int64, rows []bucketSamples) ([]bucketSamples, error) {
+	if len(rows) == 0 {
+		return nil, nil
+	}
+	fs, hs := rows[0].samples, rows[0].histograms
+	if len(hs) == 0 || (len(fs) > 0 && fs[0].t < hs[0].T) {
+		return nil, nil
+	}
+	from := mint - mint%headChunkRange
+	if from >= mint {
+		return nil, nil
+	}
+	return r.readSeries(ctx, s, from, mint-1)
 }
 
 func (s *floatSeries) Labels() labels.Labels { return s.labels }
 
 func (s *floatSeries) Iterator(it chunkenc.Iterator) chunkenc.Iterator {
-	return newSeriesIterator(it, s.rows)
+	if s.mixed != nil {
+		return newSampleIterator(it, s.mixed)
+	}
+	return newSampleIterator(it, flatten(s.rows))
 }
