@@ -44,11 +44,24 @@
 //     scan of its key range (newest bucket first). Raw cells (family
 //     r) and any chunk cells (family c, schema/chunk.go) are merged, one sample
 //     per timestamp (raw wins), ascending, values bit-exact (stale markers
-//     included). Closing the querier or cancelling the Select's context stops
-//     the reads in flight;
-//  4. hands out series lazily: samples through chunkenc.Iterator, or for the
-//     ChunkQuerier (remote read's streamed XOR chunks) a row's stored chunk as
-//     it is, else XOR chunks of at most MaxChunkSamples encoded per bucket.
+//     included), of either kind: float samples and native histograms (integer
+//     and float, schema.HistogramSample), with their start timestamps. A row
+//     of floats without start timestamps stays 16 bytes a sample (samples.go);
+//     histograms and start timestamps go beside it. Closing the querier or
+//     cancelling the Select's context stops the reads in flight;
+//  4. hands out series lazily through chunkenc.Iterator (iterator.go): a
+//     float-only series over its samples as they are; a series with
+//     histograms or start timestamps over its samples merged, the histograms
+//     as Prometheus' head hands them out — through its chunks and back
+//     (chunkencode.go asHead), so that counter-reset hints are the head's,
+//     reading the series back to the start of mint's 2h head chunk range when
+//     that decides a hint (Reader.history). The ChunkQuerier (remote read's
+//     STREAMED_XOR_CHUNKS) hands out a row's stored chunks as they are
+//     (schema.RowSamples.Chunks), else chunks encoded per bucket: XOR chunks
+//     of at most MaxChunkSamples for floats, and for rows with histograms or
+//     start timestamps Prometheus' encodings cut as its head cuts them
+//     (histogram, float histogram, and the ST forms XOR2 and histogram ST for
+//     the kinds that carry start timestamps).
 //
 // Series without a sample in the range are left out. With SelectHints.Func
 // "series" only labels are read: every series the index holds for the days of
@@ -59,14 +72,10 @@
 // LabelValues read the index (without matchers) or the labels of the matching
 // series, with LabelHints.Limit.
 //
-// # Not yet
+// # Not used
 //
-// Compaction (future work, ARCHITECTURE.md) will seal buckets into chunk
-// cells; nothing writes family c yet, so every row read today holds raw cells
-// only. Select and ChunkQuerier already merge chunk cells where present;
-// Samples and Last read raw cells only. Rollups and downsampling are future
-// work too: SelectHints.Step/Func do not pick a resolution, every read is of
-// raw samples. Also not used: sharding hints; native histograms are not stored.
+// Sharding hints. Remote read's SAMPLES answer carries no start timestamps
+// (prompb.Sample and prompb.Histogram have none); its streamed chunks do.
 //
 // It reads only through kv.Store, schema's codecs and index/. It must never
 // import a kv backend (kv/hbase, kv/embedded, gohbase, Pebble) nor write, db,
