@@ -25,6 +25,8 @@ type httpMetrics struct {
 	duration        *prometheus.HistogramVec
 	writeRequests   *prometheus.CounterVec
 	samplesWritten  *prometheus.CounterVec
+	histsWritten    *prometheus.CounterVec
+	exemplarsStored *prometheus.CounterVec
 	samplesRejected *prometheus.CounterVec
 }
 
@@ -46,7 +48,15 @@ func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
 		}, []string{"protocol", "outcome"}),
 		samplesWritten: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hbtsdb_samples_written_total",
-			Help: "Samples durably stored by the write endpoints, by protocol.",
+			Help: "Float samples durably stored by the write endpoints, by protocol.",
+		}, []string{"protocol"}),
+		histsWritten: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hbtsdb_histogram_samples_written_total",
+			Help: "Native histogram samples durably stored by remote write, by protocol.",
+		}, []string{"protocol"}),
+		exemplarsStored: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hbtsdb_exemplars_written_total",
+			Help: "Exemplars durably stored by remote write, by protocol (invalid ones and repeats of stored ones are not counted).",
 		}, []string{"protocol"}),
 		samplesRejected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hbtsdb_samples_rejected_total",
@@ -57,7 +67,7 @@ func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
 				"invalid_datapoint (an /api/put datapoint that does not decode).",
 		}, []string{"protocol", "reason"}),
 	}
-	reg.MustRegister(m.requests, m.duration, m.writeRequests, m.samplesWritten, m.samplesRejected)
+	reg.MustRegister(m.requests, m.duration, m.writeRequests, m.samplesWritten, m.histsWritten, m.exemplarsStored, m.samplesRejected)
 	return m
 }
 
@@ -106,6 +116,7 @@ func metricsHandler(g prometheus.Gatherer, reg prometheus.Registerer) http.Handl
 // request is answered.
 type ingestTally struct {
 	series, samples, rejected int
+	histograms, exemplars     int
 	byReason                  map[string]int // rejected samples by reason label
 }
 
@@ -154,6 +165,8 @@ func writeAndTally(ctx context.Context, wr Writer, req *write.Request) (write.Re
 	if t, ok := ctx.Value(tallyKey{}).(*ingestTally); ok && err == nil {
 		t.series += res.SeriesWritten
 		t.samples += res.SamplesWritten
+		t.histograms += res.HistogramsWritten
+		t.exemplars += res.ExemplarsWritten
 		for _, r := range res.Rejected {
 			t.reject(rejectReason(r.Kind), r.Samples)
 		}
@@ -186,6 +199,8 @@ func countWrites(stats *IngestStats, m *httpMetrics, protocol func(*http.Request
 			p := protocol(r)
 			m.writeRequests.WithLabelValues(p, writeOutcome(sw.status)).Inc()
 			m.samplesWritten.WithLabelValues(p).Add(float64(tally.samples))
+			m.histsWritten.WithLabelValues(p).Add(float64(tally.histograms))
+			m.exemplarsStored.WithLabelValues(p).Add(float64(tally.exemplars))
 			for reason, n := range tally.byReason {
 				m.samplesRejected.WithLabelValues(p, reason).Add(float64(n))
 			}

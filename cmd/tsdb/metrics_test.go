@@ -7,10 +7,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/golang/snappy"
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/prompb"
+	"github.com/prometheus/prometheus/tsdb/tsdbutil"
 )
 
 // upstreamLintExceptions are metrics of Prometheus' own packages that promlint
@@ -110,6 +113,18 @@ func TestMetricsMoveUnderLoad(t *testing.T) {
 	if code, msg := postBody(s.addr, "/api/v1/write", old, remoteWriteHeaders); code != 400 {
 		t.Fatalf("remote write of a sample 500 days old: %d %s, want 400", code, msg)
 	}
+	hist := &prompb.WriteRequest{Timeseries: []prompb.TimeSeries{{
+		Labels:     []prompb.Label{{Name: "__name__", Value: "latency_seconds"}},
+		Histograms: []prompb.Histogram{prompb.FromIntHistogram(now, tsdbutil.GenerateTestHistogram(1)), prompb.FromIntHistogram(now+1, tsdbutil.GenerateTestHistogram(2))},
+		Exemplars:  []prompb.Exemplar{{Labels: []prompb.Label{{Name: "trace_id", Value: "abc"}}, Value: 0.5, Timestamp: now}},
+	}}}
+	raw, err := hist.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, msg := postBody(s.addr, "/api/v1/write", snappy.Encode(nil, raw), remoteWriteHeaders); code != 204 {
+		t.Fatalf("remote write of 2 histograms and an exemplar: %d %s", code, msg)
+	}
 	if code, body := s.get("/api/v1/query?query=" + url.QueryEscape("count(abuse_metric)")); code != 200 || !strings.Contains(body, `"500"`) {
 		t.Fatalf("count(abuse_metric): %d %s", code, body)
 	}
@@ -121,16 +136,18 @@ func TestMetricsMoveUnderLoad(t *testing.T) {
 		delta float64
 	}{
 		{"hbtsdb_samples_written_total", []string{"protocol", "remote_write_v1"}, series},
-		{"hbtsdb_write_requests_total", []string{"protocol", "remote_write_v1", "outcome", "success"}, 1},
+		{"hbtsdb_histogram_samples_written_total", []string{"protocol", "remote_write_v1"}, 2},
+		{"hbtsdb_exemplars_written_total", []string{"protocol", "remote_write_v1"}, 1},
+		{"hbtsdb_write_requests_total", []string{"protocol", "remote_write_v1", "outcome", "success"}, 2},
 		{"hbtsdb_samples_written_total", []string{"protocol", "put"}, 1},
 		{"hbtsdb_samples_rejected_total", []string{"protocol", "put", "reason", "invalid_datapoint"}, 1},
 		{"hbtsdb_samples_rejected_total", []string{"protocol", "remote_write_v1", "reason", "too_old"}, 1},
 		{"hbtsdb_write_requests_total", []string{"protocol", "remote_write_v1", "outcome", "rejected"}, 1},
 		{"hbtsdb_write_requests_total", []string{"protocol", "put", "outcome", "rejected"}, 1},
-		{"hbtsdb_series_created_total", nil, series + 1},
-		{"hbtsdb_series_registry_lookups_total", []string{"result", "registered"}, series + 1},
-		{"hbtsdb_http_requests_total", []string{"handler", "/api/v1/write", "code", "204"}, 1},
-		{"hbtsdb_http_request_duration_seconds", []string{"handler", "/api/v1/write"}, 2},
+		{"hbtsdb_series_created_total", nil, series + 2},
+		{"hbtsdb_series_registry_lookups_total", []string{"result", "registered"}, series + 2},
+		{"hbtsdb_http_requests_total", []string{"handler", "/api/v1/write", "code", "204"}, 2},
+		{"hbtsdb_http_request_duration_seconds", []string{"handler", "/api/v1/write"}, 3},
 		{"hbtsdb_http_request_duration_seconds", []string{"handler", "/api/v1/query"}, 1},
 		{"prometheus_engine_query_duration_histogram_seconds", []string{"slice", "inner_eval"}, 1},
 	} {
