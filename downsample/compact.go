@@ -118,7 +118,8 @@ type Stats struct {
 	Samples int
 	// RawCells is how many raw cells were deleted.
 	RawCells int
-	// Skipped counts the rows left raw: more samples than a chunk holds.
+	// Skipped counts the rows left raw: more samples than a chunk holds, or
+	// samples that make no chunk (planRow).
 	Skipped int
 	// RollupCells is how many rollup cells were written: one per resolution
 	// and rewritten row, and one per resolution and skipped row (whose rollup
@@ -364,8 +365,8 @@ type rowPlan struct {
 // and the samples its chunk cell (and its rollup cells) hold, floats and
 // histograms, with their start timestamps (schema.BucketCell). A row without raw
 // cells of a sealed bucket (compacted meanwhile, or not sealed) gives an empty
-// plan; a row with more samples than a chunk holds gives its samples but no
-// chunk, and stays raw.
+// plan; a row with more samples than a chunk holds, or whose samples
+// schema.BucketCell refuses, gives its samples but no chunk, and stays raw.
 func (c *Compactor) planRow(row kv.Row, width time.Duration, cutoff int64) (rowPlan, error) {
 	rs, err := schema.DecodeDataRow(row, width, 0, kv.MaxTimestamp)
 	if err != nil {
@@ -382,7 +383,11 @@ func (c *Compactor) planRow(row kv.Row, width time.Duration, cutoff int64) (rowP
 	}
 	cell, err := schema.BucketCell(rs.Samples, rs.Histograms, rs.BucketStart, width)
 	if err != nil {
-		return rowPlan{}, fmt.Errorf("chunk of row %q: %w", row.Key, err)
+		// Not expected of samples DecodeDataRow returned; should Prometheus'
+		// histogram appender refuse one, the bucket stays raw (and readable)
+		// rather than stopping every later pass over the salt.
+		c.opts.Logger.Warn("bucket left raw: its samples do not make a chunk", "row", fmt.Sprintf("%q", row.Key), "err", err)
+		return p, nil
 	}
 	put := kv.Put(row.Key, cell.Family, cell.Qualifier, cell.Timestamp, cell.Value)
 	p.chunk = &put
