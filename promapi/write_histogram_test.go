@@ -6,8 +6,11 @@ package promapi
 
 import (
 	"context"
+	"fmt"
 	"math"
+	"net/http"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -236,6 +239,83 @@ func TestRemoteWriteV2PartialHistogramWrite(t *testing.T) {
 			if len(got) != 2 || got[0].T != t0-2000 || got[1].T != t0 {
 				t.Errorf("stored %v, want the two good histograms", got)
 			}
+		})
+	}
+}
+
+// benchHistogram is the histogram of series k at request r: a counter-like
+// exponential histogram (schema 3) with 20 to 40 positive buckets in two
+// spans and a zero bucket, its counts growing with r.
+func benchHistogram(k, r int) *histogram.Histogram {
+	n := 20 + k%21
+	h := &histogram.Histogram{Schema: 3, ZeroThreshold: 1e-128, ZeroCount: uint64(r),
+		PositiveSpans: []histogram.Span{{Offset: int32(k % 7), Length: uint32(n / 2)}, {Offset: 2, Length: uint32(n - n/2)}}}
+	var prev int64
+	count := h.ZeroCount
+	for i := range n {
+		c := int64(r*(i%5+1) + i)
+		h.PositiveBuckets = append(h.PositiveBuckets, c-prev)
+		prev = c
+		count += uint64(c)
+	}
+	h.Count = count
+	h.Sum = float64(count) * 0.042
+	return h
+}
+
+// BenchmarkRemoteWriteV2Histograms sends remote-write 2.0 requests of 1 000
+// native histogram samples (1 000 series with 20 to 40 buckets, one sample
+// each, 15 s apart from one request to the next: what a Prometheus scraping
+// them sends) over real HTTP into the real pipeline and store, and reports
+// histograms/s, CPU-s/M (process CPU per million histogram samples),
+// value-bytes, the mean raw cell value of one histogram sample (the 4-byte
+// qualifier and the store's own overhead per cell come on top), and
+// body-bytes/histogram, the snappy-compressed request body per sample.
+//
+//	TSDB_TEST_HBASE_ZK=127.0.0.1:32483 go test -run '^$' -bench RemoteWriteV2Histograms -benchtime 50x ./promapi/
+func BenchmarkRemoteWriteV2Histograms(b *testing.B) {
+	const series = 1_000
+	for _, backend := range schematest.Backends() {
+		b.Run(backend.Name, func(b *testing.B) {
+			e := newEnv(b, backend, write.DefaultLimits(), WriteLimits{})
+			t0 := e.now.Add(-time.Hour).UnixMilli()
+			body := func(r int) []byte {
+				var in []v2In
+				for k := range series {
+					in = append(in, v2In{labels: ls("__name__", "http_request_duration_seconds", "instance", fmt.Sprintf("web-%d", k/10), "handler", fmt.Sprintf("/h%d", k%10)),
+						histograms: []writev2.Histogram{writev2.FromIntHistogram(t0-3600_000, t0+int64(r)*15_000, benchHistogram(k, r+1))}})
+				}
+				return marshalV2(b, v2Request(in...))
+			}
+			send := func(data []byte) {
+				r := post(b, e.srv.URL+"/api/v1/write", remoteHeaders(ctV2), data)
+				if r.status != http.StatusNoContent || r.header.Get(headerHistogramsWritten) != strconv.Itoa(series) {
+					b.Fatalf("write: %d %q, %s %q", r.status, r.body, headerHistogramsWritten, r.header.Get(headerHistogramsWritten))
+				}
+			}
+			send(body(-1)) // register the series
+			bodies := make([][]byte, b.N)
+			valueBytes := 0
+			for i := range bodies {
+				bodies[i] = body(i)
+			}
+			for k := range series {
+				valueBytes += len(schema.AppendHistogramSampleValue(nil, schema.HistogramSample{H: benchHistogram(k, 0)}))
+			}
+			b.ResetTimer()
+			cpu0 := processCPU(b)
+			start := time.Now()
+			for i := range b.N {
+				send(bodies[i])
+			}
+			elapsed := time.Since(start)
+			cpu := processCPU(b) - cpu0
+			b.StopTimer()
+			n := float64(b.N * series)
+			b.ReportMetric(n/elapsed.Seconds(), "histograms/s")
+			b.ReportMetric(cpu.Seconds()/n*1e6, "CPU-s/M")
+			b.ReportMetric(float64(valueBytes)/series, "value-bytes")
+			b.ReportMetric(float64(len(bodies[0]))/series, "body-bytes/histogram")
 		})
 	}
 }
