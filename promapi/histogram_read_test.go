@@ -3,7 +3,9 @@ package promapi
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"math"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -23,6 +25,9 @@ import (
 	"github.com/prometheus/prometheus/util/teststorage"
 	v1 "github.com/prometheus/prometheus/web/api/v1"
 
+	"github.com/hbtsdb/hbtsdb/db"
+	"github.com/hbtsdb/hbtsdb/downsample"
+	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/schema"
 	"github.com/hbtsdb/hbtsdb/schema/schematest"
 	"github.com/hbtsdb/hbtsdb/write"
@@ -143,20 +148,16 @@ func renderSeriesSet(t *testing.T, ss storage.SeriesSet) string {
 }
 
 // wantHistRead renders what a remote read of the fixture must give: every
-// sample bit-exact; with streamed chunks, their start timestamps, and the
-// counter-reset hints of Prometheus' chunks (chunkHints); with SAMPLES, no
-// start timestamps (prompb.Sample and prompb.Histogram carry none) and the
-// hints as written.
+// sample bit-exact, the counter-reset hints those of Prometheus' chunks
+// (chunkHints), as Prometheus' own remote read gives them from its head; with
+// streamed chunks, the start timestamps; with SAMPLES none (prompb.Sample and
+// prompb.Histogram carry none).
 func wantHistRead(chunked bool) string {
 	fx := histFixture()
 	var b strings.Builder
 	for _, name := range []string{"floats", "gauge", "mixed"} {
 		fmt.Fprintf(&b, "%s\n", histLabels(name))
-		samples := fx[name]
-		if chunked {
-			samples = chunkHints(samples)
-		}
-		for _, s := range samples {
+		for _, s := range chunkHints(fx[name]) {
 			if !chunked {
 				s.st = 0
 			}
@@ -189,50 +190,75 @@ func chunkHints(samples []histSample) []histSample {
 	return out
 }
 
+// newHistEnv is newQueryEnv's router over a DB holding histFixture only, and
+// the store under it.
+func newHistEnv(t *testing.T, b schematest.Backend) (*queryEnv, kv.Store) {
+	t.Helper()
+	b.TableOptions.RawRetention = 0
+	st := b.Store(t)
+	d, err := db.Open(context.Background(), db.Options{Store: st, Settings: b.Settings, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	srv := httptest.NewServer(mustRouter(t, Options{Store: StaticStore(d), Logger: slog.New(slog.DiscardHandler)}))
+	t.Cleanup(srv.Close)
+	e := &queryEnv{srv: srv, db: d}
+	writeHistFixture(t, e)
+	return e, st
+}
+
 // Remote read of native histograms, decoded by Prometheus' own remote-read
 // client (storage/remote.NewReadClient) with each response type it can ask
 // for: SAMPLES carries prompb.Histogram, STREAMED_XOR_CHUNKS histogram and
 // float histogram chunks (their ST forms where samples have start
 // timestamps). A series that changes kind (float, histograms, float again)
-// comes back whole, in order, bit-exact.
+// comes back whole, in order, bit-exact; the same once compaction sealed the
+// buckets into chunk cells (handed out as they are by streamed reads).
 func TestRemoteReadHistograms(t *testing.T) {
 	for _, b := range schematest.Backends() {
 		t.Run(b.Name, func(t *testing.T) {
-			e := newQueryEnv(t, b, Options{})
-			writeHistFixture(t, e)
+			e, st := newHistEnv(t, b)
 			u, err := url.Parse(e.srv.URL + "/api/v1/read")
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, tc := range []struct {
-				name  string
-				types []prompb.ReadRequest_ResponseType
-			}{
-				{"samples", []prompb.ReadRequest_ResponseType{prompb.ReadRequest_SAMPLES}},
-				{"streamed chunks", []prompb.ReadRequest_ResponseType{prompb.ReadRequest_STREAMED_XOR_CHUNKS}},
-			} {
-				t.Run(tc.name, func(t *testing.T) {
-					c, err := remote.NewReadClient("hbtsdb", &remote.ClientConfig{
-						URL: &config_util.URL{URL: u}, Timeout: model.Duration(time.Minute),
-						ChunkedReadLimit: 50 << 20, AcceptedResponseTypes: tc.types,
-					})
-					if err != nil {
-						t.Fatal(err)
-					}
-					ms, err := remote.ToLabelMatchers([]*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "host", "web3")})
-					if err != nil {
-						t.Fatal(err)
-					}
-					ss, err := c.Read(context.Background(), &prompb.Query{StartTimestampMs: (t0 - 60) * 1000,
-						EndTimestampMs: (t0 + 600) * 1000, Matchers: ms}, true)
-					if err != nil {
-						t.Fatal(err)
-					}
-					chunked := tc.types[0] == prompb.ReadRequest_STREAMED_XOR_CHUNKS
-					if got, want := renderSeriesSet(t, ss), wantHistRead(chunked); got != want {
-						t.Errorf("remote read, %s:\n%s\nwant\n%s", tc.name, got, want)
-					}
+			read := func(t *testing.T, types ...prompb.ReadRequest_ResponseType) string {
+				c, err := remote.NewReadClient("hbtsdb", &remote.ClientConfig{
+					URL: &config_util.URL{URL: u}, Timeout: model.Duration(time.Minute),
+					ChunkedReadLimit: 50 << 20, AcceptedResponseTypes: types,
 				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				ms, err := remote.ToLabelMatchers([]*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "host", "web3")})
+				if err != nil {
+					t.Fatal(err)
+				}
+				ss, err := c.Read(context.Background(), &prompb.Query{StartTimestampMs: (t0 - 60) * 1000,
+					EndTimestampMs: (t0 + 600) * 1000, Matchers: ms}, true)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return renderSeriesSet(t, ss)
+			}
+			for _, compacted := range []bool{false, true} {
+				if compacted {
+					c, err := downsample.NewCompactor(st, b.Settings, downsample.Options{Grace: time.Nanosecond,
+						Now: func() time.Time { return time.UnixMilli(kv.MaxTimestamp) }})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if stats, err := c.Compact(context.Background()); err != nil || stats.Rows != 3 {
+						t.Fatalf("Compact = %+v, %v; want the 3 series' rows compacted", stats, err)
+					}
+				}
+				if got, want := read(t, prompb.ReadRequest_SAMPLES), wantHistRead(false); got != want {
+					t.Errorf("remote read, samples, compacted %t:\n%s\nwant\n%s", compacted, got, want)
+				}
+				if got, want := read(t, prompb.ReadRequest_STREAMED_XOR_CHUNKS), wantHistRead(true); got != want {
+					t.Errorf("remote read, streamed chunks, compacted %t:\n%s\nwant\n%s", compacted, got, want)
+				}
 			}
 		})
 	}
