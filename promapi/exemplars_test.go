@@ -245,9 +245,12 @@ func TestExemplarsIdempotentAndBounded(t *testing.T) {
 				t.Errorf("after a repeat: %s\nPrometheus' storage: %s", once, want)
 			}
 
-			// 12 exemplars in one 10 s slot of one series, in one request: the
-			// newest 10 are kept. Then 3 more in the same slot, newer: they take
-			// indexes 0..2, replacing the oldest stored.
+			// 12 exemplars in one 10 s slot of one series, 100 ms apart, in one
+			// request: the newest 10 (t02..t11) are kept, in places 0..9 (t02..t09
+			// point to place 0 and move on to the next free one; t10 and t11 to
+			// place 1, the first free ones being 8 and 9). Then 3 more in the same
+			// slot, newer, in another request: all point to place 1 and take 1, 2
+			// and 3, replacing t03..t05. The slot still holds 10.
 			lbls := ls("__name__", "lat_bucket", "host", "web3", "le", "1")
 			var first, second []exemplar.Exemplar
 			for i := range 12 {
@@ -265,7 +268,7 @@ func TestExemplarsIdempotentAndBounded(t *testing.T) {
 			_, got := getExemplars(t, e.srv.URL, q("query", "lat_bucket"))
 			var want strings.Builder
 			want.WriteString(`{"status":"success","data":[{"seriesLabels":{"__name__":"lat_bucket","host":"web3","le":"1"},"exemplars":[`)
-			for i, id := range []int{5, 6, 7, 8, 9, 10, 11, 12, 13, 14} {
+			for i, id := range []int{2, 6, 7, 8, 9, 10, 11, 12, 13, 14} {
 				if i > 0 {
 					want.WriteString(",")
 				}
@@ -278,6 +281,21 @@ func TestExemplarsIdempotentAndBounded(t *testing.T) {
 			want.WriteString(`]}]}`)
 			if got != want.String() {
 				t.Errorf("bounded slot:\n%s\nwant\n%s", got, want.String())
+			}
+
+			// Exemplars of one slot in two requests (a native histogram's, one
+			// scrape apart) keep both: their times point to places 1 and 5.
+			lbls = ls("__name__", "nh", "host", "web3")
+			for _, off := range []int64{1_000, 5_000} {
+				ex := exemplar.Exemplar{Labels: ls("trace_id", fmt.Sprint(off)), Value: 1, Ts: t0*1000 + off, HasTs: true}
+				if n := e.write(t, []write.Series{{Labels: lbls, Exemplars: []exemplar.Exemplar{ex}}}); n != 1 {
+					t.Errorf("ExemplarsWritten = %d, want 1", n)
+				}
+			}
+			_, got = getExemplars(t, e.srv.URL, q("query", "nh"))
+			if want := `{"status":"success","data":[{"seriesLabels":{"__name__":"nh","host":"web3"},"exemplars":[` +
+				`{"labels":{"trace_id":"1000"},"value":"1","timestamp":1700000001},{"labels":{"trace_id":"5000"},"value":"1","timestamp":1700000005}]}]}`; got != want {
+				t.Errorf("one slot, two requests:\n%s\nwant\n%s", got, want)
 			}
 		})
 	}

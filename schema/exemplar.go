@@ -21,10 +21,13 @@ import (
 //
 // slotOffset is the offset in ms from the bucket start of the exemplar's slot:
 // the bucket is cut into slots of a configured width (write.Options.ExemplarSlot
-// [DefaultExemplarSlot]) counted from the bucket start, big-endian. index is the
-// exemplar's position among the exemplars of one write request that fall into
-// that slot of that series, oldest first; a request keeps the newest
-// write.Options.ExemplarsPerSlot [DefaultExemplarsPerSlot] of them. flags bit 0
+// [DefaultExemplarSlot]) counted from the bucket start, big-endian. A slot
+// holds write.Options.ExemplarsPerSlot [DefaultExemplarsPerSlot] places, index
+// 0 .. perSlot-1: an exemplar takes the place its time points to
+// (ExemplarIndex: the slot cut into perSlot equal parts), or, when another
+// exemplar of the same write request took it, the next free one (a request
+// keeps the newest perSlot exemplars of a slot, so all of them get a place).
+// flags bit 0
 // is Exemplar.HasTs, the other bits are 0; ts is the exemplar's timestamp
 // (int64, big-endian; equal to the cell timestamp), value its float64 bits
 // (big-endian, so NaN payloads survive); labels are uvarint(count) then, per
@@ -41,7 +44,10 @@ import (
 //     per series per hour. A later exemplar for an occupied (slot, index)
 //     replaces the stored one when its timestamp is newer (the family keeps one
 //     version and the cell timestamp is the exemplar's), and is hidden by it
-//     when older; at an equal timestamp the last write wins.
+//     when older; at an equal timestamp the last write wins. Exemplars of
+//     different requests meet in one place only when their times are within
+//     slot/perSlot (1 s by default) of each other, or when a request moved one
+//     to a free place.
 //   - Idempotent: the same exemplar (series, timestamp, value, labels) written
 //     again in the same position is the same cell (same row, qualifier,
 //     timestamp and value). Readers also drop exact duplicates, which two
@@ -107,6 +113,19 @@ func AppendExemplarQualifier(dst []byte, slotOffset int64, index uint8) ([]byte,
 	}
 	dst = binary.BigEndian.AppendUint32(dst, uint32(slotOffset))
 	return append(dst, index), nil
+}
+
+// ExemplarIndex is the index an exemplar at ts prefers in its slot, which
+// starts at slotStart (ms) and is slot wide, when a slot keeps perSlot: the
+// slot cut into perSlot equal places, the one ts falls in, in [0, perSlot).
+// perSlot must be in [1, MaxExemplarsPerSlot].
+func ExemplarIndex(ts, slotStart int64, slot time.Duration, perSlot int) int {
+	s := slot.Milliseconds()
+	if s <= 0 || perSlot <= 1 {
+		return 0
+	}
+	i := (ts - slotStart) * int64(perSlot) / s
+	return int(min(max(i, 0), int64(perSlot-1)))
 }
 
 // ParseExemplarQualifier decodes an exemplar qualifier into its slot offset and

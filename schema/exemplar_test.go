@@ -123,3 +123,24 @@ func TestExemplarQualifierAndSlots(t *testing.T) {
 		t.Errorf("a short qualifier: %v", err)
 	}
 }
+
+func TestExemplarIndex(t *testing.T) {
+	for _, tc := range []struct {
+		ts, slotStart int64
+		slot          time.Duration
+		perSlot, want int
+	}{
+		{1000, 1000, 10 * time.Second, 10, 0},
+		{1999, 1000, 10 * time.Second, 10, 0},
+		{2000, 1000, 10 * time.Second, 10, 1},
+		{10_999, 1000, 10 * time.Second, 10, 9},
+		{10_999, 1000, 10 * time.Second, 1, 0},
+		{1070, 1000, 250 * time.Millisecond, 10, 2},
+		{1246, 1000, 250 * time.Millisecond, 10, 9},
+		{5000, 0, time.Second, 256, 255}, // past the slot (a slot wider than the bucket): the last place
+	} {
+		if got := schema.ExemplarIndex(tc.ts, tc.slotStart, tc.slot, tc.perSlot); got != tc.want {
+			t.Errorf("ExemplarIndex(%d, %d, %s, %d) = %d, want %d", tc.ts, tc.slotStart, tc.slot, tc.perSlot, got, tc.want)
+		}
+	}
+}

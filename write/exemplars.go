@@ -21,11 +21,15 @@ import (
 //  2. groups them by slot (schema.ExemplarSlotOffset of the exemplar's bucket,
 //     slot width Options.ExemplarSlot) and keeps the newest
 //     Options.ExemplarsPerSlot of each slot — the bound: what a slot keeps is what the newest writes put there;
-//  3. puts each kept exemplar at (slot, index), index 0 the oldest kept, with
-//     the exemplar's timestamp as the cell timestamp, so that a re-sent
-//     exemplar rewrites the same cell, and a newer exemplar sent later for the
-//     same (slot, index) replaces the stored one (one version per cell, the
-//     newest timestamp wins on both backends).
+//  3. puts each kept exemplar, oldest first, at (slot, index): index is the
+//     place its time in the slot points to (schema.ExemplarIndex), or when an
+//     exemplar of the same request took it, the next free one — so the kept
+//     exemplars of a request all get a place, and exemplars of different
+//     requests meet in a place only when their times are within
+//     slot/perSlot of each other. The cell timestamp is the exemplar's, so that
+//     a re-sent request rewrites the same cells, and a newer exemplar sent
+//     later to an occupied place replaces the stored one (one version per
+//     cell, the newest timestamp wins on both backends).
 //
 // The slot width and per-slot bound are Options.ExemplarSlot and
 // ExemplarsPerSlot.
@@ -91,7 +95,13 @@ func appendExemplarPuts(muts []kv.Mutation, buf []byte, k schema.DataKey, sorted
 			buf = schema.DataRowKey(buf, k)
 			row, rowStart = buf[start:len(buf):len(buf)], bs
 		}
-		for idx, e := range group {
+		var taken [schema.MaxExemplarsPerSlot]bool
+		for _, e := range group {
+			idx := schema.ExemplarIndex(e.Ts, bs+off, slot, perSlot)
+			for taken[idx] {
+				idx = (idx + 1) % perSlot // len(group) <= perSlot: one is free
+			}
+			taken[idx] = true
 			start := len(buf)
 			// off lies in [0, width), and widths fit 32 bits: no error.
 			buf, _ = schema.AppendExemplarQualifier(buf, off, uint8(idx))

@@ -54,12 +54,12 @@ func TestAppendExemplarMutations(t *testing.T) {
 		n    int
 	}{
 		{
-			name: "one exemplar per scrape lands in its own slot, in time order",
+			name: "one exemplar per scrape lands in its own slot, at the place its time in the slot points to",
 			ex: []exemplar.Exemplar{
 				{Labels: tr("b"), Value: 2, Ts: h + 15_000, HasTs: true},
 				{Labels: tr("a"), Value: 1, Ts: h + 1_000, HasTs: true},
 			},
-			want: "3600000 0/0 @3601000 1 {trace_id=\"a\"}\n3600000 10000/0 @3615000 2 {trace_id=\"b\"}\n",
+			want: "3600000 0/1 @3601000 1 {trace_id=\"a\"}\n3600000 10000/5 @3615000 2 {trace_id=\"b\"}\n",
 			n:    2,
 		},
 		{
@@ -68,7 +68,7 @@ func TestAppendExemplarMutations(t *testing.T) {
 				{Labels: tr("a"), Value: 1, Ts: h + 1_000, HasTs: true},
 				{Labels: tr("a"), Value: 1, Ts: h + 1_000, HasTs: true},
 			},
-			want: "3600000 0/0 @3601000 1 {trace_id=\"a\"}\n",
+			want: "3600000 0/1 @3601000 1 {trace_id=\"a\"}\n",
 			n:    1,
 		},
 		{
@@ -81,7 +81,7 @@ func TestAppendExemplarMutations(t *testing.T) {
 			n:    2,
 		},
 		{
-			name: "a slot keeps the newest ten of a request",
+			name: "a slot keeps the newest ten of a request: places taken move to the next free one",
 			ex: func() []exemplar.Exemplar {
 				var ex []exemplar.Exemplar
 				for i := range 12 {
@@ -105,7 +105,7 @@ func TestAppendExemplarMutations(t *testing.T) {
 				{Labels: tr("next"), Value: 4, Ts: 2 * h, HasTs: false},
 				{Labels: tr("neg"), Value: 5, Ts: -1, HasTs: true},
 			},
-			want: "3600000 3590000/0 @7199999 3 {trace_id=\"late\"}\n7200000 0/0 @7200000 4 {trace_id=\"next\"}\n",
+			want: "3600000 3590000/9 @7199999 3 {trace_id=\"late\"}\n7200000 0/0 @7200000 4 {trace_id=\"next\"}\n",
 			n:    2,
 		},
 	} {
@@ -143,14 +143,15 @@ func TestExemplarOptions(t *testing.T) {
 			"write: Options.ExemplarsPerSlot must be in [1, 256] (0 means the default, 10), got 257" {
 		t.Errorf("Validate: %v", err)
 	}
-	// A one-minute slot keeping two: the newest two of the minute.
+	// A one-minute slot keeping two: the newest two of the minute; both point
+	// to place 1, the second moves on to place 0.
 	w := &Writer{width: time.Hour, opts: Options{ExemplarSlot: time.Minute, ExemplarsPerSlot: 2}.withDefaults()}
 	var ex []exemplar.Exemplar
 	for i := range 5 {
 		ex = append(ex, exemplar.Exemplar{Labels: labels.FromStrings("i", fmt.Sprint(i)), Value: float64(i), Ts: int64(i) * 10_000, HasTs: true})
 	}
 	got, n := describePuts(t, w, schema.DataKey{Host: "h", Metric: "m", SeriesID: 1}, ex)
-	want := "0 0/0 @30000 3 {i=\"3\"}\n0 0/1 @40000 4 {i=\"4\"}\n"
+	want := "0 0/1 @30000 3 {i=\"3\"}\n0 0/0 @40000 4 {i=\"4\"}\n"
 	if got != want || n != 2 {
 		t.Errorf("puts (%d):\n%s\nwant:\n%s", n, got, want)
 	}
