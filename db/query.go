@@ -22,7 +22,8 @@ func (db *DB) Querier(mint, maxt int64) (storage.Querier, error) {
 }
 
 // ChunkQuerier returns a Prometheus chunk querier of [mint, maxt] (inclusive,
-// milliseconds), for remote read's streamed XOR chunks; see
+// milliseconds), for remote read's streamed chunks (XOR, and histogram, float
+// histogram and their start-timestamp forms where the samples are such); see
 // query.Reader.ChunkQuerier.
 func (db *DB) ChunkQuerier(mint, maxt int64) (storage.ChunkQuerier, error) {
 	if db.closed.Load() {

@@ -17,11 +17,12 @@ const MaxChunkSamples = 120
 
 // ChunkQuerier returns a Prometheus chunk querier of [mint, maxt] (inclusive,
 // ms), for remote read's STREAMED_XOR_CHUNKS. Each series' chunks are the stored
-// chunks of its rows (family c) as they are when a row holds one and nothing
-// else in the range, and otherwise XOR chunks encoded from the row's merged
-// samples, at most MaxChunkSamples each and never across a bucket boundary.
-// Nothing stores chunks yet (compaction is future work), so today every chunk
-// is encoded from raw cells.
+// chunks of its rows (family c) as they are when a row's chunk cell holds
+// exactly its samples in the range (schema.RowSamples.Chunks, any encoding),
+// and otherwise chunks encoded from the row's merged samples, never across a
+// bucket boundary: XOR chunks of at most MaxChunkSamples for a row of floats
+// without start timestamps, else Prometheus' encodings cut as its head cuts
+// them (chunkencode.go).
 // Series come as Querier's do, Options.Concurrency read ahead, so memory stays
 // flat in the number of series.
 func (r *Reader) ChunkQuerier(mint, maxt int64) (storage.ChunkQuerier, error) {
