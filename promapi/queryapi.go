@@ -25,6 +25,10 @@ type QueryOptions struct {
 	// LookbackDelta is how far back an instant vector selector looks for the
 	// newest sample [5m], as Prometheus' --query.lookback-delta.
 	LookbackDelta time.Duration
+	// UseStartTimestamps makes rate, increase, irate and resets use the start
+	// timestamps stored with samples (a counter's created time), as Prometheus'
+	// --enable-feature=use-start-timestamps [false, as there].
+	UseStartTimestamps bool
 	// MaxSamples bounds the samples one query may hold in memory at once [50e6],
 	// as Prometheus' --query.max-samples; over it the query fails (422).
 	MaxSamples int
@@ -189,6 +193,7 @@ func newPromQLEngine(opts QueryOptions, reg prometheus.Registerer, logger *slog.
 		Timeout:              opts.Timeout,
 		ActiveQueryTracker:   newQueryGate(opts.MaxConcurrent),
 		LookbackDelta:        opts.LookbackDelta,
+		UseStartTimestamps:   opts.UseStartTimestamps,
 		EnableAtModifier:     true,
 		EnableNegativeOffset: true,
 		Parser:               parser.NewParser(parser.Options{}),

@@ -22,6 +22,10 @@ func (o *serveOptions) registerQueryFlags() {
 	b, q, sel := o.flags, &o.http.Query, &o.selectLimits
 	b.duration("query.lookback-delta", "promapi: QueryOptions.LookbackDelta", "How far back PromQL looks for the "+
 		"newest sample of a series at each evaluation step (Prometheus' --query.lookback-delta).", &q.LookbackDelta)
+	b.flag("query.use-start-timestamps", "promapi: QueryOptions.UseStartTimestamps", "Let rate, increase, irate "+
+		"and resets use the start timestamps stored with samples (remote write 2.0's start_timestamp, a counter's "+
+		"created time), as Prometheus' --enable-feature=use-start-timestamps; off, as there, by default.").
+		BoolVar(&q.UseStartTimestamps)
 	b.int("query.max-samples", "promapi: QueryOptions.MaxSamples", "Most samples one PromQL query may hold in memory "+
 		"at once; over it the query fails with 422 (errorType execution).", &q.MaxSamples)
 	b.duration("query.timeout", "promapi: QueryOptions.Timeout", "Longest a PromQL query may take, waiting for a slot "+
