@@ -26,7 +26,9 @@ type LastSeries struct {
 // len is the number of samples of both kinds.
 func (s *LastSeries) len() int { return len(s.Samples) + len(s.Histograms) }
 
-// Last returns the newest n samples (n >= 1) of every series of metric on host
+// Last returns the newest n samples (n >= 1; float samples and native
+// histograms alike, each kind in its own list of LastSeries, with their start
+// timestamps and counter-reset hints as stored) of every series of metric on host
 // whose labels match every matcher of at least one of matcherSets (every series
 // when there is no set), newest first within a series; the series are
 // sorted by labels (labels.Compare). host is the series' host as
