@@ -98,7 +98,10 @@
 //     exemplars stored ("Receivers MUST send a dedicated HTTP
 //     X-Prometheus-Remote-Write-*-Written response header with the precise
 //     number of successfully written elements", 2.0 Required Written Response
-//     Headers), on a 400 as on a 204.
+//     Headers), on a 400 as on a 204. A 2.0 TimeSeries holding both samples
+//     and histograms ("A TimeSeries MUST NOT include both") is accepted, as
+//     Prometheus' receiver accepts it; a histogram at the timestamp of a float
+//     sample of its series is a duplicate and rejected.
 //   - Exemplars are stored; an invalid one (labels over 128 runes, repeated
 //     label names, a timestamp out of range) is left out and logged without
 //     failing the request, as Prometheus' receiver does ("we don't fail the
