@@ -21,27 +21,21 @@ import (
 	"github.com/hbtsdb/hbtsdb/write"
 )
 
-// skippedPromQLFiles are the files of Prometheus' PromQL acceptance suite that
-// load native histograms ({{...}} samples), which hbtsdb does not store yet:
-// their load commands fail with ErrHistogramsNotSupported. start_timestamps.test
-// also needs stored start timestamps (@st series). Remove a file from this list
-// when what it needs is stored.
-var skippedPromQLFiles = map[string]string{
-	"testdata/aggregators.test":       "loads native histograms",
-	"testdata/extended_vectors.test":  "loads native histograms",
-	"testdata/functions.test":         "loads native histograms",
-	"testdata/histograms.test":        "loads native histograms",
-	"testdata/info.test":              "loads native histograms",
-	"testdata/limit.test":             "loads native histograms",
-	"testdata/native_histograms.test": "loads native histograms",
-	"testdata/operators.test":         "loads native histograms",
-	"testdata/range_queries.test":     "loads native histograms",
-	"testdata/start_timestamps.test":  "loads native histograms and needs start timestamps (@st), not stored",
-	"testdata/subquery.test":          "loads native histograms",
+// skippedPromQLFiles are the files of Prometheus' PromQL acceptance suite
+// TestPromQL skips, with why. None: hbtsdb stores native histograms and start
+// timestamps, and every file passes (TestNoPromQLFileSkipped keeps it so).
+var skippedPromQLFiles = map[string]string{}
+
+// TestNoPromQLFileSkipped fails when a file of the suite is skipped.
+func TestNoPromQLFileSkipped(t *testing.T) {
+	if len(skippedPromQLFiles) > 0 {
+		t.Errorf("PromQL files skipped: %v; every file must pass", skippedPromQLFiles)
+	}
 }
 
 // TestPromQL runs Prometheus' own PromQL acceptance suite (promqltest) against
-// a db.DB on each backend: every file but the skipped ones must pass. It runs
+// a db.DB on each backend: every file must pass, native histograms (integer,
+// float, custom buckets, gauges) and start timestamps included. It runs
 // twice: on raw cells as written, and with every bucket compacted into chunks
 // (downsample.Compactor, grace 0) before each read, which must not change a
 // single answer.
@@ -179,8 +173,10 @@ func (s *compactBeforeRead) ChunkQuerier(mint, maxt int64) (storage.ChunkQuerier
 	return s.storageOn.ChunkQuerier(mint, maxt)
 }
 
-// newEngine is promqltest's engine with every experimental parser feature the
-// files use (promqltest.TestParserOpts).
+// newEngine is promqltest's engine (promqltest.NewTestEngine's options) with
+// every experimental parser feature the files use (promqltest.TestParserOpts)
+// and start timestamps used by rate() and friends, as start_timestamps.test
+// expects.
 func newEngine(t *testing.T) *promql.Engine {
 	return promqltest.NewTestEngineWithOpts(t, promql.EngineOpts{
 		MaxSamples:               50_000_000,
@@ -189,6 +185,7 @@ func newEngine(t *testing.T) *promql.Engine {
 		EnableAtModifier:         true,
 		EnableNegativeOffset:     true,
 		EnableDelayedNameRemoval: true,
+		UseStartTimestamps:       true,
 		LookbackDelta:            0, // the default, 5m
 		Parser:                   parser.NewParser(promqltest.TestParserOpts),
 	})
@@ -244,5 +241,3 @@ func hbaseStorages(t *testing.T, b schematest.Backend) func(testing.TB) storage.
 		return openPromQLDB(t, ks, b.Settings)
 	}
 }
-
-func backendsForPromQL() []schematest.Backend { return schematest.Backends() }
