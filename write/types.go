@@ -138,7 +138,8 @@ type Result struct {
 // Rejection is one invalid series or sample of a request.
 type Rejection struct {
 	// Series is the index of the series in Request.Series; Sample the index of the
-	// sample in that series, or -1 when the whole series was rejected. For an
+	// sample in that series (histogram sample j of a series with n float
+	// samples is sample n+j), or -1 when the whole series was rejected. For an
 	// invalid entry of Request.Metadata, Series is -1 and Sample its index.
 	Series, Sample int
 	// Samples is how many samples (float and histogram) the rejection dropped.
