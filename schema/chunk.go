@@ -395,7 +395,8 @@ func BucketChunkCell(samples []Sample, bucketStart int64, width time.Duration) (
 // one timestamp, outside the bucket, a histogram sample without exactly one
 // of H and FH, or more than MaxChunkSamples in all.
 func BucketCell(samples []Sample, histograms []HistogramSample, bucketStart int64, width time.Duration) (kv.Cell, error) {
-	if err := checkBucketSamples(samples, histograms, bucketStart, width); err != nil {
+	withST, err := checkBucketSamples(samples, histograms, bucketStart, width)
+	if err != nil {
 		return kv.Cell{}, err
 	}
 	q, err := AppendChunkQualifier(nil, 0, width)
@@ -403,7 +404,7 @@ func BucketCell(samples []Sample, histograms []HistogramSample, bucketStart int6
 		return kv.Cell{}, err
 	}
 	var value []byte
-	if len(histograms) == 0 && !anyST(samples) {
+	if len(histograms) == 0 && !withST {
 		value = floatChunkValue(nil, samples)
 	} else if value, err = mixedChunkValue(samples, histograms); err != nil {
 		return kv.Cell{}, err
@@ -411,43 +412,48 @@ func BucketCell(samples []Sample, histograms []HistogramSample, bucketStart int6
 	return kv.Cell{Family: FamilyChunk, Qualifier: q, Timestamp: bucketStart + width.Milliseconds() - 1, Value: value}, nil
 }
 
-func checkBucketSamples(samples []Sample, histograms []HistogramSample, bucketStart int64, width time.Duration) error {
+// checkBucketSamples checks BucketCell's arguments, and reports whether a
+// float sample has a start timestamp.
+func checkBucketSamples(samples []Sample, histograms []HistogramSample, bucketStart int64, width time.Duration) (withST bool, err error) {
 	n := len(samples) + len(histograms)
 	switch {
 	case n == 0:
-		return fmt.Errorf("schema: a chunk of no samples: %w", kv.ErrInvalidArgument)
+		return false, fmt.Errorf("schema: a chunk of no samples: %w", kv.ErrInvalidArgument)
 	case n > MaxChunkSamples:
-		return fmt.Errorf("schema: %d samples in bucket %d, more than a chunk holds (%d): %w",
+		return false, fmt.Errorf("schema: %d samples in bucket %d, more than a chunk holds (%d): %w",
 			n, bucketStart, MaxChunkSamples, kv.ErrInvalidArgument)
 	}
 	end := bucketStart + width.Milliseconds()
-	for i, s := range samples {
-		if s.T < bucketStart || s.T >= end {
-			return fmt.Errorf("schema: sample at %d is not in bucket %d: %w", s.T, bucketStart, kv.ErrInvalidArgument)
+	prev := bucketStart - 1
+	for _, s := range samples {
+		if s.T <= prev || s.T >= end {
+			if s.T < bucketStart || s.T >= end {
+				return false, fmt.Errorf("schema: sample at %d is not in bucket %d: %w", s.T, bucketStart, kv.ErrInvalidArgument)
+			}
+			return false, fmt.Errorf("schema: chunk samples not ascending at %d: %w", s.T, kv.ErrInvalidArgument)
 		}
-		if i > 0 && s.T <= samples[i-1].T {
-			return fmt.Errorf("schema: chunk samples not ascending at %d: %w", s.T, kv.ErrInvalidArgument)
-		}
+		prev = s.T
+		withST = withST || s.ST != 0
 	}
 	j := 0
 	for i, h := range histograms {
 		if h.T < bucketStart || h.T >= end {
-			return fmt.Errorf("schema: histogram sample at %d is not in bucket %d: %w", h.T, bucketStart, kv.ErrInvalidArgument)
+			return false, fmt.Errorf("schema: histogram sample at %d is not in bucket %d: %w", h.T, bucketStart, kv.ErrInvalidArgument)
 		}
 		if i > 0 && h.T <= histograms[i-1].T {
-			return fmt.Errorf("schema: chunk histogram samples not ascending at %d: %w", h.T, kv.ErrInvalidArgument)
+			return false, fmt.Errorf("schema: chunk histogram samples not ascending at %d: %w", h.T, kv.ErrInvalidArgument)
 		}
 		if (h.H == nil) == (h.FH == nil) {
-			return fmt.Errorf("schema: histogram sample at %d holds not exactly one of an integer and a float histogram: %w", h.T, kv.ErrInvalidArgument)
+			return false, fmt.Errorf("schema: histogram sample at %d holds not exactly one of an integer and a float histogram: %w", h.T, kv.ErrInvalidArgument)
 		}
 		for j < len(samples) && samples[j].T < h.T {
 			j++
 		}
 		if j < len(samples) && samples[j].T == h.T {
-			return fmt.Errorf("schema: a float and a histogram sample at %d: %w", h.T, kv.ErrInvalidArgument)
+			return false, fmt.Errorf("schema: a float and a histogram sample at %d: %w", h.T, kv.ErrInvalidArgument)
 		}
 	}
-	return nil
+	return withST, nil
 }
 
 func anyST(samples []Sample) bool {
