@@ -59,7 +59,13 @@ import (
 // another kind) may cut its samples differently, and a cell of the first
 // layout that the second does not rewrite would stay, older than the newer
 // data yet winning over it wherever it overlaps. Deleting it is not an option
-// (below). One cell rewritten whole never leaves a stale chunk behind.
+// (below). One cell rewritten whole never leaves a stale chunk behind. Why a
+// bucket of one run is its chunk alone, not an EncChunks cell of one: the
+// common bucket (one kind all hour) pays no container byte or length, and is
+// a Prometheus chunk that remote read hands out as it is; and floats keep
+// their decimal encoding inside an EncChunks cell, where it is smaller. A
+// reader built before EncChunks and the ST encodings refuses such cells
+// (ErrMalformed); a reader of today reads every cell written before.
 //
 // What a chunk gives back: every float and every histogram count and sum bit
 // for bit, the start timestamps, the timestamps; and what Prometheus' chunks
