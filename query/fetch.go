@@ -47,12 +47,19 @@ type fetcher struct {
 	pos        int     // series consumed so far
 	cur        fetched // the read holding series pos, when pos%batch != 0
 	samples    int     // samples handed out so far
+	// withHistory makes each read also read, for the series that need it,
+	// their rows before mint that asHead needs (Reader.history), in the same
+	// goroutine as the read; history is that of the series next returned.
+	withHistory bool
+	history     []bucketSamples
 }
 
-// fetched is one read's outcome: rows[i] are the rows of the read's i-th series.
+// fetched is one read's outcome: rows[i] are the rows of the read's i-th
+// series, history[i] (when read) its rows before mint.
 type fetched struct {
-	rows [][]bucketSamples
-	err  error
+	rows    [][]bucketSamples
+	history [][]bucketSamples
+	err     error
 }
 
 // newFetcher reads ss under ctx, as plan says (raw data, or a rollup); cancel (of ctx, which may carry the Select's
@@ -103,9 +110,17 @@ func (f *fetcher) run() {
 			var res fetched
 			if f.batch == 1 {
 				rows, err := f.r.readPlanned(f.ctx, &ss[0], f.mint, f.maxt, f.plan)
-				res = fetched{[][]bucketSamples{rows}, err}
+				res = fetched{rows: [][]bucketSamples{rows}, err: err}
 			} else {
 				res.rows, res.err = f.r.readBatch(f.ctx, ss, f.mint, f.maxt)
+			}
+			if res.err == nil && f.withHistory && f.plan.mode == modeRaw {
+				res.history = make([][]bucketSamples, len(ss))
+				for j := range ss {
+					if res.history[j], res.err = f.r.history(f.ctx, &ss[j], f.mint, res.rows[j]); res.err != nil {
+						break
+					}
+				}
 			}
 			f.slots[i%len(f.slots)] <- res
 		}(i)
@@ -139,6 +154,11 @@ func (f *fetcher) next() (*series, []bucketSamples, bool, error) {
 	s := &f.series[f.pos]
 	rows := f.cur.rows[f.pos%f.batch]
 	f.cur.rows[f.pos%f.batch] = nil // the consumer owns them now
+	f.history = nil
+	if f.cur.history != nil {
+		f.history = f.cur.history[f.pos%f.batch]
+		f.cur.history[f.pos%f.batch] = nil
+	}
 	f.pos++
 	for _, b := range rows {
 		f.samples += b.len()

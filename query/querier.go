@@ -149,6 +149,7 @@ func (q *querier) Select(ctx context.Context, _ bool, hints *storage.SelectHints
 		return &listSeriesSet{sel: sel, i: -1}
 	}
 	f := newFetcher(ctx, cancel, q.r, sel.series, sel.mint, sel.maxt, plan)
+	f.withHistory = true
 	q.track(f)
 	ss := &seriesSet{f: f}
 	if plan.info != nil {
@@ -174,14 +175,7 @@ func (s *seriesSet) Next() bool {
 		s.err = err
 		return false
 	}
-	var history []bucketSamples
-	if s.f.plan.mode == modeRaw {
-		if history, s.err = s.f.r.history(s.f.ctx, ser, s.f.mint, rows); s.err != nil {
-			s.f.close()
-			return false
-		}
-	}
-	if s.cur, s.err = newFloatSeries(ser.labels, history, rows); s.err != nil {
+	if s.cur, s.err = newFloatSeries(ser.labels, s.f.history, rows); s.err != nil {
 		s.f.close()
 		return false
 	}
