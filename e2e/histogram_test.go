@@ -117,12 +117,13 @@ func TestPrometheusNativeHistograms(t *testing.T) {
 			if r.compacted = p.proto == protoV2; r.compacted {
 				r.st, _ = compactedRun(r.st, dur)
 			}
-			// tsdb keeps at most --exemplars.per-slot exemplars per series and
-			// slot, a later one replacing an earlier one in its place (README,
-			// Exemplars): the default 10 s slot holds one scrape's exemplars at
-			// scrape intervals of 10 s and more. This test scrapes every second,
-			// so its slots are a quarter of that, and every exemplar Prometheus
-			// keeps must be kept by tsdb too.
+			// tsdb keeps at most --exemplars.per-slot (10) exemplars per series
+			// and slot, each in the place its time points to, a later one
+			// replacing an earlier one there (README, Exemplars): the default
+			// 10 s slot keeps one exemplar a second. This test scrapes every
+			// second, an exemplar per series each time, and scrape times jitter
+			// by milliseconds, so its slots are 250 ms (25 ms places): every
+			// exemplar Prometheus keeps must be kept by tsdb too.
 			r.st.flags = append(slices.Clone(r.st.flags), "--exemplars.slot=250ms")
 			rdir := filepath.Join(dir, r.name)
 			if err := os.Mkdir(rdir, 0o755); err != nil {
@@ -294,6 +295,8 @@ func startHistPrometheus(t *testing.T, bin, dir, target string, rcvs []*histRece
   evaluation_interval: 1s
 scrape_configs:
   - job_name: hist-native
+    params:
+      observe: ["1"]
     scrape_protocols: [PrometheusProto]
     scrape_native_histograms: true
     always_scrape_classic_histograms: true

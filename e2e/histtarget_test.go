@@ -47,7 +47,9 @@ const (
 // timestamps, and exemplars on counters and histogram observations. It serves the
 // protobuf exposition format when Prometheus asks for it (scrape_protocols:
 // [PrometheusProto]), which native histograms and created timestamps need.
-// Every scrape first makes a few observations that depend on the scrape number.
+// A scrape with ?observe=1 (job hist-native's) first makes a few observations
+// that depend on the scrape number, so that each series gets at most one new
+// exemplar per scrape interval.
 type histTarget struct {
 	srv *httptest.Server
 	reg *prometheus.Registry
@@ -99,7 +101,9 @@ func startHistTarget(t *testing.T) *histTarget {
 			http.NotFound(w, r)
 			return
 		}
-		tg.observe()
+		if r.URL.Query().Get("observe") == "1" {
+			tg.observe()
+		}
 		handler.ServeHTTP(w, r)
 	}))
 	t.Cleanup(tg.srv.Close)
