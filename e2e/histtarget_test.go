@@ -1,7 +1,9 @@
 package e2e
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +14,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/prometheus/model/exemplar"
+	"github.com/prometheus/prometheus/model/histogram"
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/model/textparse"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -220,4 +226,114 @@ func (g histGatherer) Gather() ([]*dto.MetricFamily, error) {
 		}
 	}
 	return mfs, err
+}
+
+// TestHistTargetExposition fetches the histogram target's page in the protobuf
+// format, as Prometheus does, and parses it with Prometheus' own parser: the
+// native histograms are what TestPrometheusNativeHistograms relies on (schemas,
+// negative buckets, a zero bucket, a float gauge histogram), with exemplars and
+// created timestamps.
+func TestHistTargetExposition(t *testing.T) {
+	tg := startHistTarget(t)
+	const accept = "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited"
+	var page []byte
+	var ct string
+	for range 3 { // three scrapes: the counters and histograms have grown
+		req, err := http.NewRequest(http.MethodGet, tg.srv.URL+"/metrics?observe=1", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Accept", accept)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		page, err = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ct = resp.Header.Get("Content-Type")
+	}
+	if !strings.HasPrefix(ct, "application/vnd.google.protobuf") {
+		t.Fatalf("Content-Type %q: the target did not answer in the protobuf format", ct)
+	}
+	p, err := textparse.New(page, ct, labels.NewSymbolTable(), textparse.ParserOptions{KeepClassicOnClassicAndNativeHistograms: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hists := map[string]histogram.FloatHistogram{}
+	ints := map[string]bool{}
+	exemplars := map[string]int{}
+	created := map[string]int64{}
+	for {
+		e, err := p.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("parse: %v", err)
+		}
+		if e != textparse.EntryHistogram && e != textparse.EntrySeries {
+			continue
+		}
+		var ls labels.Labels
+		p.Labels(&ls)
+		name := ls.Get(labels.MetricName)
+		if e == textparse.EntryHistogram {
+			_, _, h, fh := p.Histogram()
+			if h != nil {
+				ints[name] = true
+				fh = h.ToFloat(nil)
+			}
+			hists[name] = *fh
+		}
+		var ex exemplar.Exemplar
+		for p.Exemplar(&ex) {
+			exemplars[name]++
+		}
+		if st := p.StartTimestamp(); st != 0 {
+			created[name] = st
+		}
+	}
+	for _, c := range []struct {
+		name            string
+		integer         bool
+		schema          int32
+		negative, zero  bool
+		hint            histogram.CounterResetHint
+		exemplars, made bool
+	}{
+		{name: metricHistLatency, integer: true, schema: 3, negative: true, zero: true, exemplars: true, made: true},
+		{name: metricHistSizes, integer: true, schema: 0, exemplars: true, made: true},
+		{name: metricHistResetting, integer: true, schema: 1, zero: true, made: true},
+		{name: metricHistGauge, schema: 1, negative: true, zero: true, hint: histogram.GaugeType},
+	} {
+		h, ok := hists[c.name]
+		switch {
+		case !ok:
+			t.Errorf("%s: no native histogram", c.name)
+			continue
+		case ints[c.name] != c.integer:
+			t.Errorf("%s: integer %v, want %v", c.name, ints[c.name], c.integer)
+		case h.Schema != c.schema:
+			t.Errorf("%s: schema %d, want %d", c.name, h.Schema, c.schema)
+		case (len(h.NegativeBuckets) > 0) != c.negative:
+			t.Errorf("%s: negative buckets %v, want some: %v", c.name, h.NegativeBuckets, c.negative)
+		case (h.ZeroCount > 0) != c.zero:
+			t.Errorf("%s: zero bucket count %g, want one: %v", c.name, h.ZeroCount, c.zero)
+		case h.CounterResetHint != c.hint:
+			t.Errorf("%s: counter-reset hint %d, want %d", c.name, h.CounterResetHint, c.hint)
+		case (exemplars[c.name] > 0) != c.exemplars:
+			t.Errorf("%s: %d exemplars, want some: %v", c.name, exemplars[c.name], c.exemplars)
+		case (created[c.name] != 0) != c.made:
+			t.Errorf("%s: created timestamp %d, want one: %v", c.name, created[c.name], c.made)
+		}
+	}
+	if _, ok := hists[metricHistClassic]; ok {
+		t.Errorf("%s is a native histogram, want a classic one only", metricHistClassic)
+	}
+	if exemplars[metricHistRequests] == 0 || created[metricHistRequests] == 0 {
+		t.Errorf("%s: %d exemplars, created timestamp %d: want both", metricHistRequests, exemplars[metricHistRequests], created[metricHistRequests])
+	}
 }
