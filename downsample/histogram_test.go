@@ -1,6 +1,7 @@
 package downsample
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"fmt"
@@ -207,6 +208,24 @@ func TestCompactHistogramsAndStartTimestamps(t *testing.T) {
 				t.Errorf("Stats = %+v, want %d rows of 240 samples", st, n)
 			}
 			check("after compaction", 0)
+			// The rollup cells hold the windows of the samples written, both
+			// kinds: the histograms' count and last one.
+			cells := f.rollupCells(t, testRollups)
+			for _, r := range testRollups {
+				if len(cells[r.Resolution]) != n {
+					t.Errorf("%d rollup cells of %s, want %d", len(cells[r.Resolution]), r.Resolution, n)
+				}
+				for _, c := range cells[r.Resolution] {
+					d := want[fmt.Sprint(c.key.Host, c.bucketStart)]
+					wantW := schema.EncodeRollupWindows(nil, c.bucketStart, r.Resolution, schema.AggregateWindows(d.fs, d.hs, r.Resolution))
+					if got := schema.EncodeRollupWindows(nil, c.bucketStart, r.Resolution, c.windows); !bytes.Equal(got, wantW) {
+						t.Errorf("rollup %s of %s bucket %d: %x, want %x", r.Resolution, c.key.Host, c.bucketStart, got, wantW)
+					}
+					if histograms := len(d.hs) > 0 && !(len(d.hs) == 1 && schema.IsStaleHistogram(d.hs[0])); histograms != hasHistogramWindow(c.windows) {
+						t.Errorf("rollup %s of %s bucket %d: windows with histograms %v, want %v", r.Resolution, c.key.Host, c.bucketStart, !histograms, histograms)
+					}
+				}
+			}
 
 			// Late samples of the other kind into bucket day0+1h, between the
 			// 15 s samples (a timestamp compaction deleted stays hidden on HBase
@@ -244,6 +263,15 @@ func TestCompactHistogramsAndStartTimestamps(t *testing.T) {
 			check("after compacting the late samples", 0)
 		})
 	}
+}
+
+func hasHistogramWindow(ws []schema.RollupWindow) bool {
+	for _, w := range ws {
+		if w.Histograms > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // mergeRow is d with late's samples, which replace d's of their timestamps
