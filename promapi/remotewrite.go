@@ -135,7 +135,7 @@ func (h *writeHandler) Store(r *http.Request, msgType remoteapi.WriteMessageType
 			resp.SetExtraHeader("Retry-After", h.limits.retryAfter())
 		}
 		logWriteFailure(h.logger, r, status, err, "proto", string(msgType),
-			"samples_written", resp.Samples)
+			"samples_written", resp.Samples, "histograms_written", resp.Histograms, "exemplars_written", resp.Exemplars)
 		return resp, err
 	}
 	data, err := bodyBytes(r)
@@ -173,13 +173,15 @@ func (h *writeHandler) Store(r *http.Request, msgType remoteapi.WriteMessageType
 	resp.Samples = res.SamplesWritten
 	resp.Histograms = res.HistogramsWritten
 	resp.Exemplars = res.ExemplarsWritten
-	if len(res.RejectedExemplars) > 0 {
+	err = write.RejectionError(res)
+	if len(res.RejectedExemplars) > 0 && err == nil {
 		// As Prometheus' receiver: invalid exemplars are logged and do not fail
-		// the request; the Exemplars-Written header tells a 2.0 sender.
+		// the request; the Exemplars-Written header tells a 2.0 sender. (A
+		// request that fails anyway logs once, below.)
 		h.logger.Warn("remote write: exemplars not stored", "proto", string(msgType), "count", len(res.RejectedExemplars),
 			"first", res.RejectedExemplars[0].Reason)
 	}
-	if err := write.RejectionError(res); err != nil {
+	if err != nil {
 		// "Receivers MAY write valid samples within a write request that also
 		// contains some invalid or otherwise unwritten samples ... In such a case,
 		// the Receiver MUST return non-2xx status code" and "MUST return a 400 HTTP

@@ -319,3 +319,35 @@ func BenchmarkRemoteWriteV2Histograms(b *testing.B) {
 		})
 	}
 }
+
+// TestRemoteWriteExemplarProblemsAreNotFailures: an invalid exemplar, and the
+// exemplars of a series that has no samples stored, are left out without
+// failing the request, as Prometheus' receiver does; the 2.0 Written headers
+// count what was stored.
+func TestRemoteWriteExemplarProblemsAreNotFailures(t *testing.T) {
+	b := schematest.Backends()[0]
+	e := newEnv(t, b, write.DefaultLimits(), WriteLimits{})
+	t0 := e.now.UnixMilli()
+	msg := v2Request(
+		v2In{labels: ls("__name__", "req_total", "instance", "a"), samples: []writev2.Sample{{Timestamp: t0, Value: 1}}},
+		v2In{labels: ls("__name__", "never_sampled")})
+	msg.Symbols = append(msg.Symbols, "trace_id", "abc", string(make([]byte, 130)))
+	ref := func(s string) uint32 { return uint32(slices.Index(msg.Symbols, s)) }
+	msg.Timeseries[0].Exemplars = []writev2.Exemplar{
+		{LabelsRefs: []uint32{ref("trace_id"), ref("abc")}, Value: 1, Timestamp: t0},
+		{LabelsRefs: []uint32{ref("trace_id"), ref(string(make([]byte, 130)))}, Value: 2, Timestamp: t0},
+	}
+	msg.Timeseries[1].Exemplars = []writev2.Exemplar{{LabelsRefs: []uint32{ref("trace_id"), ref("abc")}, Value: 3, Timestamp: t0}}
+	r := post(t, e.srv.URL+"/api/v1/write", remoteHeaders(ctV2), marshalV2(t, msg))
+	if r.status != 204 || r.body != "" || r.header.Get(headerSamplesWritten) != "1" ||
+		r.header.Get(headerHistogramsWritten) != "0" || r.header.Get(headerExemplarsWritten) != "1" {
+		t.Errorf("got %d %q, written headers %q %q %q; want 204, 1 0 1", r.status, r.body, r.header.Get(headerSamplesWritten),
+			r.header.Get(headerHistogramsWritten), r.header.Get(headerExemplarsWritten))
+	}
+	if n := e.exemplarCells(t); n != 1 {
+		t.Errorf("%d exemplar cells, want 1", n)
+	}
+	if got := e.stored(t); len(got) != 1 {
+		t.Errorf("stored series %v, want req_total only", got)
+	}
+}
