@@ -19,7 +19,7 @@ func TestMistypedCommandLinesSuggest(t *testing.T) {
 		{[]string{"--lisen"}, "tsdb: unknown flag --lisen; did you mean --listen? (see tsdb --help)\n"},
 		{[]string{"serve", "--lisen=:9201"}, "tsdb: unknown flag --lisen; did you mean --listen? (see tsdb --help)\n"},
 		{[]string{"serve", "--rpc-timeout=1s"}, "tsdb: unknown flag --rpc-timeout; did you mean --hbase.rpc-timeout? (see tsdb --help)\n"},
-		{[]string{"serve", "--retention=1d"}, "tsdb: unknown flag --retention; did you mean --retention.raw? (see tsdb --help)\n"},
+		{[]string{"serve", "--retention=1d"}, "tsdb: unknown flag --retention; did you mean --retention.exemplars or --retention.raw? (see tsdb --help)\n"},
 		{[]string{"serve", "--zzzz"}, "tsdb: unknown flag --zzzz (see tsdb --help)\n"},
 		{[]string{"serv"}, `tsdb: unknown command "serv"; did you mean serve? (see tsdb --help)` + "\n"},
 		{[]string{"schema", "creat"}, `tsdb: unknown command "creat"; did you mean create? (see tsdb --help)` + "\n"},
