@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,6 +19,7 @@ import (
 
 	"github.com/hbtsdb/hbtsdb/db"
 	"github.com/hbtsdb/hbtsdb/downsample"
+	"github.com/hbtsdb/hbtsdb/kv/embedded"
 	"github.com/hbtsdb/hbtsdb/query"
 	"github.com/hbtsdb/hbtsdb/schema"
 	"github.com/hbtsdb/hbtsdb/schema/schematest"
@@ -44,6 +47,24 @@ func histogramRollupDB(t *testing.T, b schematest.Backend, compact bool) *db.DB 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { d.Close() })
+	writeHistogramSeries(t, d)
+	if compact {
+		c, err := downsample.NewCompactor(st, b.Settings, downsample.Options{Rollups: schema.DefaultRollups(),
+			Now: func() time.Time { return rollupNow }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if stats, err := c.Compact(context.Background()); err != nil || stats.Rows == 0 {
+			t.Fatalf("compact: %+v, %v", stats, err)
+		}
+	}
+	return d
+}
+
+// writeHistogramSeries writes the series of histogramRollupDB: rollupWindow
+// from rollupDay0.
+func writeHistogramSeries(t *testing.T, d *db.DB) {
+	t.Helper()
 	rng := rand.New(rand.NewPCG(7, 1))
 	start := rollupDay0.UnixMilli()
 	end := start + rollupWindow.Milliseconds()
@@ -92,17 +113,6 @@ func histogramRollupDB(t *testing.T, b schematest.Backend, compact bool) *db.DB 
 	if res, err := d.Write(context.Background(), &req); err != nil || len(res.Rejected) > 0 {
 		t.Fatalf("write: %v %+v", err, res.Rejected)
 	}
-	if compact {
-		c, err := downsample.NewCompactor(st, b.Settings, downsample.Options{Rollups: schema.DefaultRollups(),
-			Now: func() time.Time { return rollupNow }})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if stats, err := c.Compact(context.Background()); err != nil || stats.Rows == 0 {
-			t.Fatalf("compact: %+v, %v", stats, err)
-		}
-	}
-	return d
 }
 
 // runPromQLHistograms is runPromQL keeping histogram points too, rendered
@@ -214,4 +224,64 @@ func boolInt(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// TestHistogramRetentionServedFromRollups: once raw data expired, histogram
+// series get from the rollups, at aligned steps, what raw data answered for
+// instant selectors and last_over_time (each window's last histogram), and
+// nothing of their histograms for sum_over_time (query/resolution.go), whose
+// float series keep their float sums.
+func TestHistogramRetentionServedFromRollups(t *testing.T) {
+	var clock atomic.Int64
+	clock.Store(rollupDay0.Add(56 * time.Hour).UnixMilli())
+	now := func() time.Time { return time.UnixMilli(clock.Load()) }
+	st, err := embedded.Open(context.Background(), t.TempDir(), embedded.Options{SweepInterval: -1, Clock: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	settings := schema.DefaultEmbeddedSettings()
+	tables := schema.DefaultTableOptions()
+	tables.SaltBuckets = settings.SaltBuckets
+	tables.RawRetention = 72 * time.Hour
+	schematest.CreateWith(t, st, settings, tables)
+	d, err := db.Open(context.Background(), db.Options{Store: st, Settings: settings, Now: now,
+		Rollups: tables.Rollups, RawRetention: tables.RawRetention})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	writeHistogramSeries(t, d)
+	c, err := downsample.NewCompactor(st, settings, downsample.Options{Rollups: tables.Rollups, Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Compact(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	start, end := rollupDay0.Add(2*time.Hour), rollupDay0.Add(rollupWindow)
+	exprs := []string{"h", "last_over_time(h[1h])", "histogram_sum(h)"}
+	before := map[string]string{}
+	for _, expr := range exprs {
+		before[expr], _ = runPromQLHistograms(t, d, expr, start, end, time.Hour, query.ResolutionRaw)
+		if strings.Count(before[expr], "\n") != 4 {
+			t.Fatalf("%s: want 4 series from raw data, got\n%s", expr, before[expr])
+		}
+	}
+	// 100h after the data's start, raw samples before 28h have expired.
+	clock.Store(rollupDay0.Add(100 * time.Hour).UnixMilli())
+	for _, expr := range exprs {
+		got, notes := runPromQLHistograms(t, d, expr, start, end, time.Hour, query.ResolutionAuto)
+		if got != before[expr] {
+			t.Errorf("%s after raw expiry:\n%s\nbefore:\n%s", expr, got, before[expr])
+		}
+		if !servedFromRollup(notes) {
+			t.Errorf("%s: annotations %q, want served from a rollup", expr, notes)
+		}
+	}
+	// sum_over_time: before 28h only the float parts of the mixed series.
+	got, _ := runPromQLHistograms(t, d, "sum_over_time(h[1h])", start, rollupDay0.Add(27*time.Hour), time.Hour, query.ResolutionAuto)
+	if want := "{instance=\"h3\", kind=\"mixed\"}:"; !strings.HasPrefix(got, want) || strings.Count(got, "\n") != 1 {
+		t.Errorf("sum_over_time(h[1h]) from rollups after raw expiry:\n%s\nwant only the floats of %s", got, want)
+	}
 }
