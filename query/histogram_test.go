@@ -7,12 +7,14 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 	"github.com/prometheus/prometheus/tsdb/tsdbutil"
 
+	"github.com/hbtsdb/hbtsdb/downsample"
 	"github.com/hbtsdb/hbtsdb/index"
 	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/query"
@@ -56,7 +58,7 @@ func mixedSamples() []mixedSample {
 
 // writeMixed writes mixedSeries into a fresh store of backend b and returns a
 // reader of it.
-func writeMixed(t *testing.T, b schematest.Backend) *query.Reader {
+func writeMixed(t *testing.T, b schematest.Backend) (*query.Reader, kv.Store) {
 	t.Helper()
 	ctx := context.Background()
 	b.TableOptions.RawRetention = 0
@@ -95,7 +97,20 @@ func writeMixed(t *testing.T, b schematest.Backend) *query.Reader {
 	if err := st.Apply(ctx, schema.TableData, muts); err != nil {
 		t.Fatal(err)
 	}
-	return query.NewReader(st, b.Settings, reg, post)
+	return query.NewReader(st, b.Settings, reg, post), st
+}
+
+// compact seals every bucket of st into chunk cells (downsample's compactor).
+func compact(t *testing.T, st kv.Store, b schematest.Backend) {
+	t.Helper()
+	c, err := downsample.NewCompactor(st, b.Settings, downsample.Options{Grace: time.Nanosecond,
+		Now: func() time.Time { return time.UnixMilli(kv.MaxTimestamp) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stats, err := c.Compact(context.Background()); err != nil || stats.Rows == 0 {
+		t.Fatalf("Compact = %+v, %v", stats, err)
+	}
 }
 
 // value is the sample's raw cell value, and its canonical form: what a read
@@ -159,6 +174,7 @@ func wantMixed(samples []mixedSample) string {
 
 // Select hands out every sample of a series that changes kind, in time order,
 // floats and histograms bit-exact with their start timestamps, across buckets,
+// from raw cells and from the chunk cells compaction writes,
 // the histograms' counter-reset hints as Prometheus' head sets them (the
 // second of two integer histograms in a row is "not a reset"); Seek lands on
 // either kind.
@@ -166,44 +182,49 @@ func TestSelectMixedSeries(t *testing.T) {
 	for _, b := range schematest.Backends() {
 		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel()
-			r := writeMixed(t, b)
+			r, st := writeMixed(t, b)
 			samples := mixedSamples()
 			for _, i := range []int{3, 9} {
 				samples[i].h = samples[i].h.Copy()
 				samples[i].h.CounterResetHint = histogram.NotCounterReset
 			}
-			for _, plan := range []query.Plan{query.PlanIndex, query.PlanHostScan} {
-				for _, tc := range []struct {
-					name       string
-					mint, maxt int64
-					want       []mixedSample
-				}{
-					{"everything", 0, 2 * hour, samples},
-					{"cut to histograms", 2500, 6500, samples[2:6]},
-					// As in Prometheus' head, 4000 is the second histogram of a
-					// chunk that started before the range.
-					{"from the second histogram of a chunk", 3500, 6500, samples[3:6]},
-					{"one bucket's floats", 0, 2000, samples[:2]},
-				} {
-					q, err := r.WithOptions(query.Options{Plan: plan}).Querier(tc.mint, tc.maxt)
-					if err != nil {
-						t.Fatal(err)
-					}
-					ss := q.Select(context.Background(), true, nil, m(labels.MatchEqual, "host", "h1"), m(labels.MatchEqual, "__name__", "mixed"))
-					if !ss.Next() {
-						t.Fatalf("%s, plan %v: no series (%v)", tc.name, plan, ss.Err())
-					}
-					var it chunkenc.Iterator
-					for range 2 { // the second time through a reused iterator
-						it = ss.At().Iterator(it)
-						if got, want := readIterator(t, it), wantMixed(tc.want); got != want {
-							t.Errorf("%s, plan %v:\n%s\nwant\n%s", tc.name, plan, got, want)
+			for _, layout := range []string{"raw", "compacted"} {
+				if layout == "compacted" {
+					compact(t, st, b)
+				}
+				for _, plan := range []query.Plan{query.PlanIndex, query.PlanHostScan} {
+					for _, tc := range []struct {
+						name       string
+						mint, maxt int64
+						want       []mixedSample
+					}{
+						{"everything", 0, 2 * hour, samples},
+						{"cut to histograms", 2500, 6500, samples[2:6]},
+						// As in Prometheus' head, 4000 is the second histogram of a
+						// chunk that started before the range.
+						{"from the second histogram of a chunk", 3500, 6500, samples[3:6]},
+						{"one bucket's floats", 0, 2000, samples[:2]},
+					} {
+						q, err := r.WithOptions(query.Options{Plan: plan}).Querier(tc.mint, tc.maxt)
+						if err != nil {
+							t.Fatal(err)
 						}
+						ss := q.Select(context.Background(), true, nil, m(labels.MatchEqual, "host", "h1"), m(labels.MatchEqual, "__name__", "mixed"))
+						if !ss.Next() {
+							t.Fatalf("%s, plan %v: no series (%v)", tc.name, plan, ss.Err())
+						}
+						var it chunkenc.Iterator
+						for range 2 { // the second time through a reused iterator
+							it = ss.At().Iterator(it)
+							if got, want := readIterator(t, it), wantMixed(tc.want); got != want {
+								t.Errorf("%s, %s, plan %v:\n%s\nwant\n%s", tc.name, layout, plan, got, want)
+							}
+						}
+						if ss.Next() {
+							t.Errorf("%s: a second series %s", tc.name, ss.At().Labels())
+						}
+						q.Close()
 					}
-					if ss.Next() {
-						t.Errorf("%s: a second series %s", tc.name, ss.At().Labels())
-					}
-					q.Close()
 				}
 			}
 
@@ -264,7 +285,7 @@ func TestChunkQuerierMixedSeries(t *testing.T) {
 	for _, b := range schematest.Backends() {
 		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel()
-			r := writeMixed(t, b)
+			r, _ := writeMixed(t, b)
 			q, err := r.ChunkQuerier(0, 2*hour)
 			if err != nil {
 				t.Fatal(err)
@@ -327,7 +348,7 @@ func TestLastMixedSeries(t *testing.T) {
 	for _, b := range schematest.Backends() {
 		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel()
-			r := writeMixed(t, b)
+			r, _ := writeMixed(t, b)
 			samples := mixedSamples()
 			for _, n := range []int{1, 3, 5, len(samples), 100} {
 				want := reversed(samples)[:min(n, len(samples))]
