@@ -115,12 +115,7 @@ func (f *fetcher) run() {
 				res.rows, res.err = f.r.readBatch(f.ctx, ss, f.mint, f.maxt)
 			}
 			if res.err == nil && f.withHistory && f.plan.mode == modeRaw {
-				res.history = make([][]bucketSamples, len(ss))
-				for j := range ss {
-					if res.history[j], res.err = f.r.history(f.ctx, &ss[j], f.mint, res.rows[j]); res.err != nil {
-						break
-					}
-				}
+				res.history, res.err = f.r.histories(f.ctx, ss, f.mint, res.rows)
 			}
 			f.slots[i%len(f.slots)] <- res
 		}(i)
@@ -179,6 +174,25 @@ func (f *fetcher) nextWithSamples() (*series, []bucketSamples, bool, error) {
 			return ser, rows, ok, err
 		}
 	}
+}
+
+// histories returns Reader.history of each of ss (whose rows are rows), nil
+// when none has any (float series never do).
+func (r *Reader) histories(ctx context.Context, ss []series, mint int64, rows [][]bucketSamples) ([][]bucketSamples, error) {
+	var out [][]bucketSamples
+	for j := range ss {
+		h, err := r.history(ctx, &ss[j], mint, rows[j])
+		if err != nil {
+			return nil, err
+		}
+		if h != nil && out == nil {
+			out = make([][]bucketSamples, len(ss))
+		}
+		if h != nil {
+			out[j] = h
+		}
+	}
+	return out, nil
 }
 
 // close stops the reads in flight.

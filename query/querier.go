@@ -139,11 +139,8 @@ func (q *querier) Select(ctx context.Context, _ bool, hints *storage.SelectHints
 	if sel.onlyLabels || sel.rows != nil {
 		defer cancel()
 		if sel.rows != nil {
-			sel.history = make([][]bucketSamples, len(sel.rows))
-			for i := range sel.rows {
-				if sel.history[i], err = q.r.history(ctx, &sel.series[i], sel.mint, sel.rows[i]); err != nil {
-					return storage.ErrSeriesSet(err)
-				}
+			if sel.history, err = q.r.histories(ctx, sel.series, sel.mint, sel.rows); err != nil {
+				return storage.ErrSeriesSet(err)
 			}
 		}
 		return &listSeriesSet{sel: sel, i: -1}
@@ -205,7 +202,10 @@ func (s *listSeriesSet) Next() bool {
 	}
 	var rows, history []bucketSamples
 	if s.sel.rows != nil {
-		rows, history = s.sel.rows[s.i], s.sel.history[s.i]
+		rows = s.sel.rows[s.i]
+	}
+	if s.sel.history != nil {
+		history = s.sel.history[s.i]
 	}
 	s.cur, s.err = newFloatSeries(s.sel.series[s.i].labels, history, rows)
 	return s.err == nil
