@@ -54,8 +54,9 @@ import (
 //     (-4..8, or -53 with custom values); anything else is ErrMalformed.
 //
 // After compaction (downsample/), histogram samples go into Prometheus' own
-// chunk encodings in the chunk family, chunkenc.EncHistogram (2) and
-// chunkenc.EncFloatHistogram (3), as the float samples go into EncXOR.
+// chunk encodings in the chunk family: chunkenc.EncHistogram and
+// EncFloatHistogram, or their ST forms when samples carry start timestamps, as
+// floats go into EncXOR (EncXOR2 with start timestamps); see chunk.go.
 
 // Sample kinds of a raw cell's value (the first byte of a histogram value).
 const (
