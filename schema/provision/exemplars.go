@@ -2,7 +2,6 @@ package provision
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -34,23 +33,7 @@ import (
 // ReadExemplarRetention returns the exemplar retention the store records and
 // whether it records one (a store created before exemplars has none).
 func ReadExemplarRetention(ctx context.Context, st kv.Store) (time.Duration, bool, error) {
-	r, err := st.Get(ctx, schema.TableMeta, []byte(schema.MetaSchemaRow), kv.Families(schema.FamilyMeta))
-	if errors.Is(err, kv.ErrTableNotFound) {
-		return 0, false, fmt.Errorf("schema: the store has no schema (no table %s): %w", schema.TableMeta, schema.ErrNotCreated)
-	}
-	if err != nil {
-		return 0, false, fmt.Errorf("schema: read the meta row: %w", err)
-	}
-	for _, c := range r.Cells {
-		if c.Family == schema.FamilyMeta && string(c.Qualifier) == schema.QualifierExemplarRetention {
-			d, err := parseRetention(string(c.Value))
-			if err != nil {
-				return 0, false, fmt.Errorf("schema: meta row %s:%s %q: %w: %w", schema.FamilyMeta, schema.QualifierExemplarRetention, c.Value, err, schema.ErrMalformed)
-			}
-			return d, true, nil
-		}
-	}
-	return 0, false, nil
+	return readRetention(ctx, st, schema.QualifierExemplarRetention)
 }
 
 // ExemplarRetentionError is the error for a store that keeps exemplars
@@ -121,8 +104,7 @@ func reconcileExemplars(ctx context.Context, st kv.Store, opts schema.TableOptio
 			return nil
 		}
 		value := formatRetention(opts.ExemplarRetention)
-		done, err := st.CheckAndPut(ctx, schema.TableMeta, nil,
-			kv.Put([]byte(schema.MetaSchemaRow), schema.FamilyMeta, []byte(schema.QualifierExemplarRetention), time.Now().UnixMilli(), []byte(value)))
+		done, err := recordRetention(ctx, st, schema.QualifierExemplarRetention, value)
 		if err != nil {
 			return fmt.Errorf("schema: record the exemplar retention: %w", err)
 		}

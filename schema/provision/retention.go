@@ -24,6 +24,12 @@ import (
 // ReadRawRetention returns the raw retention the store records and whether it
 // records one (a store created before it was recorded has none).
 func ReadRawRetention(ctx context.Context, st kv.Store) (time.Duration, bool, error) {
+	return readRetention(ctx, st, schema.QualifierRawRetention)
+}
+
+// readRetention returns the retention the meta row records in qualifier and
+// whether it records one.
+func readRetention(ctx context.Context, st kv.Store, qualifier string) (time.Duration, bool, error) {
 	r, err := st.Get(ctx, schema.TableMeta, []byte(schema.MetaSchemaRow), kv.Families(schema.FamilyMeta))
 	if errors.Is(err, kv.ErrTableNotFound) {
 		return 0, false, fmt.Errorf("schema: the store has no schema (no table %s): %w", schema.TableMeta, schema.ErrNotCreated)
@@ -32,15 +38,22 @@ func ReadRawRetention(ctx context.Context, st kv.Store) (time.Duration, bool, er
 		return 0, false, fmt.Errorf("schema: read the meta row: %w", err)
 	}
 	for _, c := range r.Cells {
-		if c.Family == schema.FamilyMeta && string(c.Qualifier) == schema.QualifierRawRetention {
+		if c.Family == schema.FamilyMeta && string(c.Qualifier) == qualifier {
 			d, err := parseRetention(string(c.Value))
 			if err != nil {
-				return 0, false, fmt.Errorf("schema: meta row %s:%s %q: %w: %w", schema.FamilyMeta, schema.QualifierRawRetention, c.Value, err, schema.ErrMalformed)
+				return 0, false, fmt.Errorf("schema: meta row %s:%s %q: %w: %w", schema.FamilyMeta, qualifier, c.Value, err, schema.ErrMalformed)
 			}
 			return d, true, nil
 		}
 	}
 	return 0, false, nil
+}
+
+// recordRetention writes value in the meta row's qualifier unless it holds one
+// already (done false: another process recorded one first).
+func recordRetention(ctx context.Context, st kv.Store, qualifier, value string) (done bool, err error) {
+	return st.CheckAndPut(ctx, schema.TableMeta, nil,
+		kv.Put([]byte(schema.MetaSchemaRow), schema.FamilyMeta, []byte(qualifier), time.Now().UnixMilli(), []byte(value)))
 }
 
 // formatRetention writes a retention as the meta cell holds it: "400d", "0".
@@ -106,8 +119,7 @@ func reconcileRawRetention(ctx context.Context, st kv.Store, opts schema.TableOp
 			return RawRetentionError(rec, opts.RawRetention, opts, func(x *config) { *x = c })
 		}
 		value := formatRetention(opts.RawRetention)
-		done, err := st.CheckAndPut(ctx, schema.TableMeta, nil,
-			kv.Put([]byte(schema.MetaSchemaRow), schema.FamilyMeta, []byte(schema.QualifierRawRetention), time.Now().UnixMilli(), []byte(value)))
+		done, err := recordRetention(ctx, st, schema.QualifierRawRetention, value)
 		if err != nil {
 			return fmt.Errorf("schema: record the raw retention: %w", err)
 		}
