@@ -14,7 +14,6 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/value"
 	"github.com/prometheus/prometheus/promql"
-	"github.com/prometheus/prometheus/promql/parser"
 	"github.com/prometheus/prometheus/tsdb/tsdbutil"
 
 	"github.com/hbtsdb/hbtsdb/db"
@@ -119,27 +118,8 @@ func writeHistogramSeries(t *testing.T, d *db.DB) {
 // with their bits: "t=float" and "t=histogram" per point, one line per series.
 func runPromQLHistograms(t *testing.T, d *db.DB, expr string, start, end time.Time, step time.Duration, res query.Resolution) (string, []string) {
 	t.Helper()
-	eng := promql.NewEngine(promql.EngineOpts{MaxSamples: 50_000_000, Timeout: time.Minute, LookbackDelta: 5 * time.Minute,
-		Parser: parser.NewParser(parser.Options{})})
-	parsed, err := parser.NewParser(parser.Options{}).ParseExpr(expr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := query.WithResolution(query.WithPromQL(context.Background(), parsed, start, end, step), res)
-	var q promql.Query
-	if step == 0 {
-		q, err = eng.NewInstantQuery(ctx, d, nil, expr, start)
-	} else {
-		q, err = eng.NewRangeQuery(ctx, d, nil, expr, start, end, step)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer q.Close()
-	r := q.Exec(ctx)
-	if r.Err != nil {
-		t.Fatalf("%s: %v", expr, r.Err)
-	}
+	r, done := execPromQL(t, d, expr, start, end, step, res)
+	defer done()
 	warnings, infos := r.Warnings.AsStrings(expr, 0, 0)
 	fh := func(h *histogram.FloatHistogram) string {
 		c := h.Copy().Compact(0)

@@ -181,10 +181,10 @@ var rollupQueries = []struct {
 	{"max_over_time(x[61m])", false, false},
 }
 
-// runPromQL evaluates expr on d over [start, end] at step (0: instant at
-// start), with the resolution res, telling the read path the query's shape as
-// the HTTP API does.
-func runPromQL(t testing.TB, d *db.DB, expr string, start, end time.Time, step time.Duration, res query.Resolution) (promql.Matrix, []string) {
+// execPromQL runs expr on d over [start, end] at step (an instant query when
+// step is 0) with the resolution res, telling the read path the query's shape
+// as the HTTP API does. The result is valid until done is called.
+func execPromQL(t testing.TB, d *db.DB, expr string, start, end time.Time, step time.Duration, res query.Resolution) (r *promql.Result, done func()) {
 	t.Helper()
 	eng := promql.NewEngine(promql.EngineOpts{MaxSamples: 50_000_000, Timeout: time.Minute, LookbackDelta: 5 * time.Minute,
 		EnableAtModifier: true, EnableNegativeOffset: true, Parser: parser.NewParser(parser.Options{})})
@@ -202,11 +202,21 @@ func runPromQL(t testing.TB, d *db.DB, expr string, start, end time.Time, step t
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer q.Close()
-	r := q.Exec(ctx)
+	r = q.Exec(ctx)
 	if r.Err != nil {
+		q.Close()
 		t.Fatalf("%s: %v", expr, r.Err)
 	}
+	return r, q.Close
+}
+
+// runPromQL evaluates expr on d over [start, end] at step (0: instant at
+// start), with the resolution res, telling the read path the query's shape as
+// the HTTP API does.
+func runPromQL(t testing.TB, d *db.DB, expr string, start, end time.Time, step time.Duration, res query.Resolution) (promql.Matrix, []string) {
+	t.Helper()
+	r, done := execPromQL(t, d, expr, start, end, step, res)
+	defer done()
 	_, infos := r.Warnings.AsStrings(expr, 0, 0)
 	// The engine reuses the result's memory after Close: copy it.
 	var m promql.Matrix
