@@ -1,6 +1,7 @@
 package promapi
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"math"
@@ -94,9 +95,26 @@ func (e *env) cells(t testing.TB) int {
 // labels' String()), oldest first, with the labels from the series registry.
 func (e *env) stored(t testing.TB) map[string][]schema.Sample {
 	t.Helper()
+	floats, _ := e.storedRaw(t)
+	return floats
+}
+
+// storedHistograms reads every raw histogram sample back from the data table,
+// by series (the labels' String()), oldest first.
+func (e *env) storedHistograms(t testing.TB) map[string][]schema.HistogramSample {
+	t.Helper()
+	_, hists := e.storedRaw(t)
+	return hists
+}
+
+// storedRaw reads every raw cell of the data table back: the float samples and
+// the histogram samples, each by series (the labels' String()), oldest first.
+func (e *env) storedRaw(t testing.TB) (map[string][]schema.Sample, map[string][]schema.HistogramSample) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	byID := map[uint64][]schema.Sample{}
+	floatsByID := map[uint64][]schema.Sample{}
+	histsByID := map[uint64][]schema.HistogramSample{}
 	sc := e.st.Scan(ctx, schema.TableData, nil, nil, kv.Families(schema.FamilyRaw))
 	defer sc.Close()
 	for sc.Next() {
@@ -114,28 +132,48 @@ func (e *env) stored(t testing.TB) map[string][]schema.Sample {
 			if err != nil {
 				t.Fatal(err)
 			}
+			ts := key.BucketStart + off
 			if v.H != nil || v.FH != nil {
-				continue // a histogram sample: see storedHistograms
+				histsByID[key.SeriesID] = append(histsByID[key.SeriesID], schema.HistogramSample{T: ts, ST: v.ST, H: v.H, FH: v.FH})
+				continue
 			}
-			byID[key.SeriesID] = append(byID[key.SeriesID], schema.Sample{T: key.BucketStart + off, V: v.F})
+			floatsByID[key.SeriesID] = append(floatsByID[key.SeriesID], schema.Sample{T: ts, V: v.F})
 		}
 	}
 	if err := sc.Err(); err != nil {
 		t.Fatalf("scan data: %v", err)
 	}
+	labelsOf := func(ids []uint64) []string {
+		lbls, err := index.NewRegistry(e.st, index.RegistryOptions{}).Labels(ctx, ids)
+		if err != nil {
+			t.Fatalf("labels of %d series: %v", len(ids), err)
+		}
+		out := make([]string, len(lbls))
+		for i, l := range lbls {
+			out[i] = l.String()
+		}
+		return out
+	}
+	return byLabels(floatsByID, labelsOf, func(s schema.Sample) int64 { return s.T }),
+		byLabels(histsByID, labelsOf, func(s schema.HistogramSample) int64 { return s.T })
+}
+
+// byLabels keys samples by series labels instead of series ID, each series'
+// samples sorted oldest first.
+func byLabels[S any](byID map[uint64][]S, labelsOf func([]uint64) []string, timeOf func(S) int64) map[string][]S {
+	out := map[string][]S{}
+	if len(byID) == 0 {
+		return out
+	}
 	ids := make([]uint64, 0, len(byID))
 	for id := range byID {
 		ids = append(ids, id)
 	}
-	lbls, err := index.NewRegistry(e.st, index.RegistryOptions{}).Labels(ctx, ids)
-	if err != nil {
-		t.Fatalf("labels of %d series: %v", len(ids), err)
-	}
-	out := map[string][]schema.Sample{}
+	names := labelsOf(ids)
 	for i, id := range ids {
 		s := byID[id]
-		slices.SortFunc(s, func(a, b schema.Sample) int { return int(a.T - b.T) })
-		out[lbls[i].String()] = s
+		slices.SortFunc(s, func(a, b S) int { return cmp.Compare(timeOf(a), timeOf(b)) })
+		out[names[i]] = s
 	}
 	return out
 }

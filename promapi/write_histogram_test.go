@@ -19,57 +19,11 @@ import (
 	"github.com/prometheus/prometheus/prompb"
 	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
 
-	"github.com/hbtsdb/hbtsdb/index"
 	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/schema"
 	"github.com/hbtsdb/hbtsdb/schema/schematest"
 	"github.com/hbtsdb/hbtsdb/write"
 )
-
-// storedHistograms reads every raw histogram sample back from the data table,
-// by series (the labels' String()), oldest first.
-func (e *env) storedHistograms(t testing.TB) map[string][]schema.HistogramSample {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	byID := map[uint64][]schema.HistogramSample{}
-	sc := e.st.Scan(ctx, schema.TableData, nil, nil, kv.Families(schema.FamilyRaw))
-	defer sc.Close()
-	for sc.Next() {
-		row := sc.Row()
-		key, err := schema.ParseDataRowKey(row.Key)
-		if err != nil {
-			t.Fatalf("data row key %q: %v", row.Key, err)
-		}
-		for _, c := range row.Cells {
-			off, err := schema.DecodeRawQualifier(c.Qualifier, e.settings.BucketWidth)
-			if err != nil {
-				t.Fatal(err)
-			}
-			v, err := schema.DecodeSampleValue(c.Value)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if v.H == nil && v.FH == nil {
-				continue
-			}
-			byID[key.SeriesID] = append(byID[key.SeriesID], schema.HistogramSample{T: key.BucketStart + off, ST: v.ST, H: v.H, FH: v.FH})
-		}
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatalf("scan data: %v", err)
-	}
-	out := map[string][]schema.HistogramSample{}
-	for id, hs := range byID {
-		lbls, err := index.NewRegistry(e.st, index.RegistryOptions{}).Labels(ctx, []uint64{id})
-		if err != nil {
-			t.Fatal(err)
-		}
-		slices.SortFunc(hs, func(a, b schema.HistogramSample) int { return int(a.T - b.T) })
-		out[lbls[0].String()] = hs
-	}
-	return out
-}
 
 // httpHistograms are histogram samples of every shape, the last at t0.
 func httpHistograms(t0 int64) []schema.HistogramSample {
