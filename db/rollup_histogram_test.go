@@ -6,7 +6,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,7 +17,6 @@ import (
 
 	"github.com/hbtsdb/hbtsdb/db"
 	"github.com/hbtsdb/hbtsdb/downsample"
-	"github.com/hbtsdb/hbtsdb/kv/embedded"
 	"github.com/hbtsdb/hbtsdb/query"
 	"github.com/hbtsdb/hbtsdb/schema"
 	"github.com/hbtsdb/hbtsdb/schema/schematest"
@@ -212,33 +210,7 @@ func boolInt(b bool) int {
 // nothing of their histograms for sum_over_time (query/resolution.go), whose
 // float series keep their float sums.
 func TestHistogramRetentionServedFromRollups(t *testing.T) {
-	var clock atomic.Int64
-	clock.Store(rollupDay0.Add(56 * time.Hour).UnixMilli())
-	now := func() time.Time { return time.UnixMilli(clock.Load()) }
-	st, err := embedded.Open(context.Background(), t.TempDir(), embedded.Options{SweepInterval: -1, Clock: now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	settings := schema.DefaultEmbeddedSettings()
-	tables := schema.DefaultTableOptions()
-	tables.SaltBuckets = settings.SaltBuckets
-	tables.RawRetention = 72 * time.Hour
-	schematest.CreateWith(t, st, settings, tables)
-	d, err := db.Open(context.Background(), db.Options{Store: st, Settings: settings, Now: now,
-		Rollups: tables.Rollups, RawRetention: tables.RawRetention})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
-	writeHistogramSeries(t, d)
-	c, err := downsample.NewCompactor(st, settings, downsample.Options{Rollups: tables.Rollups, Now: now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Compact(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	clock, d := expiringDB(t, func(d *db.DB) { writeHistogramSeries(t, d) })
 	start, end := rollupDay0.Add(2*time.Hour), rollupDay0.Add(rollupWindow)
 	exprs := []string{"h", "last_over_time(h[1h])", "histogram_sum(h)"}
 	before := map[string]string{}

@@ -406,12 +406,12 @@ func TestThanosCases(t *testing.T) {
 	})
 }
 
-// TestRetentionServedFromRollups: once raw data has expired (the store's TTL,
-// on an embedded store with a fake clock), raw reads lose it, and queries over
-// that range are served from the rollups: at aligned steps with the very answer
-// raw data gave before it expired, elsewhere from the finest rollup, with an
-// info saying that raw samples expired.
-func TestRetentionServedFromRollups(t *testing.T) {
+// expiringDB opens a db.DB on an embedded store whose clock (56h after
+// rollupDay0 until the caller moves it) drives the TTLs, with a raw retention
+// of 3 days and the default rollups, writes into it with write, and compacts
+// every bucket (rollups included).
+func expiringDB(t *testing.T, write func(*db.DB)) (*atomic.Int64, *db.DB) {
+	t.Helper()
 	var clock atomic.Int64
 	clock.Store(rollupDay0.Add(56 * time.Hour).UnixMilli())
 	now := func() time.Time { return time.UnixMilli(clock.Load()) }
@@ -431,7 +431,7 @@ func TestRetentionServedFromRollups(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { d.Close() })
-	writeRollupSeries(t, d, 4)
+	write(d)
 	c, err := downsample.NewCompactor(st, settings, downsample.Options{Rollups: tables.Rollups, Now: now})
 	if err != nil {
 		t.Fatal(err)
@@ -439,6 +439,16 @@ func TestRetentionServedFromRollups(t *testing.T) {
 	if _, err := c.Compact(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	return &clock, d
+}
+
+// TestRetentionServedFromRollups: once raw data has expired (the store's TTL,
+// on an embedded store with a fake clock), raw reads lose it, and queries over
+// that range are served from the rollups: at aligned steps with the very answer
+// raw data gave before it expired, elsewhere from the finest rollup, with an
+// info saying that raw samples expired.
+func TestRetentionServedFromRollups(t *testing.T) {
+	clock, d := expiringDB(t, func(d *db.DB) { writeRollupSeries(t, d, 4) })
 
 	start, end := rollupDay0.Add(2*time.Hour), rollupDay0.Add(rollupWindow)
 	const aligned = "max_over_time(x[1h])"
