@@ -230,6 +230,9 @@ func registerPrometheusAPI(r *mux.Router, q storage.SampleAndChunkQueryable, eng
 			h = guard.guardReads(true, withResolution(true, prom))
 		case "/query_range":
 			h = guard.guardReads(true, withResolution(false, prom))
+		case "/query_exemplars":
+			// Exemplar reads hold what they found in memory as queries do.
+			h = guard.guardReads(true, prom)
 		case "/format_query":
 			h = boundFormatDepth(opts.FormatMaxDepth, prom)
 		}
