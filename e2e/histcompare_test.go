@@ -11,7 +11,6 @@ import (
 	"hash/crc32"
 	"io"
 	"math"
-	"net/http"
 	"net/url"
 	"slices"
 	"sort"
@@ -205,30 +204,11 @@ type histSet map[string][]histPoint
 // with or without start timestamps — are decoded with Prometheus' chunkenc. Only
 // samples in [mint, maxt] (ms, inclusive) are kept.
 func histRemoteRead(ctx context.Context, url string, mint, maxt int64, ms []*prompb.LabelMatcher, respType prompb.ReadRequest_ResponseType) (histSet, error) {
-	req := &prompb.ReadRequest{
-		Queries:               []*prompb.Query{{StartTimestampMs: mint, EndTimestampMs: maxt, Matchers: ms}},
-		AcceptedResponseTypes: []prompb.ReadRequest_ResponseType{respType},
-	}
-	raw, err := req.Marshal()
+	resp, err := postRemoteRead(ctx, url, mint, maxt, ms, respType)
 	if err != nil {
 		return nil, err
-	}
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(snappy.Encode(nil, raw)))
-	if err != nil {
-		return nil, err
-	}
-	hreq.Header.Set("Content-Encoding", "snappy")
-	hreq.Header.Set("Content-Type", "application/x-protobuf")
-	hreq.Header.Set("X-Prometheus-Remote-Read-Version", "0.1.0")
-	resp, err := httpClient.Do(hreq)
-	if err != nil {
-		return nil, fmt.Errorf("remote read %s: %w", respType, err)
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		body, _ := io.ReadAll(resp.Body)
-		return nil, fmt.Errorf("remote read %s: %s: %s", respType, resp.Status, truncate(string(body), 300))
-	}
 	set := histSet{}
 	switch respType {
 	case prompb.ReadRequest_SAMPLES:

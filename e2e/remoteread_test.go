@@ -43,13 +43,11 @@ type remoteReadAnswer struct {
 	outside int
 }
 
-// rawRemoteRead posts one remote-read query to url accepting only respType, and
-// decodes the answer by hand: a snappy-compressed ReadResponse for SAMPLES; for
-// STREAMED_XOR_CHUNKS a stream of frames, each a uvarint length, a 4-byte
-// big-endian CRC32-Castagnoli of the message and a ChunkedReadResponse, whose XOR
-// chunks are decoded with Prometheus' chunkenc. Samples of the set lie in
-// [mint, maxt] (ms, inclusive), stale markers included.
-func rawRemoteRead(ctx context.Context, url string, mint, maxt int64, ms []*prompb.LabelMatcher, respType prompb.ReadRequest_ResponseType) (*remoteReadAnswer, error) {
+// postRemoteRead posts one remote-read query of [mint, maxt] (ms) with the
+// matchers ms to url, accepting only respType, and returns the 200 response,
+// whose body the caller reads and closes; any other status is an error with
+// the start of the body.
+func postRemoteRead(ctx context.Context, url string, mint, maxt int64, ms []*prompb.LabelMatcher, respType prompb.ReadRequest_ResponseType) (*http.Response, error) {
 	req := &prompb.ReadRequest{
 		Queries:               []*prompb.Query{{StartTimestampMs: mint, EndTimestampMs: maxt, Matchers: ms}},
 		AcceptedResponseTypes: []prompb.ReadRequest_ResponseType{respType},
@@ -69,11 +67,26 @@ func rawRemoteRead(ctx context.Context, url string, mint, maxt int64, ms []*prom
 	if err != nil {
 		return nil, fmt.Errorf("remote read %s: %w", respType, err)
 	}
-	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
 		return nil, fmt.Errorf("remote read %s: %s: %s", respType, resp.Status, truncate(string(body), 300))
 	}
+	return resp, nil
+}
+
+// rawRemoteRead posts one remote-read query to url accepting only respType, and
+// decodes the answer by hand: a snappy-compressed ReadResponse for SAMPLES; for
+// STREAMED_XOR_CHUNKS a stream of frames, each a uvarint length, a 4-byte
+// big-endian CRC32-Castagnoli of the message and a ChunkedReadResponse, whose XOR
+// chunks are decoded with Prometheus' chunkenc. Samples of the set lie in
+// [mint, maxt] (ms, inclusive), stale markers included.
+func rawRemoteRead(ctx context.Context, url string, mint, maxt int64, ms []*prompb.LabelMatcher, respType prompb.ReadRequest_ResponseType) (*remoteReadAnswer, error) {
+	resp, err := postRemoteRead(ctx, url, mint, maxt, ms, respType)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
 	ans := &remoteReadAnswer{contentType: resp.Header.Get("Content-Type"), set: seriesSet{}}
 	switch respType {
 	case prompb.ReadRequest_SAMPLES:
