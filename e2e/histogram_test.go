@@ -361,23 +361,8 @@ remote_write:
 			"--enable-feature=exemplar-storage,st-storage,metadata-wal-records",
 			"--log.level=info",
 		)
-		ps := &promServer{process: p, url: fmt.Sprintf("http://127.0.0.1:%d", port), start: time.Now()}
-		var last error
-		err := p.waitUntil("prometheus to be ready", 200*time.Millisecond, func() (bool, error) {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			_, last = httpGet(ctx, ps.url+"/-/ready")
-			return last == nil, nil
-		})
-		switch {
-		case err == nil:
+		if ps := readyPrometheus(t, p, port, attempt, cfg); ps != nil {
 			return ps
-		case p.exited() && attempt < 3 && p.out.contains("address already in use"):
-			t.Logf("prometheus: port %d was taken, retrying", port)
-		case p.exited():
-			t.Fatalf("prometheus exited at start (%v); last lines of its log:\n%s\nconfig:\n%s", p.waitErr, p.tail(40), cfg)
-		default:
-			t.Fatalf("%v (last answer: %v); last lines of its log:\n%s", err, last, p.tail(40))
 		}
 	}
 }

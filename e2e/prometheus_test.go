@@ -160,26 +160,39 @@ func startPrometheus(t *testing.T, bin, dir string, cfg promConfig) *promServer 
 			args = append(args, "--enable-feature=metadata-wal-records")
 		}
 		p := startProcess(t, "prometheus", dir, bin, args...)
-		ps := &promServer{process: p, url: fmt.Sprintf("http://127.0.0.1:%d", cfg.port), start: time.Now()}
-		var last error // the last readiness poll's
-		err := p.waitUntil("prometheus to be ready", 200*time.Millisecond, func() (bool, error) {
-			// A poll that gets no answer in time just polls again.
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			_, last = httpGet(ctx, ps.url+"/-/ready")
-			return last == nil, nil
-		})
-		switch {
-		case err == nil:
+		if ps := readyPrometheus(t, p, cfg.port, attempt, cfg.yaml()); ps != nil {
 			return ps
-		case p.exited() && attempt < 3 && p.out.contains("address already in use"):
-			t.Logf("prometheus: port %d was taken, retrying", cfg.port)
-		case p.exited():
-			t.Fatalf("prometheus exited at start (%v); last lines of its log:\n%s\nconfig:\n%s", p.waitErr, p.tail(40), cfg.yaml())
-		default:
-			t.Fatalf("%v (last answer: %v); last lines of its log:\n%s", err, last, p.tail(40))
 		}
 	}
+}
+
+// readyPrometheus waits for the Prometheus process p, listening on port, to be
+// ready and returns it; nil when it exited because the port was taken on an
+// early attempt (the caller retries on another port). Any other failure fails
+// the test with the end of its log (and config, its configuration file).
+func readyPrometheus(t *testing.T, p *process, port, attempt int, config string) *promServer {
+	t.Helper()
+	ps := &promServer{process: p, url: fmt.Sprintf("http://127.0.0.1:%d", port), start: time.Now()}
+	var last error // the last readiness poll's
+	err := p.waitUntil("prometheus to be ready", 200*time.Millisecond, func() (bool, error) {
+		// A poll that gets no answer in time just polls again.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_, last = httpGet(ctx, ps.url+"/-/ready")
+		return last == nil, nil
+	})
+	switch {
+	case err == nil:
+		return ps
+	case p.exited() && attempt < 3 && p.out.contains("address already in use"):
+		t.Logf("prometheus: port %d was taken, retrying", port)
+		return nil
+	case p.exited():
+		t.Fatalf("prometheus exited at start (%v); last lines of its log:\n%s\nconfig:\n%s", p.waitErr, p.tail(40), config)
+	default:
+		t.Fatalf("%v (last answer: %v); last lines of its log:\n%s", err, last, p.tail(40))
+	}
+	return nil
 }
 
 // metrics returns the sum over all series of each metric family named in names, read
