@@ -77,8 +77,7 @@ func storages(t *testing.T, b schematest.Backend, compacted bool) (func(testing.
 	return func(t testing.TB) storage.Storage {
 		s := newStorage(t).(*storageOn)
 		c, err := downsample.NewCompactor(s.st, s.settings, downsample.Options{
-			Grace: time.Nanosecond,
-			// Every bucket ends before the clock: all are sealed.
+			// Every bucket ends long before the clock: all are sealed.
 			Now: func() time.Time { return time.UnixMilli(kv.MaxTimestamp) },
 		})
 		if err != nil {

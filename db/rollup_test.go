@@ -513,7 +513,11 @@ func TestRetentionOnHBase(t *testing.T) {
 	if _, err := d.Write(context.Background(), &write.Request{Series: []write.Series{s}}); err != nil {
 		t.Fatal(err)
 	}
-	c, err := downsample.NewCompactor(st, b.Settings, downsample.Options{Rollups: b.TableOptions.Rollups, Grace: time.Millisecond})
+	// Every sample is stored: a compactor whose clock has passed the grace of
+	// the newest bucket may seal them all.
+	width, grace := b.Settings.BucketWidth, schema.MinGrace(b.Settings.BucketWidth)
+	c, err := downsample.NewCompactor(st, b.Settings, downsample.Options{Rollups: b.TableOptions.Rollups, Grace: grace,
+		Now: func() time.Time { return time.Now().Add(width + grace) }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,13 +2,10 @@ package downsample
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
 	"time"
-
-	"golang.org/x/sync/errgroup"
 
 	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/schema"
@@ -22,13 +19,22 @@ const (
 
 // Options tune a Compactor. Zero values take the defaults in brackets.
 type Options struct {
-	// Grace is how long after its end a bucket is sealed and compacted [1h]. A
-	// sample that arrives later still lands raw and is folded in by the next
-	// pass; a longer grace only makes that rarer.
+	// Grace is how long after its end a bucket is sealed and compacted [1h];
+	// at least schema.MinGrace of the store's bucket width (width × 3/20: 9m
+	// for 1h buckets), so that every on-time write is stored before a bucket
+	// is sealed (schema/late.go). A sample that arrives later still lands raw,
+	// as a late cell, and is folded in by the next pass.
 	Grace time.Duration
 	// BatchRows is how many rows are read, written and cleaned in one round trip
 	// each [500].
 	BatchRows int
+	// Sweep makes every pass over a salt also find sealed raw cells by reading
+	// the salt's raw family whole (key-only), not only through the pending
+	// table: a pass then costs in proportion to every raw cell the salt holds.
+	// The first pass over a salt sweeps it anyway (a store written before the
+	// pending table existed has unmarked rows); later ones need not, unless
+	// writers of a version without the pending table wrote to the store since.
+	Sweep bool
 	// Now is the clock deciding which buckets are sealed [time.Now].
 	Now func() time.Time
 	// Logger receives a line per row that cannot be compacted [slog.Default()].
@@ -50,7 +56,7 @@ type Options struct {
 
 // Validate refuses options that mean nothing: a negative Grace or BatchRows, a
 // resolution list schema.ValidateRollups refuses (without a bucket width:
-// NewCompactor checks it against the store's).
+// NewCompactor checks it and Grace against the store's).
 func (o Options) Validate() error {
 	var errs []error
 	if o.Grace < 0 {
@@ -63,6 +69,24 @@ func (o Options) Validate() error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// validateForStore checks Rollups and Grace against a store of the given
+// bucket width.
+func (o Options) validateForStore(bucketWidth time.Duration) error {
+	if err := o.validateRollups(bucketWidth); err != nil {
+		return err
+	}
+	grace := o.Grace
+	if grace == 0 {
+		grace = DefaultGrace
+	}
+	if least := schema.MinGrace(bucketWidth); grace < least {
+		return fmt.Errorf("downsample: Options.Grace must be at least %s in a store of %s buckets, got %s: "+
+			"writers store samples as on time until %s after their bucket's end, and a bucket is sealed only once they are stored",
+			least, bucketWidth, grace, schema.OnTimeWindow(bucketWidth))
+	}
+	return nil
 }
 
 // validateRollups checks Rollups for a store of the given bucket width (0: not
@@ -91,8 +115,10 @@ func (o Options) withDefaults() Options {
 }
 
 // Compactor rewrites the sealed buckets of a store's data table as chunks; see
-// the package doc for the steps and why they are safe. One Compactor may work
-// on several salts at once, but two must never work on one salt at once.
+// the package doc for the steps and why they are safe. Several Compactors, in
+// one process or in many, may work on one salt at once: every cell they write
+// is a check-and-put on what they read (the worker's leases only keep them
+// from doing the same work twice).
 type Compactor struct {
 	st       kv.Store
 	settings schema.Settings
@@ -104,7 +130,7 @@ func NewCompactor(st kv.Store, settings schema.Settings, opts Options) (*Compact
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	if err := opts.validateRollups(settings.BucketWidth); err != nil {
+	if err := opts.validateForStore(settings.BucketWidth); err != nil {
 		return nil, err
 	}
 	return &Compactor{st: st, settings: settings, opts: opts.withDefaults()}, nil
@@ -123,8 +149,16 @@ type Stats struct {
 	Skipped int
 	// RollupCells is how many rollup cells were written: one per resolution
 	// and rewritten row, and one per resolution and skipped row (whose rollup
-	// cells are written again by every pass, as its raw cells stay).
+	// cells are written again by every pass that finds it marked).
 	RollupCells int
+	// Conflicts counts the rows left for the next pass because a cell this
+	// pass would have written had changed since it was read (another
+	// compactor of the same salt): nothing of such a row is deleted.
+	Conflicts int
+	// RowsRead is how many data rows were read; CellsRead how many cells
+	// (data, rollup and pending) they and their marks held: the work of the
+	// pass, whatever it found to do.
+	RowsRead, CellsRead int
 }
 
 func (s *Stats) add(o Stats) {
@@ -133,6 +167,9 @@ func (s *Stats) add(o Stats) {
 	s.RawCells += o.RawCells
 	s.Skipped += o.Skipped
 	s.RollupCells += o.RollupCells
+	s.Conflicts += o.Conflicts
+	s.RowsRead += o.RowsRead
+	s.CellsRead += o.CellsRead
 }
 
 // SealedBefore is the compaction cutoff at now: every bucket that ends at or
@@ -156,49 +193,203 @@ func (c *Compactor) Compact(ctx context.Context) (Stats, error) {
 }
 
 // CompactSalt compacts the sealed buckets of one salt that still hold raw
-// cells: it scans the salt's rows for raw cells older than SealedBefore(now),
-// key-only, and rewrites the rows it finds in batches of Options.BatchRows.
-// Once the whole salt is done without error, it records the cutoff as the
-// salt's watermark (Watermarks).
+// cells. It finds them through the pending table (schema/pending.go): the
+// marks of the salt's buckets that start before SealedBefore(now), read in
+// batches of Options.BatchRows, oldest bucket first, each batch compacted
+// (compactRows) and its marks deleted. Then, in a store that got its pending
+// table after it held data (until a sweep has sealed the bucket of that
+// moment), or with Options.Sweep, it sweeps the salt: reads its raw family
+// whole, key-only, for the rows no mark names. Once the whole salt is done
+// without error, it records the cutoff as the salt's watermark (Watermarks).
 func (c *Compactor) CompactSalt(ctx context.Context, salt byte) (Stats, error) {
 	cutoff := c.SealedBefore(c.opts.Now())
 	var total Stats
 	if cutoff <= 0 {
 		return total, nil
 	}
-	start, stop := []byte{salt}, kv.PrefixEnd([]byte{salt})
+	start, stop := schema.PendingSaltStart(salt), schema.PendingCutoff(salt, cutoff)
 	for {
-		keys, next, err := c.sealedRows(ctx, start, stop, cutoff)
+		targets, next, err := c.markedRows(ctx, start, stop)
 		if err != nil {
-			return total, fmt.Errorf("downsample: find sealed rows of salt %d: %w", salt, err)
+			return total, fmt.Errorf("downsample: find the marked rows of salt %d: %w", salt, err)
 		}
-		if len(keys) > 0 {
-			st, err := c.compactRows(ctx, keys, cutoff)
+		if len(targets) > 0 {
+			st, err := c.compactRows(ctx, targets, cutoff)
 			total.add(st)
 			if err != nil {
 				return total, fmt.Errorf("downsample: compact salt %d: %w", salt, err)
 			}
 		}
 		if next == nil {
-			if err := c.recordWatermark(ctx, salt, cutoff); err != nil {
-				return total, err
+			break
+		}
+		start = next
+	}
+	sweep, err := c.needsSweep(ctx, salt)
+	if err != nil {
+		return total, err
+	}
+	if sweep {
+		st, err := c.sweepSalt(ctx, salt, cutoff)
+		total.add(st)
+		if err != nil {
+			return total, err
+		}
+	}
+	return total, c.recordWatermark(ctx, salt, schema.QualifierWatermark, cutoff)
+}
+
+// target is a data row to compact, and the pending marks that named it.
+type target struct {
+	row []byte
+	// markRow and marks are the row's pending row key and the columns of its
+	// marks read; nil for a row found by a sweep.
+	markRow []byte
+	marks   [][]byte
+}
+
+// markedRows returns the data rows named by up to BatchRows pending rows in
+// [start, stop), with their marks, and where the next batch starts (nil:
+// none).
+func (c *Compactor) markedRows(ctx context.Context, start, stop []byte) ([]target, []byte, error) {
+	sc := c.st.Scan(ctx, schema.TablePending, start, stop, kv.Families(schema.FamilyPending), kv.RowLimit(c.opts.BatchRows))
+	defer sc.Close()
+	var (
+		targets []target
+		last    []byte
+		n       int // pending rows read, named rows or not
+	)
+	for sc.Next() {
+		r := sc.Row()
+		last = r.Key
+		n++
+		dataKey, _, err := schema.PendingDataRowKey(r.Key)
+		if err != nil {
+			c.opts.Logger.Warn("pending row ignored: it names no data row", "row", fmt.Sprintf("%q", r.Key), "err", err)
+			continue
+		}
+		t := target{row: dataKey, markRow: r.Key}
+		for _, cell := range r.Cells {
+			t.marks = append(t.marks, cell.Qualifier)
+		}
+		targets = append(targets, t)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, nil, err
+	}
+	if n < c.opts.BatchRows {
+		return targets, nil, nil
+	}
+	return targets, append(append([]byte(nil), last...), 0x00), nil
+}
+
+// needsSweep reports whether a pass over salt must sweep it: with
+// Options.Sweep, or in a store that got its pending table when it already
+// held data (the meta row's schema.QualifierPendingSince), until a sweep of
+// the salt has sealed the bucket that holds that moment (its swept cutoff,
+// schema.QualifierSwept, is past that bucket's end): every raw cell written
+// before the table existed is then compacted.
+func (c *Compactor) needsSweep(ctx context.Context, salt byte) (bool, error) {
+	if c.opts.Sweep {
+		return true, nil
+	}
+	meta, err := c.st.Get(ctx, schema.TableMeta, []byte(schema.MetaSchemaRow), kv.Families(schema.FamilyMeta))
+	if err != nil {
+		return false, fmt.Errorf("downsample: read the meta row: %w", err)
+	}
+	var since int64
+	for _, cell := range meta.Cells {
+		if string(cell.Qualifier) == schema.QualifierPendingSince {
+			if since, err = schema.ParsePendingSince(cell.Value); err != nil {
+				return false, fmt.Errorf("downsample: %w", err)
 			}
-			return total, nil
+		}
+	}
+	if since == 0 {
+		return false, nil
+	}
+	r, err := c.st.Get(ctx, schema.TableMeta, schema.WatermarkRow(nil, schema.LeaseJobCompact, salt), kv.Families(schema.FamilyMeta))
+	if err != nil {
+		return false, fmt.Errorf("downsample: read the watermark row of salt %d: %w", salt, err)
+	}
+	for _, cell := range r.Cells {
+		if string(cell.Qualifier) != schema.QualifierSwept {
+			continue
+		}
+		swept, err := schema.ParseWatermarkValue(cell.Value)
+		if err != nil {
+			return false, fmt.Errorf("downsample: swept cutoff of salt %d: %w", salt, err)
+		}
+		width := c.settings.BucketWidth
+		return swept < schema.BucketStart(since, width)+width.Milliseconds(), nil
+	}
+	return true, nil
+}
+
+// sweepSalt compacts every row of salt with raw cells of a bucket sealed by
+// cutoff, found by a key-only scan of the salt's raw family, in batches of
+// BatchRows, and records the sweep.
+func (c *Compactor) sweepSalt(ctx context.Context, salt byte, cutoff int64) (Stats, error) {
+	var total Stats
+	start, stop := []byte{salt}, kv.PrefixEnd([]byte{salt})
+	for {
+		keys, next, err := c.sealedRows(ctx, start, stop, cutoff)
+		if err != nil {
+			return total, fmt.Errorf("downsample: sweep salt %d: %w", salt, err)
+		}
+		if len(keys) > 0 {
+			targets := make([]target, len(keys))
+			for i, k := range keys {
+				targets[i] = target{row: k}
+			}
+			st, err := c.compactRows(ctx, targets, cutoff)
+			total.add(st)
+			if err != nil {
+				return total, fmt.Errorf("downsample: sweep salt %d: %w", salt, err)
+			}
+		}
+		if next == nil {
+			return total, c.recordWatermark(ctx, salt, schema.QualifierSwept, cutoff)
 		}
 		start = next
 	}
 }
 
-// recordWatermark records that salt is compacted up to cutoff: a put whose
-// cell timestamp is cutoff (schema/watermark.go), so the cell keeps the
-// greatest cutoff ever recorded and writing it again changes nothing.
-func (c *Compactor) recordWatermark(ctx context.Context, salt byte, cutoff int64) error {
-	row, cell, err := schema.WatermarkCell(schema.LeaseJobCompact, salt, cutoff)
+// sealedRows returns the keys of up to BatchRows rows in [start, stop) with raw
+// cells older than cutoff, and where the next batch starts (nil: none).
+func (c *Compactor) sealedRows(ctx context.Context, start, stop []byte, cutoff int64) ([][]byte, []byte, error) {
+	sc := c.st.Scan(ctx, schema.TableData, start, stop, kv.Families(schema.FamilyRaw), kv.TimeRange(0, cutoff),
+		kv.WithFilter(kv.KeyOnlyFilter{}), kv.RowLimit(c.opts.BatchRows))
+	defer sc.Close()
+	var keys [][]byte
+	for sc.Next() {
+		keys = append(keys, sc.Row().Key)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, nil, err
+	}
+	if len(keys) < c.opts.BatchRows {
+		return keys, nil, nil
+	}
+	last := keys[len(keys)-1]
+	return keys, append(append([]byte(nil), last...), 0x00), nil
+}
+
+// recordWatermark records that salt is compacted (QualifierWatermark) or swept
+// (QualifierSwept) up to cutoff: a put whose cell timestamp is cutoff
+// (schema/watermark.go), so the cell keeps the greatest cutoff ever recorded
+// and writing it again changes nothing.
+func (c *Compactor) recordWatermark(ctx context.Context, salt byte, qualifier string, cutoff int64) error {
+	cellOf := schema.WatermarkCell
+	if qualifier == schema.QualifierSwept {
+		cellOf = schema.SweptCell
+	}
+	row, cell, err := cellOf(schema.LeaseJobCompact, salt, cutoff)
 	if err != nil {
-		return fmt.Errorf("downsample: watermark of salt %d: %w", salt, err)
+		return fmt.Errorf("downsample: %s of salt %d: %w", qualifier, salt, err)
 	}
 	if err := c.st.Apply(ctx, schema.TableMeta, []kv.Mutation{kv.Put(row, cell.Family, cell.Qualifier, cell.Timestamp, cell.Value)}); err != nil {
-		return fmt.Errorf("downsample: record the watermark %d of salt %d: %w", cutoff, salt, err)
+		return fmt.Errorf("downsample: record the %s %d of salt %d: %w", qualifier, cutoff, salt, err)
 	}
 	return nil
 }
@@ -239,192 +430,6 @@ func readWatermarks(ctx context.Context, st kv.Store) (map[byte]int64, error) {
 		return nil, fmt.Errorf("downsample: read the watermarks: %w", err)
 	}
 	return out, nil
-}
-
-// sealedRows returns the keys of up to BatchRows rows in [start, stop) with raw
-// cells older than cutoff, and where the next batch starts (nil: none).
-func (c *Compactor) sealedRows(ctx context.Context, start, stop []byte, cutoff int64) ([][]byte, []byte, error) {
-	sc := c.st.Scan(ctx, schema.TableData, start, stop, kv.Families(schema.FamilyRaw), kv.TimeRange(0, cutoff),
-		kv.WithFilter(kv.KeyOnlyFilter{}), kv.RowLimit(c.opts.BatchRows))
-	defer sc.Close()
-	var keys [][]byte
-	for sc.Next() {
-		keys = append(keys, sc.Row().Key)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, nil, err
-	}
-	if len(keys) < c.opts.BatchRows {
-		return keys, nil, nil
-	}
-	last := keys[len(keys)-1]
-	return keys, append(append([]byte(nil), last...), 0x00), nil
-}
-
-// compactRows rewrites the rows of keys (sealed buckets, from sealedRows): one
-// read of their chunk and raw cells, one write per rollup table of their
-// rollup cells, one write of their chunks, and the deletes of the raw cells
-// read, in that order (the package doc says why).
-func (c *Compactor) compactRows(ctx context.Context, keys [][]byte, cutoff int64) (Stats, error) {
-	rows, err := c.st.GetRows(ctx, schema.TableData, keys, kv.Families(schema.FamilyChunk, schema.FamilyRaw))
-	if err != nil {
-		return Stats{}, fmt.Errorf("read %d rows: %w", len(keys), err)
-	}
-	width := c.settings.BucketWidth
-	var (
-		st      Stats
-		rollups = make([][]kv.Mutation, len(c.opts.Rollups))
-		chunks  = make([]kv.Mutation, 0, len(rows))
-		deletes []kv.Mutation
-	)
-	for _, row := range rows {
-		p, err := c.planRow(row, width, cutoff)
-		if err != nil {
-			return Stats{}, err
-		}
-		for i, r := range c.opts.Rollups {
-			if put, ok := rollupPut(row.Key, p.bucketStart, width, r.Resolution, p.samples, p.histograms); ok {
-				rollups[i] = append(rollups[i], put)
-				st.RollupCells++
-			}
-		}
-		switch {
-		case p.chunk != nil:
-			chunks = append(chunks, *p.chunk)
-			deletes = append(deletes, p.deletes...)
-			st.Rows++
-			st.Samples += len(p.samples) + len(p.histograms)
-		case len(p.samples)+len(p.histograms) > 0:
-			st.Skipped++
-		}
-	}
-	if st.RollupCells > 0 {
-		g, gctx := errgroup.WithContext(ctx)
-		for i, r := range c.opts.Rollups {
-			if len(rollups[i]) == 0 {
-				continue
-			}
-			table := schema.RollupTable(r.Resolution)
-			g.Go(func() error {
-				if err := c.st.Apply(gctx, table, rollups[i]); err != nil {
-					return fmt.Errorf("write %d rollup cells to %s: %w", len(rollups[i]), table, err)
-				}
-				return nil
-			})
-		}
-		if err := g.Wait(); err != nil {
-			return Stats{}, err
-		}
-		if err := c.step("rollups written"); err != nil {
-			return Stats{}, err
-		}
-	}
-	if len(chunks) == 0 {
-		c.batchDone(st)
-		return st, nil
-	}
-	if err := c.st.Apply(ctx, schema.TableData, chunks); err != nil {
-		return Stats{}, fmt.Errorf("write %d chunks: %w", len(chunks), err)
-	}
-	if err := c.step("chunks written"); err != nil {
-		return Stats{}, err
-	}
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(4)
-	for start := 0; start < len(deletes); start += 10_000 {
-		part := deletes[start:min(start+10_000, len(deletes))]
-		g.Go(func() error { return c.st.Apply(gctx, schema.TableData, part) })
-	}
-	if err := g.Wait(); err != nil {
-		return Stats{}, fmt.Errorf("delete %d raw cells: %w", len(deletes), err)
-	}
-	st.RawCells = len(deletes)
-	c.batchDone(st)
-	if err := c.step("raw deleted"); err != nil {
-		return st, err
-	}
-	return st, nil
-}
-
-// rowPlan is what compacting one row takes.
-type rowPlan struct {
-	bucketStart int64
-	// samples and histograms are the bucket's samples of each kind (chunk and
-	// raw cells merged), nil when the row is not to be compacted: no raw cells
-	// of a sealed bucket.
-	samples    []schema.Sample
-	histograms []schema.HistogramSample
-	// chunk is the put of the bucket's chunk, nil when the row is not to be
-	// compacted or stays raw (more samples than a chunk holds).
-	chunk *kv.Mutation
-	// deletes delete the raw cells read, each up to its own timestamp.
-	deletes []kv.Mutation
-}
-
-// planRow returns the chunk write and the raw deletes that compact one row,
-// and the samples its chunk cell (and its rollup cells) hold, floats and
-// histograms, with their start timestamps (schema.BucketCell). A row without raw
-// cells of a sealed bucket (compacted meanwhile, or not sealed) gives an empty
-// plan; a row with more samples than a chunk holds, or whose samples
-// schema.BucketCell refuses, gives its samples but no chunk, and stays raw.
-func (c *Compactor) planRow(row kv.Row, width time.Duration, cutoff int64) (rowPlan, error) {
-	rs, err := schema.DecodeDataRow(row, width, 0, kv.MaxTimestamp)
-	if err != nil {
-		return rowPlan{}, fmt.Errorf("decode row %q: %w", row.Key, err)
-	}
-	if rs.RawCells == 0 || rs.BucketStart+width.Milliseconds() > cutoff {
-		return rowPlan{}, nil
-	}
-	p := rowPlan{bucketStart: rs.BucketStart, samples: rs.Samples, histograms: rs.Histograms}
-	if n := len(rs.Samples) + len(rs.Histograms); n > schema.MaxChunkSamples {
-		c.opts.Logger.Warn("bucket left raw: more samples than a chunk holds", "row", fmt.Sprintf("%q", row.Key),
-			"samples", n, "max", schema.MaxChunkSamples)
-		return p, nil
-	}
-	cell, err := schema.BucketCell(rs.Samples, rs.Histograms, rs.BucketStart, width)
-	if err != nil {
-		// Not expected of samples DecodeDataRow returned; should Prometheus'
-		// histogram appender refuse one, the bucket stays raw (and readable)
-		// rather than stopping every later pass over the salt.
-		c.opts.Logger.Warn("bucket left raw: its samples do not make a chunk", "row", fmt.Sprintf("%q", row.Key), "err", err)
-		return p, nil
-	}
-	put := kv.Put(row.Key, cell.Family, cell.Qualifier, cell.Timestamp, cell.Value)
-	p.chunk = &put
-	p.deletes = make([]kv.Mutation, 0, rs.RawCells)
-	for _, rc := range row.Cells {
-		if rc.Family == schema.FamilyRaw {
-			p.deletes = append(p.deletes, kv.DeleteColumn(row.Key, schema.FamilyRaw, rc.Qualifier, rc.Timestamp))
-		}
-	}
-	return p, nil
-}
-
-// rollupPut returns the put of the rollup cell of resolution res of the data
-// bucket of dataKey, starting at bucketStart, holding samples (schema/rollup.go):
-// row = the data row key with the bucket start replaced by its UTC day,
-// qualifier = the bucket's offset in that day, value = the bucket's windows,
-// timestamp = the bucket's last millisecond, as the chunk cell's, so that
-// rolling the bucket up again rewrites the cell in place. ok is false when
-// there is nothing to roll up.
-func rollupPut(dataKey []byte, bucketStart int64, width, res time.Duration, samples []schema.Sample, histograms []schema.HistogramSample) (kv.Mutation, bool) {
-	windows := schema.AggregateWindows(samples, histograms, res)
-	if len(windows) == 0 {
-		return kv.Mutation{}, false
-	}
-	return kv.Put(rollupRowKey(dataKey, bucketStart), schema.FamilyRollup, schema.AppendRollupQualifier(nil, bucketStart),
-		bucketStart+width.Milliseconds()-1, schema.EncodeRollupWindows(nil, bucketStart, res, windows)), true
-}
-
-// rollupRowKey is the rollup row key of the data row dataKey, whose bucket
-// starts at bucketStart: schema.DataRowKey of the same series with BucketStart
-// the day (schema.RollupRowStart). A data row key ends with ^bucketStart, 8
-// bytes (schema/datakey.go), so only those are replaced.
-func rollupRowKey(dataKey []byte, bucketStart int64) []byte {
-	n := len(dataKey) - 8
-	key := make([]byte, n, len(dataKey))
-	copy(key, dataKey[:n])
-	return binary.BigEndian.AppendUint64(key, ^uint64(schema.RollupRowStart(bucketStart)))
 }
 
 // batchDone tells the Worker's progress, if any, what a batch did.

@@ -85,27 +85,49 @@ func (f *fixture) histogramKey(host string, b int64) []byte {
 	return schema.DataRowKey(nil, schema.DataKey{Salt: schema.Salt(host, f.settings.SaltBuckets), Host: host, Metric: "h", SeriesID: 1, BucketStart: b})
 }
 
-// putRaw writes d as raw cells of the row of host in bucket b.
-func (f *fixture) putRaw(t *testing.T, host string, b int64, d rowData) {
+// putRaw writes d as raw cells of the row of host in bucket b, as a writer
+// does (schema/late.go): on time, each cell at its sample's timestamp with
+// the row's on-time pending mark, or late, each cell at the bucket's last
+// millisecond with a late mark of its own.
+func (f *fixture) putRaw(t *testing.T, host string, b int64, d rowData, late bool) {
 	t.Helper()
 	key := f.histogramKey(host, b)
 	var muts []kv.Mutation
 	width := f.settings.BucketWidth
+	cellTS := func(ts int64) int64 {
+		if late {
+			return schema.LateCellTimestamp(b, width)
+		}
+		return ts
+	}
 	for _, s := range d.fs {
 		q, err := schema.AppendRawQualifier(nil, s.T-b, width)
 		if err != nil {
 			t.Fatal(err)
 		}
-		muts = append(muts, kv.Put(key, schema.FamilyRaw, q, s.T, schema.AppendSampleValue(nil, s)))
+		muts = append(muts, kv.Put(key, schema.FamilyRaw, q, cellTS(s.T), schema.AppendSampleValue(nil, s)))
 	}
 	for _, h := range d.hs {
 		q, err := schema.AppendRawQualifier(nil, h.T-b, width)
 		if err != nil {
 			t.Fatal(err)
 		}
-		muts = append(muts, kv.Put(key, schema.FamilyRaw, q, h.T, schema.AppendHistogramSampleValue(nil, h)))
+		muts = append(muts, kv.Put(key, schema.FamilyRaw, q, cellTS(h.T), schema.AppendHistogramSampleValue(nil, h)))
 	}
 	if err := f.st.Apply(context.Background(), schema.TableData, muts); err != nil {
+		t.Fatal(err)
+	}
+	mark, err := schema.PendingRowKey(nil, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := schema.PendingOnTimeQualifier
+	if late {
+		q = schema.AppendPendingLateQualifier(nil, uint64(len(muts))<<32|uint64(b/1000))
+	}
+	if err := f.st.Apply(context.Background(), schema.TablePending, []kv.Mutation{
+		kv.Put(mark, schema.FamilyPending, q, schema.PendingMarkTimestamp(b, width), nil),
+	}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -179,7 +201,7 @@ func TestCompactHistogramsAndStartTimestamps(t *testing.T) {
 			for host, gen := range histogramSeries {
 				for _, bucket := range buckets {
 					d := gen(bucket)
-					f.putRaw(t, host, bucket, d)
+					f.putRaw(t, host, bucket, d, false)
 					want[fmt.Sprint(host, bucket)] = d
 				}
 			}
@@ -228,9 +250,8 @@ func TestCompactHistogramsAndStartTimestamps(t *testing.T) {
 			}
 
 			// Late samples of the other kind into bucket day0+1h, between the
-			// 15 s samples (a timestamp compaction deleted stays hidden on HBase
-			// by the delete marker, doc.go; schema's tests cover a raw sample
-			// replacing a chunk's of the other kind).
+			// 15 s samples, written as late cells (schema/late.go; schema's
+			// tests cover a raw sample replacing a chunk's of the other kind).
 			b1 := day0 + hour
 			off := func(hs []schema.HistogramSample) []schema.HistogramSample {
 				for i := range hs {
@@ -248,7 +269,7 @@ func TestCompactHistogramsAndStartTimestamps(t *testing.T) {
 				},
 			}
 			for host, d := range late {
-				f.putRaw(t, host, b1, d)
+				f.putRaw(t, host, b1, d, true)
 				key := fmt.Sprint(host, b1)
 				want[key] = mergeRow(want[key], d)
 			}

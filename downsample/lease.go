@@ -175,114 +175,128 @@ func (h *lease) release(ctx context.Context) error {
 	return nil
 }
 
+// keepTick is how often, at most, the keeper of a lease checks it: often
+// enough that a renewal due at half the TTL is done well before the holder
+// stops at three quarters of it.
+func (l *leaser) keepTick() time.Duration { return max(l.ttl/16, time.Millisecond) }
+
+// keep keeps the lease while its holder works, however long one call takes:
+// a goroutine checks it every keepTick (renewing it when due, see check)
+// until the returned stop is called. The returned context is cancelled, with
+// the lease's error (wrapping ErrLeaseLost) as its cause, as soon as the lease
+// is lost, so that the holder's calls end. stop waits for the goroutine.
+//
+// The lease only keeps workers from doing the same work twice: what a
+// Compactor writes is fenced by check-and-put on what it read (compact.go),
+// so a holder whose call outlives its lease cannot undo another's work.
+func (h *lease) keep(ctx context.Context) (context.Context, func()) {
+	kctx, cancel := context.WithCancelCause(ctx)
+	stopped, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(h.l.keepTick())
+		defer t.Stop()
+		for {
+			select {
+			case <-stopped:
+				return
+			case <-kctx.Done():
+				return
+			case <-t.C:
+				if _, err := h.check(kctx); err != nil {
+					cancel(err)
+					return
+				}
+			}
+		}
+	}()
+	return kctx, func() {
+		close(stopped)
+		<-done
+		cancel(nil)
+	}
+}
+
 // guardedStore is the store as the Compactor of a lease holder sees it: each
 // call checks the lease first (renewing it when due) and fails with
-// ErrLeaseLost once the lease is lost, and runs with a deadline at the lease's
-// end less the clock margin, so that no call of this holder is still running
-// when another worker may take the salt over. (An HBase write already sent when
-// its deadline passes may still be applied; the margin is the allowance for it.)
-// The Compactor calls the store before every step of every batch, so work stops
-// within one call of the lease being lost.
+// ErrLeaseLost once the lease is lost; a call that ended because its context
+// was cancelled by the lease's keeper (keep) says so.
 type guardedStore struct {
 	kv.Store
 	lease *lease
-	// rowsRead, if set, is told how many rows each GetRows read: a batch.
-	rowsRead func(n int)
 }
 
-// begin checks the lease and returns the context of one call.
-func (g *guardedStore) begin(ctx context.Context) (context.Context, context.CancelFunc, error) {
-	left, err := g.lease.check(ctx)
-	if err != nil {
-		return nil, nil, err
+// begin checks the lease before a call.
+func (g *guardedStore) begin(ctx context.Context) error {
+	_, err := g.lease.check(ctx)
+	return err
+}
+
+// end names a call's error ErrLeaseLost when the lease was lost during it.
+func (g *guardedStore) end(ctx context.Context, err error) error {
+	if err == nil || errors.Is(err, ErrLeaseLost) {
+		return err
 	}
-	callCtx, cancel := context.WithTimeout(ctx, left)
-	return callCtx, cancel, nil
-}
-
-// end names a call's error ErrLeaseLost when the call outlived the lease.
-func (g *guardedStore) end(parent, callCtx context.Context, err error) error {
-	if err != nil && parent.Err() == nil && errors.Is(callCtx.Err(), context.DeadlineExceeded) {
-		return fmt.Errorf("%w: salt %d: a call outlived the lease: %w", ErrLeaseLost, g.lease.salt, err)
+	if cause := context.Cause(ctx); errors.Is(cause, ErrLeaseLost) {
+		return fmt.Errorf("%w (%w)", cause, err)
 	}
 	return err
 }
 
 func (g *guardedStore) Apply(ctx context.Context, table string, muts []kv.Mutation) error {
-	callCtx, cancel, err := g.begin(ctx)
-	if err != nil {
+	if err := g.begin(ctx); err != nil {
 		return err
 	}
-	defer cancel()
-	return g.end(ctx, callCtx, g.Store.Apply(callCtx, table, muts))
+	return g.end(ctx, g.Store.Apply(ctx, table, muts))
 }
 
 func (g *guardedStore) Get(ctx context.Context, table string, row []byte, opts ...kv.ReadOption) (kv.Row, error) {
-	callCtx, cancel, err := g.begin(ctx)
-	if err != nil {
+	if err := g.begin(ctx); err != nil {
 		return kv.Row{}, err
 	}
-	defer cancel()
-	r, err := g.Store.Get(callCtx, table, row, opts...)
-	return r, g.end(ctx, callCtx, err)
+	r, err := g.Store.Get(ctx, table, row, opts...)
+	return r, g.end(ctx, err)
 }
 
 func (g *guardedStore) GetRows(ctx context.Context, table string, rows [][]byte, opts ...kv.ReadOption) ([]kv.Row, error) {
-	callCtx, cancel, err := g.begin(ctx)
-	if err != nil {
+	if err := g.begin(ctx); err != nil {
 		return nil, err
 	}
-	defer cancel()
-	rs, err := g.Store.GetRows(callCtx, table, rows, opts...)
-	if err == nil && g.rowsRead != nil {
-		g.rowsRead(len(rows))
-	}
-	return rs, g.end(ctx, callCtx, err)
+	rs, err := g.Store.GetRows(ctx, table, rows, opts...)
+	return rs, g.end(ctx, err)
 }
 
 func (g *guardedStore) Scan(ctx context.Context, table string, start, stop []byte, opts ...kv.ReadOption) kv.Scanner {
-	callCtx, cancel, err := g.begin(ctx)
-	if err != nil {
+	if err := g.begin(ctx); err != nil {
 		return errScanner{err}
 	}
-	return &guardedScanner{Scanner: g.Store.Scan(callCtx, table, start, stop, opts...), g: g, parent: ctx, ctx: callCtx, cancel: cancel}
+	return &guardedScanner{Scanner: g.Store.Scan(ctx, table, start, stop, opts...), g: g, ctx: ctx}
 }
 
 func (g *guardedStore) Increment(ctx context.Context, table string, row []byte, family string, qualifier []byte, delta int64) (int64, error) {
-	callCtx, cancel, err := g.begin(ctx)
-	if err != nil {
+	if err := g.begin(ctx); err != nil {
 		return 0, err
 	}
-	defer cancel()
-	n, err := g.Store.Increment(callCtx, table, row, family, qualifier, delta)
-	return n, g.end(ctx, callCtx, err)
+	n, err := g.Store.Increment(ctx, table, row, family, qualifier, delta)
+	return n, g.end(ctx, err)
 }
 
 func (g *guardedStore) CheckAndPut(ctx context.Context, table string, expected []byte, put kv.Mutation) (bool, error) {
-	callCtx, cancel, err := g.begin(ctx)
-	if err != nil {
+	if err := g.begin(ctx); err != nil {
 		return false, err
 	}
-	defer cancel()
-	won, err := g.Store.CheckAndPut(callCtx, table, expected, put)
-	return won, g.end(ctx, callCtx, err)
+	won, err := g.Store.CheckAndPut(ctx, table, expected, put)
+	return won, g.end(ctx, err)
 }
 
-// guardedScanner is a scan of a guardedStore: the whole scan is one call.
+// guardedScanner is a scan of a guardedStore.
 type guardedScanner struct {
 	kv.Scanner
-	g           *guardedStore
-	parent, ctx context.Context
-	cancel      context.CancelFunc
+	g   *guardedStore
+	ctx context.Context
 }
 
-func (s *guardedScanner) Err() error { return s.g.end(s.parent, s.ctx, s.Scanner.Err()) }
-
-func (s *guardedScanner) Close() error {
-	err := s.Scanner.Close()
-	s.cancel()
-	return err
-}
+func (s *guardedScanner) Err() error { return s.g.end(s.ctx, s.Scanner.Err()) }
 
 // errScanner is a scan that failed before it began.
 type errScanner struct{ err error }

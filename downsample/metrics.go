@@ -12,6 +12,9 @@ type workerMetrics struct {
 	rows        prometheus.Counter
 	samples     prometheus.Counter
 	rollupCells prometheus.Counter
+	rowsRead    prometheus.Counter
+	cellsRead   prometheus.Counter
+	conflicts   prometheus.Counter
 	duration    prometheus.Histogram
 	lastSuccess prometheus.Gauge
 }
@@ -37,6 +40,18 @@ func newWorkerMetrics(reg prometheus.Registerer) *workerMetrics {
 			Name: "hbtsdb_compaction_rollup_cells_total",
 			Help: "Rollup cells (downsampled windows) written by this process.",
 		}),
+		rowsRead: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "hbtsdb_compaction_rows_read_total",
+			Help: "Data rows read by this process's compaction rounds, compacted or not: with cells_read, what the rounds cost.",
+		}),
+		cellsRead: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "hbtsdb_compaction_cells_read_total",
+			Help: "Cells (data, rollup and pending marks) read by this process's compaction rounds.",
+		}),
+		conflicts: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "hbtsdb_compaction_conflicts_total",
+			Help: "Rows a compaction round left for the next because another compactor rewrote one of their cells meanwhile.",
+		}),
 		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "hbtsdb_compaction_round_duration_seconds",
 			Help:    "Time one compaction round took.",
@@ -47,7 +62,7 @@ func newWorkerMetrics(reg prometheus.Registerer) *workerMetrics {
 			Help: "Unix time at which this process last finished a compaction round in which no salt failed.",
 		}),
 	}
-	reg.MustRegister(m.rounds, m.rows, m.samples, m.rollupCells, m.duration, m.lastSuccess)
+	reg.MustRegister(m.rounds, m.rows, m.samples, m.rollupCells, m.rowsRead, m.cellsRead, m.conflicts, m.duration, m.lastSuccess)
 	// Both outcomes exist from the start, so that rate() sees the first failure.
 	m.rounds.WithLabelValues("success")
 	m.rounds.WithLabelValues("failed")
@@ -63,6 +78,9 @@ func (m *workerMetrics) round(rs RoundStats, failed bool, endUnix float64) {
 	m.rows.Add(float64(rs.Rows))
 	m.samples.Add(float64(rs.Samples))
 	m.rollupCells.Add(float64(rs.RollupCells))
+	m.rowsRead.Add(float64(rs.RowsRead))
+	m.cellsRead.Add(float64(rs.CellsRead))
+	m.conflicts.Add(float64(rs.Conflicts))
 	m.duration.Observe(rs.Duration.Seconds())
 	if failed {
 		m.rounds.WithLabelValues("failed").Inc()

@@ -130,7 +130,7 @@ func NewWorker(st kv.Store, settings schema.Settings, opts WorkerOptions) (*Work
 	if settings.SaltBuckets < 1 || settings.SaltBuckets > schema.MaxSaltBuckets {
 		return nil, fmt.Errorf("downsample: %d salt buckets outside [1, %d]: %w", settings.SaltBuckets, schema.MaxSaltBuckets, kv.ErrInvalidArgument)
 	}
-	if err := opts.Compact.validateRollups(settings.BucketWidth); err != nil {
+	if err := opts.Compact.validateForStore(settings.BucketWidth); err != nil {
 		return nil, fmt.Errorf("downsample: WorkerOptions.Compact: %w", err)
 	}
 	opts = opts.withDefaults()
@@ -227,6 +227,7 @@ func (w *Worker) RunOnce(ctx context.Context) (RoundStats, error) {
 	}
 	rs.Duration = w.opts.Now().Sub(start)
 	attrs := []any{"rows", rs.Rows, "samples", rs.Samples, "raw_cells_deleted", rs.RawCells, "rollup_cells", rs.RollupCells, "skipped", rs.Skipped,
+		"conflicts", rs.Conflicts, "rows_read", rs.RowsRead, "cells_read", rs.CellsRead,
 		"salts", rs.Salts, "busy", rs.Busy, "failed", rs.Failed, "duration", rs.Duration}
 	if secs := rs.Duration.Seconds(); secs > 0 {
 		attrs = append(attrs, "rows_per_s", round1(float64(rs.Rows)/secs), "samples_per_s", round1(float64(rs.Samples)/secs))
@@ -261,13 +262,18 @@ func (w *Worker) compactSalt(ctx context.Context, salt byte, prog *progress) (st
 			w.opts.Logger.Warn("lease not released; it expires by itself", "salt", salt, "err", rerr)
 		}
 	}()
+	workCtx, stop := l.keep(ctx)
+	defer stop()
 	copts := w.opts.Compact
 	copts.batchDone = prog.batchDone
-	c, err := NewCompactor(&guardedStore{Store: w.st, lease: l, rowsRead: prog.rowsRead}, w.settings, copts)
+	c, err := NewCompactor(&guardedStore{Store: w.st, lease: l}, w.settings, copts)
 	if err != nil {
 		return Stats{}, true, err
 	}
-	st, err = c.CompactSalt(ctx, salt)
+	st, err = c.CompactSalt(workCtx, salt)
+	if cause := context.Cause(workCtx); err != nil && ctx.Err() == nil && errors.Is(cause, ErrLeaseLost) && !errors.Is(err, ErrLeaseLost) {
+		err = fmt.Errorf("%w (%w)", cause, err)
+	}
 	return st, true, err
 }
 
@@ -304,20 +310,13 @@ type progress struct {
 	rollupCells int
 }
 
-// rowsRead counts a batch of n rows; it may log.
-func (p *progress) rowsRead(n int) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.rows += n
-	p.maybeLog()
-}
-
-// batchDone counts what a batch wrote; it does not log (rowsRead, at the next
-// batch, does).
+// batchDone counts what a batch read and wrote; it may log.
 func (p *progress) batchDone(st Stats) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.rows += st.RowsRead
 	p.rollupCells += st.RollupCells
+	p.maybeLog()
 }
 
 // saltDone counts a salt as done (or left to another worker); it may log.

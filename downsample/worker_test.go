@@ -55,7 +55,7 @@ func newSaltedFixture(t *testing.T, b schematest.Backend, n, salts int) (*fixtur
 		}
 		req.Series = append(req.Series, write.Series{Labels: ls, Samples: samples})
 	}
-	f.write(t, req)
+	f.writeOnTime(t, req)
 	return f, sts
 }
 
@@ -140,6 +140,17 @@ func (s *spyStore) Apply(ctx context.Context, table string, muts []kv.Mutation) 
 	return s.Store.Apply(ctx, table, muts)
 }
 
+func (s *spyStore) CheckAndPut(ctx context.Context, table string, expected []byte, put kv.Mutation) (bool, error) {
+	if table == schema.TableData || strings.HasPrefix(table, "rollup-") {
+		s.holders.mu.Lock()
+		if holder := s.holders.held[put.Row[0]]; holder != s.owner {
+			s.holders.t.Errorf("%s wrote a row of salt %d, which %q holds", s.owner, put.Row[0], holder)
+		}
+		s.holders.mu.Unlock()
+	}
+	return s.Store.CheckAndPut(ctx, table, expected, put)
+}
+
 // Two workers on two connections to one store, running a round at the same
 // time, compact every sealed bucket exactly once between them (its chunk and
 // each of its rollup cells written once), never work on one salt at once, and
@@ -196,7 +207,7 @@ func TestWorkersShareTheSaltsThroughLeases(t *testing.T) {
 				}
 			}
 			n := f.sealedRows()
-			if want := (Stats{Rows: n, Samples: n * 240, RawCells: n * 240, RollupCells: 2 * n}); total != want {
+			if want := (Stats{Rows: n, Samples: n * 240, RawCells: n * 240, RollupCells: 2 * n, RowsRead: n, CellsRead: n + n*240}); total != want {
 				t.Errorf("the two workers did %+v between them, want %+v (%+v and %+v)", total, want, stats[0], stats[1])
 			}
 			for _, tf := range [][2]string{{schema.TableData, schema.FamilyChunk}, {schema.RollupTable(5 * time.Minute), schema.FamilyRollup},
@@ -371,12 +382,12 @@ func TestLongRoundRenewsAndLogsProgress(t *testing.T) {
 				t.Fatalf("the round took %s by the test clock, want longer than the lease TTL", st.Duration)
 			}
 			log := logs.String()
-			wantRound := fmt.Sprintf(`msg="compaction round" rows=%d samples=%d raw_cells_deleted=%d rollup_cells=%d skipped=0 salts=4 busy=0 failed=0 duration=%s rows_per_s=0.2 samples_per_s=48`,
-				n, n*240, n*240, 2*n, st.Duration)
+			wantRound := fmt.Sprintf(`msg="compaction round" rows=%d samples=%d raw_cells_deleted=%d rollup_cells=%d skipped=0 conflicts=0 rows_read=%d cells_read=%d salts=4 busy=0 failed=0 duration=%s rows_per_s=0.2 samples_per_s=48`,
+				n, n*240, n*240, 2*n, n, n+n*240, st.Duration)
 			if !strings.Contains(log, wantRound) {
 				t.Errorf("no round line %q in the log:\n%s", wantRound, log)
 			}
-			if !strings.Contains(log, `msg="compaction progress" salts_done=0 salts=4 rows=4 rollup_cells=4 elapsed=10s rows_per_s=0.4`) ||
+			if !strings.Contains(log, `msg="compaction progress" salts_done=0 salts=4 rows=4 rollup_cells=8 elapsed=10s rows_per_s=0.4`) ||
 				!strings.Contains(log, "rows_estimated=") || !strings.Contains(log, " eta=") {
 				t.Errorf("no progress lines with an estimate in the log:\n%s", log)
 			}

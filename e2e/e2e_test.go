@@ -65,13 +65,16 @@ func TestPrometheusRemoteWrite(t *testing.T) {
 }
 
 // compactedRun makes a run in which tsdb compacts all along: one-minute buckets,
-// sealed a second after they end, a compaction round every second. Everything
-// the run compares (raw samples to the bit, the query APIs, remote read) then reads
-// chunks, late samples merged with them and buckets being rewritten while queries
-// run. It scrapes at least long enough for two bucket ends to pass.
+// sealed 10 seconds after they end (the least such buckets allow is 9s,
+// schema.MinGrace: samples that arrive more than 3s after their bucket's end
+// are stored as late samples), a compaction round every second. Everything the
+// run compares (raw samples to the bit, the query APIs, remote read) then
+// reads chunks, late samples merged with them and buckets being rewritten
+// while queries run. It scrapes at least long enough for two buckets to be
+// sealed.
 func compactedRun(st store, dur time.Duration) (store, time.Duration) {
-	st.flags = append(slices.Clone(st.flags), "--schema.bucket-width=1m", "--compact.grace=1s", "--compact.interval=1s")
-	return st, max(dur, 80*time.Second)
+	st.flags = append(slices.Clone(st.flags), "--schema.bucket-width=1m", "--compact.grace=10s", "--compact.interval=1s")
+	return st, max(dur, 90*time.Second)
 }
 
 // checkCompacted fails unless the store holds chunk cells: a compacted run that

@@ -37,10 +37,18 @@
 // a tombstone: until the next major compaction it also hides versions <= T written
 // after it, while the embedded store removes what exists and later puts are
 // visible. So callers never write at a timestamp <= T into something they deleted
-// up to T: compaction (planned) will delete each raw column up to that cell's own timestamp, so
-// that a late sample (at another qualifier) or a re-sent one (at the same cell,
-// already compacted) is never lost. HBase's NEW_VERSION_BEHAVIOR would make the
-// backends agree, but it made scans several times slower (see kv/hbase).
+// up to T: compaction deletes a row's raw family with one DeleteFamily up to a
+// bound below which no writer puts any more (see downsample/doc.go). HBase's
+// NEW_VERSION_BEHAVIOR would make the backends agree, but it made scans several
+// times slower (see kv/hbase).
+//
+// A delete costs what it leaves behind until the store's compactions drop it:
+// point tombstones, each covering one column or cell version, and range
+// tombstones, each covering many cells. Each MutationKind states its cost, and a
+// store that implements TombstoneCounter counts both kinds. Deleting many cells of
+// a row is cheap only as one DeleteFamily or DeleteRow (one range tombstone on
+// either backend when no newer cell lies among them), never as one DeleteColumn
+// per cell.
 //
 // # Errors
 //

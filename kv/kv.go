@@ -200,16 +200,33 @@ type Scanner interface {
 // MutationKind says what a Mutation does.
 type MutationKind uint8
 
-// Mutation kinds, mirroring HBase's Put and Delete types.
+// Mutation kinds, mirroring HBase's Put and Delete types. Each delete states what
+// it leaves behind, counted by Tombstones (see the package doc, Deletes).
 const (
-	// KindPut writes Value at (Row, Family, Qualifier, Timestamp).
+	// KindPut writes Value at (Row, Family, Qualifier, Timestamp). It leaves no
+	// tombstone.
 	KindPut MutationKind = iota + 1
 	// KindDeleteColumn removes every version of (Row, Family, Qualifier) with a
 	// timestamp <= Timestamp (HBase DeleteColumns).
+	//
+	// Cost: HBase writes one DeleteColumn marker (1 point tombstone); the
+	// embedded store reads the column and writes one point deletion per version
+	// it removes (n versions: n point tombstones, none if the column is empty).
 	KindDeleteColumn
 	// KindDeleteFamily removes every cell of (Row, Family) with a timestamp <= Timestamp.
+	//
+	// Cost: HBase writes one DeleteFamily marker (1 range tombstone). The
+	// embedded store writes 1 range deletion when Timestamp is MaxTimestamp;
+	// below it, it reads the family and writes one range deletion per run of
+	// consecutive removed cells (a run of one cell: a point deletion), so a
+	// family whose removed cells are not interleaved with newer ones costs 1
+	// range tombstone, and one with nothing to remove costs none.
 	KindDeleteFamily
 	// KindDeleteRow removes every cell of Row with a timestamp <= Timestamp.
+	//
+	// Cost: as KindDeleteFamily over the whole row; counted as 1 range tombstone
+	// on HBase (whose region server expands it into one DeleteFamily marker per
+	// family of the table).
 	KindDeleteRow
 )
 
@@ -281,6 +298,19 @@ func (m Mutation) Validate() error {
 	}
 	return nil
 }
+
+// Tombstones counts what the deletes a store applied left behind, since it was opened.
+type Tombstones struct {
+	// Point: tombstones or delete markers that each cover one column or one cell version
+	// (embedded: Pebble point deletions; HBase: Delete/DeleteColumn markers, one per column).
+	Point int64
+	// Range: tombstones that cover many cells at once (embedded: Pebble range deletions;
+	// HBase: DeleteFamily markers and whole-row deletes, one per row and family).
+	Range int64
+}
+
+// TombstoneCounter is implemented by stores that count their tombstones (both backends do).
+type TombstoneCounter interface{ Tombstones() Tombstones }
 
 // BatchError reports which mutations of an Apply failed. Mutations not listed may or
 // may not have been applied (HBase applies rows independently).

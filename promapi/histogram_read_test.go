@@ -244,7 +244,7 @@ func TestRemoteReadHistograms(t *testing.T) {
 			}
 			for _, compacted := range []bool{false, true} {
 				if compacted {
-					c, err := downsample.NewCompactor(st, b.Settings, downsample.Options{Grace: time.Nanosecond,
+					c, err := downsample.NewCompactor(st, b.Settings, downsample.Options{
 						Now: func() time.Time { return time.UnixMilli(kv.MaxTimestamp) }})
 					if err != nil {
 						t.Fatal(err)

@@ -67,6 +67,7 @@ func NewRouter(opts Options) (http.Handler, error) {
 		metrics = newHTTPMetrics(opts.Registerer)
 		r.Use(metrics.instrument)
 	}
+	r.Use(withJobLabel)
 	r.Handle("/api/v1/write", countWrites(opts.Ingest, metrics, remoteWriteProtocol, wh.remoteWrite())).Methods(http.MethodPost)
 	r.Handle("/api/put", countWrites(opts.Ingest, metrics, putProtocol, wh.put())).Methods(http.MethodPost)
 	if opts.Gatherer != nil {

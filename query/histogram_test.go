@@ -92,7 +92,9 @@ func writeMixed(t *testing.T, b schematest.Backend) (*query.Reader, kv.Store) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		muts = append(muts, kv.Put(row, schema.FamilyRaw, q, s.t, s.value()))
+		// The writer stored the floats as late samples (1970 is long past):
+		// the same cells, at their bucket's last millisecond (schema/late.go).
+		muts = append(muts, kv.Put(row, schema.FamilyRaw, q, schema.LateCellTimestamp(bucket, width), s.value()))
 	}
 	if err := st.Apply(ctx, schema.TableData, muts); err != nil {
 		t.Fatal(err)
@@ -103,7 +105,7 @@ func writeMixed(t *testing.T, b schematest.Backend) (*query.Reader, kv.Store) {
 // compact seals every bucket of st into chunk cells (downsample's compactor).
 func compact(t *testing.T, st kv.Store, b schematest.Backend) {
 	t.Helper()
-	c, err := downsample.NewCompactor(st, b.Settings, downsample.Options{Grace: time.Nanosecond,
+	c, err := downsample.NewCompactor(st, b.Settings, downsample.Options{
 		Now: func() time.Time { return time.UnixMilli(kv.MaxTimestamp) }})
 	if err != nil {
 		t.Fatal(err)

@@ -198,19 +198,15 @@ func mergeKinds(cells ChunkCellSamples, ends [][2]int, raw []Sample, rawH []Hist
 var ErrHistogramCell = errors.New("schema: raw cell holds a histogram sample")
 
 // DecodeRawCell decodes one raw cell holding a float sample, of the row whose
-// bucket starts at bucketStart. The cell's timestamp must be the sample's
-// (raw.go). A cell holding a histogram sample fails with ErrHistogramCell.
+// bucket starts at bucketStart (RawCellTime: on-time or late). A cell holding a
+// histogram sample fails with ErrHistogramCell.
 func DecodeRawCell(c kv.Cell, bucketStart int64, width time.Duration) (Sample, error) {
-	off, err := DecodeRawQualifier(c.Qualifier, width)
+	t, err := RawCellTime(c, bucketStart, width)
 	if err != nil {
 		return Sample{}, err
 	}
-	if t := bucketStart + off; t != c.Timestamp {
-		return Sample{}, fmt.Errorf("schema: raw cell at offset %d of bucket %d has timestamp %d: %w",
-			off, bucketStart, c.Timestamp, ErrMalformed)
-	}
 	if len(c.Value) == RawValueLen {
-		return Sample{T: c.Timestamp, V: math.Float64frombits(binary.BigEndian.Uint64(c.Value))}, nil
+		return Sample{T: t, V: math.Float64frombits(binary.BigEndian.Uint64(c.Value))}, nil
 	}
 	if len(c.Value) >= minHistogramValueLen {
 		return Sample{}, ErrHistogramCell
@@ -219,20 +215,34 @@ func DecodeRawCell(c kv.Cell, bucketStart int64, width time.Duration) (Sample, e
 	if err != nil {
 		return Sample{}, err
 	}
-	return Sample{T: c.Timestamp, V: v.F, ST: v.ST}, nil
+	return Sample{T: t, V: v.F, ST: v.ST}, nil
+}
+
+// RawCellTime returns the sample timestamp of a raw cell of the row whose
+// bucket starts at bucketStart: the bucket start plus its qualifier's offset.
+// The cell's timestamp must be that (an on-time cell) or the bucket's last
+// millisecond (a late cell, late.go), else the error wraps ErrMalformed.
+func RawCellTime(c kv.Cell, bucketStart int64, width time.Duration) (int64, error) {
+	off, err := DecodeRawQualifier(c.Qualifier, width)
+	if err != nil {
+		return 0, err
+	}
+	t := bucketStart + off
+	if t != c.Timestamp && c.Timestamp != LateCellTimestamp(bucketStart, width) {
+		return 0, fmt.Errorf("schema: raw cell at offset %d of bucket %d has timestamp %d, neither its sample's nor the bucket's last millisecond: %w",
+			off, bucketStart, c.Timestamp, ErrMalformed)
+	}
+	return t, nil
 }
 
 // DecodeRawHistogramCell decodes one raw cell holding a histogram sample (see
 // DecodeRawCell). A float cell fails, wrapping ErrMalformed.
 func DecodeRawHistogramCell(c kv.Cell, bucketStart int64, width time.Duration) (HistogramSample, error) {
-	off, err := DecodeRawQualifier(c.Qualifier, width)
+	t, err := RawCellTime(c, bucketStart, width)
 	if err != nil {
 		return HistogramSample{}, err
 	}
-	if t := bucketStart + off; t != c.Timestamp {
-		return HistogramSample{}, fmt.Errorf("schema: raw cell at offset %d of bucket %d has timestamp %d: %w",
-			off, bucketStart, c.Timestamp, ErrMalformed)
-	}
+	off := t - bucketStart
 	if len(c.Value) < minHistogramValueLen {
 		return HistogramSample{}, fmt.Errorf("schema: raw cell at offset %d of bucket %d holds a float, not a histogram: %w", off, bucketStart, ErrMalformed)
 	}
@@ -240,7 +250,7 @@ func DecodeRawHistogramCell(c kv.Cell, bucketStart int64, width time.Duration) (
 	if err != nil {
 		return HistogramSample{}, fmt.Errorf("schema: raw cell at offset %d of bucket %d: %w", off, bucketStart, err)
 	}
-	return HistogramSample{T: c.Timestamp, ST: v.ST, H: v.H, FH: v.FH}, nil
+	return HistogramSample{T: t, ST: v.ST, H: v.H, FH: v.FH}, nil
 }
 
 // mergeRaw merges chunk samples (any order) with ascending raw samples, one per

@@ -95,6 +95,12 @@ const (
 	// forever): recorded when the store is created, compared at every start
 	// (provision/retention.go).
 	QualifierRawRetention = "raw_retention"
+	// QualifierPendingSince is when (ms since the epoch, decimal) the pending
+	// table (pending.go) was added to a store created without it: raw cells
+	// written before then have no pending mark, and compaction sweeps each
+	// salt for them until it has sealed that moment's bucket
+	// (downsample/doc.go). A store created with the table has no such cell.
+	QualifierPendingSince = "pending_since"
 )
 
 // Settings are the layout parameters a store is created with. They never change

@@ -104,7 +104,7 @@ func (o TableOptions) Validate() error {
 }
 
 // Tables returns the specs of every table of the schema, in the order they are
-// created: data, series, index, meta, exemplars, then one rollup table per
+// created: data, series, index, meta, exemplars, pending, then one rollup table per
 // resolution (the rollup tables are always last). Every family keeps one version; TTLs
 // come from o (the series registry and the meta table never expire). The data,
 // exemplar and rollup tables are pre-split at the salt bytes 1 .. SaltBuckets-1 so that every salt
@@ -152,6 +152,7 @@ func Tables(o TableOptions) []kv.TableSpec {
 			Families: []kv.FamilySpec{fam(FamilyMeta, 0, "NONE")},
 		},
 		ExemplarTable(o),
+		PendingTable(o),
 	}
 	for _, r := range o.Rollups {
 		tables = append(tables, kv.TableSpec{

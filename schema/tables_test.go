@@ -26,7 +26,7 @@ func TestTablesWithDefaultOptions(t *testing.T) {
 			}
 		}
 	}
-	if want := []string{"data", "series", "index", "meta", "exemplars", "rollup-5m", "rollup-1h"}; !slices.Equal(names, want) {
+	if want := []string{"data", "series", "index", "meta", "exemplars", "pending", "rollup-5m", "rollup-1h"}; !slices.Equal(names, want) {
 		t.Fatalf("tables %v, want %v", names, want)
 	}
 	day := 24 * time.Hour
@@ -37,6 +37,7 @@ func TestTablesWithDefaultOptions(t *testing.T) {
 		"index":     {"p": (5*365 + 1) * day},
 		"meta":      {"m": 0},
 		"exemplars": {"e": 30 * day},
+		"pending":   {"p": 400 * day},
 		"rollup-5m": {"a": 90 * day},
 		"rollup-1h": {"a": 5 * 365 * day},
 	}
@@ -57,7 +58,7 @@ func TestTablesWithDefaultOptions(t *testing.T) {
 				t.Errorf("table %s family %s: block encoding %s, want %s", s.Name, fam, f.BlockEncoding, wantEnc)
 			}
 		}
-		split := s.Name == "data" || s.Name == "exemplars" || strings.HasPrefix(s.Name, "rollup-")
+		split := s.Name == "data" || s.Name == "exemplars" || s.Name == "pending" || strings.HasPrefix(s.Name, "rollup-")
 		if split && len(s.SplitKeys) != 15 {
 			t.Errorf("table %s: %d split keys, want 15", s.Name, len(s.SplitKeys))
 		}
@@ -121,17 +122,17 @@ func TestTablesOneRollupTablePerResolution(t *testing.T) {
 	for _, s := range specs {
 		names = append(names, s.Name)
 	}
-	if want := []string{"data", "series", "index", "meta", "exemplars", "rollup-1m", "rollup-15m", "rollup-1d"}; !slices.Equal(names, want) {
+	if want := []string{"data", "series", "index", "meta", "exemplars", "pending", "rollup-1m", "rollup-15m", "rollup-1d"}; !slices.Equal(names, want) {
 		t.Fatalf("tables %v, want %v", names, want)
 	}
 	for i, r := range o.Rollups {
-		s := specs[5+i]
+		s := specs[6+i]
 		if len(s.Families) != 1 || s.Families[0].Name != "a" || s.Families[0].TTL != r.Retention || len(s.SplitKeys) != 3 {
 			t.Errorf("table %s: %+v, want family a with TTL %s and 3 split keys", s.Name, s, r.Retention)
 		}
 	}
-	if got := schema.Tables(schema.TableOptions{SaltBuckets: 1}); len(got) != 5 {
-		t.Errorf("no rollups: %d tables, want 5", len(got))
+	if got := schema.Tables(schema.TableOptions{SaltBuckets: 1}); len(got) != 6 {
+		t.Errorf("no rollups: %d tables, want 6", len(got))
 	}
 }
 

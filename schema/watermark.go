@@ -29,6 +29,10 @@ import (
 //   - The value is the canonical decimal text of a positive number of
 //     milliseconds (no sign, no leading zeros); ParseWatermarkValue accepts
 //     nothing else.
+//   - The row's second column, m:swept, records the cutoff (same form and
+//     cell timestamp rule) at which a pass of the job last swept the salt: found
+//     its work by reading the salt whole rather than through the pending table
+//     (downsample/doc.go). A salt without it has never been swept.
 //   - The cell timestamp is the watermark itself (WatermarkCell). The family
 //     keeps one version and a put older than the cell it replaces is stored but
 //     never read, so the cell reads as the greatest watermark ever written,
@@ -40,6 +44,10 @@ const WatermarkRowPrefix = "watermark\x00"
 
 // QualifierWatermark is the column of a watermark row.
 const QualifierWatermark = "watermark"
+
+// QualifierSwept is the column of a watermark row that records the cutoff of
+// the salt's last sweep.
+const QualifierSwept = "swept"
 
 // WatermarkJobPrefix returns the prefix of the watermark rows of job: the range
 // of all its salts.
@@ -86,6 +94,16 @@ func ParseWatermarkValue(b []byte) (int64, error) {
 // row, family, qualifier, value and a timestamp equal to ms, so that the
 // greatest watermark written wins (see the invariants above).
 func WatermarkCell(job string, salt byte, ms int64) (row []byte, cell kv.Cell, err error) {
+	return watermarkRowCell(job, salt, QualifierWatermark, ms)
+}
+
+// SweptCell returns the cell that records that a pass of job swept salt at
+// cutoff ms: WatermarkCell's row, column QualifierSwept.
+func SweptCell(job string, salt byte, ms int64) (row []byte, cell kv.Cell, err error) {
+	return watermarkRowCell(job, salt, QualifierSwept, ms)
+}
+
+func watermarkRowCell(job string, salt byte, qualifier string, ms int64) (row []byte, cell kv.Cell, err error) {
 	if err := ValidLeaseJob(job); err != nil {
 		return nil, kv.Cell{}, err
 	}
@@ -93,5 +111,5 @@ func WatermarkCell(job string, salt byte, ms int64) (row []byte, cell kv.Cell, e
 	if err != nil {
 		return nil, kv.Cell{}, err
 	}
-	return WatermarkRow(nil, job, salt), kv.Cell{Family: FamilyMeta, Qualifier: []byte(QualifierWatermark), Timestamp: ms, Value: v}, nil
+	return WatermarkRow(nil, job, salt), kv.Cell{Family: FamilyMeta, Qualifier: []byte(qualifier), Timestamp: ms, Value: v}, nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"time"
 
 	"github.com/prometheus/common/model"
@@ -250,7 +251,10 @@ func (w *Writer) WriteAt(ctx context.Context, req *Request, now time.Time) (Resu
 	if err != nil {
 		return Result{}, err
 	}
-	b := w.build(req, &p, ids)
+	// On time or late is decided by the clock as the cells are built, not as
+	// of now (the validation's reading, which an appender took earlier): what
+	// matters is when the cells reach the store (schema/late.go).
+	b := w.build(req, &p, ids, w.opts.Now().UnixMilli())
 	return w.store(ctx, &p, b)
 }
 
@@ -447,6 +451,52 @@ func (w *Writer) resolve(ctx context.Context, p *plan) ([]uint64, error) {
 // Once acknowledged, it remembers the rows whose tags and the metadata it wrote,
 // so that later requests need not write them again.
 func (w *Writer) store(ctx context.Context, p *plan, b batch) (Result, error) {
+	if b.onTimeDeadline > 0 {
+		// On-time cells must be stored before their bucket may be sealed
+		// (schema/late.go): past the deadline the request fails, retriably,
+		// and its retry writes them as late cells.
+		left := time.Duration(b.onTimeDeadline-w.opts.Now().UnixMilli()) * time.Millisecond
+		dctx, cancel := context.WithTimeoutCause(ctx, left, errOnTimeDeadline)
+		defer cancel()
+		ctx = dctx
+	}
+	if err := w.storeCells(ctx, p, b); err != nil {
+		if errors.Is(context.Cause(ctx), errOnTimeDeadline) {
+			return Result{}, fmt.Errorf("write: %w: %w (%w)", errOnTimeDeadline, kv.ErrUnavailable, err)
+		}
+		return Result{}, err
+	}
+	if len(b.lateMarks) > 0 {
+		// After the late cells, so that a compaction that reads (and then
+		// deletes) a mark has read the cells it marks (schema/pending.go).
+		if err := w.st.Apply(ctx, schema.TablePending, b.lateMarks); err != nil {
+			return Result{}, fmt.Errorf("write: mark %d rows with late samples for compaction: %w", len(b.lateMarks), err)
+		}
+	}
+
+	// Acknowledged: remember what need not be written again.
+	for _, r := range b.newRows {
+		w.seenRows.Add(r, struct{}{})
+	}
+	for _, m := range p.metaStored {
+		w.metadata.Add(m.Metric, m)
+	}
+	res := p.res
+	res.SeriesWritten = b.series
+	res.SamplesWritten = b.samples
+	res.HistogramsWritten = b.histograms
+	res.ExemplarsWritten = b.exemplars
+	res.MetadataWritten = len(p.metaStored)
+	return res, nil
+}
+
+// errOnTimeDeadline is the cause of a write whose on-time cells were not
+// stored by their deadline.
+var errOnTimeDeadline = errors.New("on-time samples not stored within their bucket's on-time window; a retry stores them as late samples")
+
+// storeCells writes everything of a batch but its late marks, at most
+// Options.ApplyParallelism Applies at a time (see store).
+func (w *Writer) storeCells(ctx context.Context, p *plan, b batch) error {
 	var jobs []func(ctx context.Context) error
 	for start := 0; start < len(b.muts); start += w.opts.MaxBatch {
 		chunk := b.muts[start:min(start+w.opts.MaxBatch, len(b.muts))]
@@ -482,36 +532,35 @@ func (w *Writer) store(ctx context.Context, p *plan, b batch) (Result, error) {
 			return nil
 		})
 	}
-	if err := run(ctx, jobs, w.opts.ApplyParallelism); err != nil {
-		return Result{}, err
+	if len(b.onTimeMarks) > 0 {
+		jobs = append(jobs, func(ctx context.Context) error {
+			if err := w.st.Apply(ctx, schema.TablePending, b.onTimeMarks); err != nil {
+				return fmt.Errorf("write: mark %d new rows for compaction: %w", len(b.onTimeMarks), err)
+			}
+			return nil
+		})
 	}
-
-	// Acknowledged: remember what need not be written again.
-	for _, r := range b.newRows {
-		w.seenRows.Add(r, struct{}{})
-	}
-	for _, m := range p.metaStored {
-		w.metadata.Add(m.Metric, m)
-	}
-	res := p.res
-	res.SeriesWritten = b.series
-	res.SamplesWritten = b.samples
-	res.HistogramsWritten = b.histograms
-	res.ExemplarsWritten = b.exemplars
-	res.MetadataWritten = len(p.metaStored)
-	return res, nil
+	return run(ctx, jobs, w.opts.ApplyParallelism)
 }
 
 // batch is what build makes of a request.
 type batch struct {
-	muts       []kv.Mutation // data table
-	exMuts     []kv.Mutation // exemplar table
-	entries    []index.Entry
-	newRows    []rowID // rows whose tag columns this batch writes
-	series     int     // series with float or histogram samples
-	samples    int     // float samples
-	histograms int     // histogram samples
-	exemplars  int
+	muts    []kv.Mutation // data table
+	exMuts  []kv.Mutation // exemplar table
+	entries []index.Entry
+	newRows []rowID // rows whose tag columns this batch writes
+	// onTimeMarks and lateMarks are the pending table's marks (schema/pending.go)
+	// of the rows this batch writes on-time cells into for the first time in
+	// this process, and of the rows it writes late cells into.
+	onTimeMarks, lateMarks []kv.Mutation
+	// onTimeDeadline is when (ms, by Options.Now) the store must have
+	// acknowledged the batch's on-time cells (schema.OnTimeDeadline of its
+	// earliest on-time bucket); 0 when it has none.
+	onTimeDeadline int64
+	series         int // series with float or histogram samples
+	samples        int // float samples
+	histograms     int // histogram samples
+	exemplars      int
 }
 
 // histogramValueLen estimates the bytes of a histogram's raw cell value, to
@@ -523,12 +572,16 @@ const histogramValueLen = 64
 // into the batch to store: data-table mutations, grouped by row — the r cell
 // of every valid float and histogram sample and, for every row this process
 // has not written the tags of, its t cells — one index entry per series per
-// day it has samples on, and the exemplar table's mutations
-// (appendExemplarMutations, once per series). Row keys, qualifiers and values
-// are cut from one buffer per request; they are not reused after the request,
+// day it has samples on, the exemplar table's mutations
+// (appendExemplarMutations, once per series), and the pending table's marks.
+// A sample is on time or late by nowMs (ms, schema/late.go): a late one's
+// cell timestamp is its bucket's last millisecond, and its row gets a late
+// mark; a row that this process writes on-time cells into for the first time
+// gets an on-time mark (with its tags). Row keys, qualifiers and values are
+// cut from one buffer per request; they are not reused after the request,
 // because a store may still hold them when a cancelled Apply returns. It does
 // no I/O.
-func (w *Writer) build(req *Request, pl *plan, ids []uint64) batch {
+func (w *Writer) build(req *Request, pl *plan, ids []uint64, nowMs int64) batch {
 	var b batch
 	planned, bounds := pl.series, pl.bounds
 	size, samples := 0, 0
@@ -557,24 +610,28 @@ func (w *Writer) build(req *Request, pl *plan, ids []uint64) batch {
 	type visited struct {
 		bucketStart int64
 		row         []byte
+		cellTS      int64 // the row's late cell timestamp; -1 when its cells are on time
 	}
 	var (
 		rows    []visited
 		row     []byte
 		lastBS  int64
+		lastTS  int64
 		lastDay int64
+		nonce   uint64 // of this request's late marks, drawn at the first
 	)
-	// rowOf returns the row key of sample time t of series i and its bucket
-	// start, making the key, the row's tags and the day's postings entry when
-	// this request has not yet.
-	rowOf := func(i int, t int64) ([]byte, int64) {
+	// rowOf returns the row key of sample time t of series i, its bucket start
+	// and the cell timestamp of the sample (t on time, else its bucket's last
+	// millisecond), making the key, the row's tags, its pending mark and the
+	// day's postings entry when this request has not yet.
+	rowOf := func(i int, t int64) ([]byte, int64, int64) {
 		p, k, id := &planned[i], keys[i], ids[i]
 		bs := schema.BucketStart(t, w.width)
 		if bs != lastBS {
 			lastBS, row = bs, nil
 			for _, v := range rows {
 				if v.bucketStart == bs {
-					row = v.row
+					row, lastTS = v.row, v.cellTS
 					break
 				}
 			}
@@ -582,10 +639,24 @@ func (w *Writer) build(req *Request, pl *plan, ids []uint64) batch {
 				start := len(buf)
 				buf = schema.DataRowKey(buf, schema.DataKey{Salt: k.salt, Host: k.host, Metric: k.metric, SeriesID: id, BucketStart: bs})
 				row = buf[start:len(buf):len(buf)]
-				rows = append(rows, visited{bs, row})
+				onTime := schema.IsOnTime(bs, w.width, nowMs)
+				lastTS = -1
+				if !onTime {
+					lastTS = schema.LateCellTimestamp(bs, w.width)
+					if nonce == 0 {
+						nonce = newNonce()
+					}
+					buf = w.appendMark(&b.lateMarks, buf, row, bs, schema.AppendPendingLateQualifier(nil, nonce))
+				} else if dl := schema.OnTimeDeadline(bs, w.width); b.onTimeDeadline == 0 || dl < b.onTimeDeadline {
+					b.onTimeDeadline = dl
+				}
+				rows = append(rows, visited{bs, row, lastTS})
 				if r := (rowID{id, bs}); !w.seenRows.Contains(r) {
 					b.newRows = append(b.newRows, r)
 					buf = w.appendTags(&b, buf, row, p.lbls, bs)
+					if onTime {
+						buf = w.appendMark(&b.onTimeMarks, buf, row, bs, schema.PendingOnTimeQualifier)
+					}
 				}
 			}
 		}
@@ -593,7 +664,10 @@ func (w *Writer) build(req *Request, pl *plan, ids []uint64) batch {
 			b.entries = append(b.entries, index.Entry{Day: uint32(day), SeriesID: id, Labels: p.lbls})
 			lastDay = day
 		}
-		return row, bs
+		if lastTS >= 0 {
+			return row, bs, lastTS
+		}
+		return row, bs, t
 	}
 	for i := range planned {
 		p, id := &planned[i], ids[i]
@@ -605,23 +679,23 @@ func (w *Writer) build(req *Request, pl *plan, ids []uint64) batch {
 			if !p.allValid && !bounds.ok(smp.T) {
 				continue
 			}
-			row, bs := rowOf(i, smp.T)
+			row, bs, ts := rowOf(i, smp.T)
 			start := len(buf)
 			// The offset is in [0, width): AppendRawQualifier cannot fail.
 			buf, _ = schema.AppendRawQualifier(buf, smp.T-bs, w.width)
 			buf = schema.AppendSampleValue(buf, smp)
 			q := buf[start : start+schema.RawQualifierLen : start+schema.RawQualifierLen]
 			v := buf[start+schema.RawQualifierLen : len(buf) : len(buf)]
-			b.muts = append(b.muts, kv.Put(row, schema.FamilyRaw, q, smp.T, v))
+			b.muts = append(b.muts, kv.Put(row, schema.FamilyRaw, q, ts, v))
 		}
 		for _, hs := range p.histograms() {
-			row, bs := rowOf(i, hs.T)
+			row, bs, ts := rowOf(i, hs.T)
 			start := len(buf)
 			buf, _ = schema.AppendRawQualifier(buf, hs.T-bs, w.width)
 			buf = schema.AppendHistogramSampleValue(buf, hs)
 			q := buf[start : start+schema.RawQualifierLen : start+schema.RawQualifierLen]
 			v := buf[start+schema.RawQualifierLen : len(buf) : len(buf)]
-			b.muts = append(b.muts, kv.Put(row, schema.FamilyRaw, q, hs.T, v))
+			b.muts = append(b.muts, kv.Put(row, schema.FamilyRaw, q, ts, v))
 		}
 		if !p.exemplarsOnly() {
 			b.series++
@@ -637,6 +711,27 @@ func (w *Writer) build(req *Request, pl *plan, ids []uint64) batch {
 		}
 	}
 	return b
+}
+
+// appendMark appends to marks the put of the pending table's mark of the data
+// row row (bucket start bucketStart) in column qualifier, cutting its key from
+// buf (schema/pending.go).
+func (w *Writer) appendMark(marks *[]kv.Mutation, buf, row []byte, bucketStart int64, qualifier []byte) []byte {
+	start := len(buf)
+	// row is a data row key DataRowKey just made: PendingRowKey cannot fail.
+	buf, _ = schema.PendingRowKey(buf, row)
+	key := buf[start:len(buf):len(buf)]
+	*marks = append(*marks, kv.Put(key, schema.FamilyPending, qualifier, schema.PendingMarkTimestamp(bucketStart, w.width), nil))
+	return buf
+}
+
+// newNonce returns a random, non-zero nonce for a request's late marks.
+func newNonce() uint64 {
+	for {
+		if n := rand.Uint64(); n != 0 {
+			return n
+		}
+	}
 }
 
 // appendTags appends the promoted tag columns of a row — t:<name> = value for

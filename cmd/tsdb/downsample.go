@@ -37,6 +37,10 @@ func registerDownsample(a *app) {
 		"leases in the meta table (--compact.lease-ttl).")
 	o := &downsampleOptions{worker: defaultWorkerOptions(), flags: newBinder(cmd)}
 	flag(cmd, "once", "Run one round over every salt, print what it did and exit.").BoolVar(&o.once)
+	o.flags.flag("compact.sweep", "downsample: Options.Sweep", "Also find sealed raw cells by reading each salt's raw family whole, "+
+		"not only through the pending table: for raw cells written by a tsdb older than the pending table while it was being "+
+		"upgraded (each salt is swept once by itself after the upgrade). A round then costs in proportion to every raw cell stored.").
+		BoolVar(&o.worker.Compact.Sweep)
 	registerCompactFlags(o.flags, &o.worker)
 	a.actions[cmd.FullCommand()] = func(ctx context.Context, logger *slog.Logger) error {
 		return runDownsample(ctx, a.out, a.common, o, logger)
@@ -142,8 +146,9 @@ func runDownsample(ctx context.Context, w io.Writer, c *commonFlags, o *downsamp
 	if o.once {
 		rs, err := worker.RunOnce(ctx)
 		fmt.Fprintf(w, "buckets_compacted: %d\nsamples: %d\nraw_cells_deleted: %d\nrollup_cells_written: %d\nbuckets_left_raw: %d\n"+
-			"salts_done: %d\nsalts_busy: %d\nsalts_failed: %d\nduration: %s\n",
-			rs.Rows, rs.Samples, rs.RawCells, rs.RollupCells, rs.Skipped, rs.Salts, rs.Busy, rs.Failed, rs.Duration)
+			"buckets_left_to_next_round: %d\nrows_read: %d\ncells_read: %d\nsalts_done: %d\nsalts_busy: %d\nsalts_failed: %d\nduration: %s\n",
+			rs.Rows, rs.Samples, rs.RawCells, rs.RollupCells, rs.Skipped, rs.Conflicts, rs.RowsRead, rs.CellsRead,
+			rs.Salts, rs.Busy, rs.Failed, rs.Duration)
 		return err
 	}
 	logger.Info("compaction worker started", "storage", addr.String(), "owner", opts.Owner,

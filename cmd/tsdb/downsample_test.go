@@ -137,8 +137,11 @@ func TestDownsampleOnceCompactsSealedBuckets(t *testing.T) {
 	s := newOldStore(t)
 	code, out, stderr := tsdb(t, "downsample", "--once", s.storage(), "--retention.raw=0")
 	// A rollup cell per row and resolution (5m and 1h, the default).
+	// It reads the sealed rows (their raw cells and pending marks) and
+	// nothing else, the open bucket's row included.
 	want := fmt.Sprintf("buckets_compacted: %d\nsamples: %d\nraw_cells_deleted: %d\nrollup_cells_written: %d\nbuckets_left_raw: 0\n"+
-		"salts_done: 1\nsalts_busy: 0\nsalts_failed: 0\nduration: ", oldRows, oldSamples, oldSamples, 2*oldRows)
+		"buckets_left_to_next_round: 0\nrows_read: %d\ncells_read: %d\n"+
+		"salts_done: 1\nsalts_busy: 0\nsalts_failed: 0\nduration: ", oldRows, oldSamples, oldSamples, 2*oldRows, oldRows, oldSamples+oldRows)
 	if code != 0 || !strings.HasPrefix(out, want) {
 		t.Fatalf("downsample --once: exit %d, stdout:\n%s\nwant it to start with:\n%s\nstderr: %s", code, out, want, stderr)
 	}

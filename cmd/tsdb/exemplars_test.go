@@ -40,14 +40,14 @@ func TestSchemaCheckWithoutTheExemplarTable(t *testing.T) {
 	want := "tsdb schema check: schema: the store has no exemplar table exemplars (it was created before exemplars were stored): " +
 		"run `tsdb schema create` with the same flags to add it, or enable schema auto-create: schema not created\n"
 	if code != 1 || !strings.HasSuffix(stderr, want) ||
-		!strings.Contains(out, "exemplar_retention: (not recorded; tsdb serve records --retention.exemplars=30d at start)\ntables: data index meta rollup-1h rollup-5m series\n") {
+		!strings.Contains(out, "exemplar_retention: (not recorded; tsdb serve records --retention.exemplars=30d at start)\ntables: data index meta pending rollup-1h rollup-5m series\n") {
 		t.Errorf("schema check: exit %d, stdout %q, stderr %q; want exit 1 and stderr ending %q", code, out, stderr, want)
 	}
 	if code, _, stderr := tsdb(t, "schema", "create", store); code != 0 {
 		t.Fatalf("schema create on the old store: exit %d: %s", code, stderr)
 	}
 	code, out, stderr = tsdb(t, "schema", "check", "--print", store)
-	if code != 0 || !strings.Contains(out, "exemplar_retention: 30d\ntables: data exemplars index meta rollup-1h rollup-5m series\n") {
+	if code != 0 || !strings.Contains(out, "exemplar_retention: 30d\ntables: data exemplars index meta pending rollup-1h rollup-5m series\n") {
 		t.Errorf("schema check after create: exit %d, stdout %q, stderr %q", code, out, stderr)
 	}
 }

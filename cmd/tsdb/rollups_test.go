@@ -106,7 +106,7 @@ func TestSchemaRollupsEmbedded(t *testing.T) {
 		t.Errorf("schema create logged:\n%s", stderr)
 	}
 	code, out, stderr := tsdb(t, "schema", "check", "--print", store)
-	want := "format_version: 2 (hash-derived series IDs; this binary supports 1 to 2)\nbucket_width: 1h0m0s\nsalt_buckets: 1\nrollups: 5m:90d,1h:5y\nraw_retention: 400d\nexemplar_retention: 30d\ntables: data exemplars index meta rollup-1h rollup-5m series\n"
+	want := "format_version: 2 (hash-derived series IDs; this binary supports 1 to 2)\nbucket_width: 1h0m0s\nsalt_buckets: 1\nrollups: 5m:90d,1h:5y\nraw_retention: 400d\nexemplar_retention: 30d\ntables: data exemplars index meta pending rollup-1h rollup-5m series\n"
 	if code != 0 || !strings.HasSuffix(out, want) {
 		t.Fatalf("schema check --print: exit %d, %q (stderr %s); want it to end with %q", code, out, stderr, want)
 	}
@@ -126,7 +126,7 @@ func TestSchemaRollupsEmbedded(t *testing.T) {
 	}
 	code, out, _ = tsdb(t, "schema", "check", "--print", store)
 	want = "rollups: 5m:90d,15m:30d\nrollups_configured: 5m:90d,1h:5y (tsdb serve records it at start)\nraw_retention: 400d\nexemplar_retention: 30d\n" +
-		"tables: data exemplars index meta rollup-15m rollup-1h rollup-5m series\n"
+		"tables: data exemplars index meta pending rollup-15m rollup-1h rollup-5m series\n"
 	if code != 0 || !strings.HasSuffix(out, want) {
 		t.Fatalf("schema check --print: exit %d, %q; want it to end with %q", code, out, want)
 	}

@@ -141,6 +141,9 @@ func checkSchema(ctx context.Context, w io.Writer, c *commonFlags, print bool, l
 	if !slices.Contains(tables, schema.TableExemplars) {
 		return provision.MissingExemplarTableError()
 	}
+	if !slices.Contains(tables, schema.TablePending) {
+		return provision.MissingPendingTableError()
+	}
 	if exemplarRecorded {
 		if err := provision.ExemplarRetentionError(exemplarRetention, opts.ExemplarRetention, c.provisionOptions(addr, logger)...); err != nil {
 			return err

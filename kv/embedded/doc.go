@@ -52,15 +52,24 @@
 // NEW_VERSION_BEHAVIOR), so the sweeper that physically removes hidden versions never
 // changes what a read returns.
 //
-// Deletes are physical: they remove the versions that exist when they are applied
-// (range deletions, or point deletions for a partial family or row delete), so a
-// later put with an older timestamp is visible, as storage/doc.go requires.
+// Deletes are physical: they remove the versions that exist when they are applied,
+// so a later put with an older timestamp is visible, as kv/doc.go requires. Each
+// costs what kv.MutationKind states (delete.go): a column delete reads the
+// column and writes one point deletion per version it removes; a family or row
+// delete up to kv.MaxTimestamp writes one range deletion without reading; below
+// it, it reads the family or row and writes one range deletion per run of
+// consecutive removed cells, each ending right after the run's last key, so
+// that it covers no cell it must keep. Tombstones counts what they wrote.
 //
 // Apply commits one Pebble batch, atomically, with fsync (pebble.Sync); a batch of
 // puts goes in in key order (write.go). Pebble's memtable and compaction options
 // are set for the write pattern of remote write in tuning.go.
-// Increment and CheckAndPut are read-modify-write under the store's exclusive lock,
-// which Apply holds shared, so they are atomic with respect to every write.
+// Increment, CheckAndPut and a batch with a family or row delete below
+// kv.MaxTimestamp read and write under the store's exclusive lock, which Apply
+// otherwise holds shared (a batch of puts always), so they are atomic with
+// respect to every write: no put lands inside a range deletion between the read
+// that delimited it and its commit. They wait for their fsync after releasing
+// the lock.
 //
 // # Background work
 //
@@ -68,4 +77,9 @@
 // versions that reads hide (expired, or beyond the family's MaxVersions), a bounded
 // chunk at a time under the exclusive lock so writers are never stalled for long.
 // Close stops it and waits for it before closing Pebble.
+//
+// Pebble's Close waits for the flush and the compactions under way (nothing in
+// Pebble cancels them) and for its table statistics job, which tuning.go turns
+// off: on a store full of range deletions that job alone kept a store from
+// exiting for minutes.
 package embedded

@@ -309,7 +309,10 @@ func (s *Store) getRows(ctx context.Context, op, tableName string, keys [][]byte
 	if err != nil {
 		return nil, fmt.Errorf("embedded: %s %s: %w", op, tableName, err)
 	}
-	defer it.Close()
+	defer func() {
+		addReadWork(ctx, it)
+		it.Close()
+	}()
 	out := make([]kv.Row, len(keys))
 	// Rows are read in key order, whatever the request's: each seek then moves
 	// forward from the last, which Pebble does with Next calls where it can
@@ -470,6 +473,7 @@ func (sc *scanner) finish(err error) {
 		sc.err = err
 	}
 	if sc.it != nil {
+		addReadWork(sc.ctx, sc.it)
 		if cerr := sc.it.Close(); cerr != nil && sc.err == nil {
 			sc.err = fmt.Errorf("embedded: scan %s: %w", sc.table, cerr)
 		}

@@ -54,6 +54,9 @@ type Options struct {
 	MinFreeBytes int64
 	// SpaceCheckInterval is how often free space is read [1s].
 	SpaceCheckInterval time.Duration
+
+	// tunePebble, in tests, changes Pebble's options after tuning.go set them.
+	tunePebble func(*pebble.Options)
 }
 
 func (o Options) withDefaults() Options {
@@ -94,6 +97,9 @@ type Store struct {
 	closed      bool
 	tables      map[string]*table
 	nextTableID uint64
+
+	// tombs counts the tombstones of committed batches (Tombstones).
+	tombs tombstoneTotals
 
 	// syncing counts the read-modify-write batches applied under mu whose fsync
 	// their caller still awaits (pendingSync); Close waits for them before it
@@ -150,6 +156,9 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 		FormatMajorVersion: pebble.FormatNewest,
 	}
 	tunePebble(popts)
+	if opts.tunePebble != nil {
+		opts.tunePebble(popts)
+	}
 	db, err := pebble.Open(abs, popts)
 	if err != nil {
 		lock.Close()

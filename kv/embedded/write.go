@@ -16,7 +16,15 @@ import (
 // Apply validates every mutation, then writes them all in one Pebble batch,
 // committed atomically with fsync. If any mutation is invalid nothing is written
 // and the error wraps a *kv.BatchError naming each invalid one. Mutations
-// apply in order: a delete removes the puts before it in the same batch.
+// apply in order: a delete removes the puts before it in the same batch, and
+// not those after it.
+//
+// Three paths, by what the batch holds (delete.go gives each delete's cost):
+//   - puts only: applyPuts, under the shared lock (the ingest path);
+//   - a family or row delete below kv.MaxTimestamp: applyExclusive, which reads
+//     and writes range deletions under the exclusive lock;
+//   - anything else (puts, column deletes, family and row deletes up to
+//     kv.MaxTimestamp): one batch under the shared lock.
 func (s *Store) Apply(ctx context.Context, tableName string, mutations []kv.Mutation) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("embedded: apply %s: %w", tableName, err)
@@ -24,30 +32,25 @@ func (s *Store) Apply(ctx context.Context, tableName string, mutations []kv.Muta
 	if err := s.space.err(); err != nil {
 		return fmt.Errorf("embedded: apply %s: %w", tableName, err)
 	}
+	puts, exclusive := classify(mutations)
+	if exclusive {
+		pending, err := s.applyExclusive(ctx, tableName, mutations)
+		if err == nil {
+			err = pending.wait()
+		}
+		if err != nil {
+			return fmt.Errorf("embedded: apply %s: %w", tableName, err)
+		}
+		return nil
+	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	t, err := s.tableLocked(tableName)
+	if err == nil {
+		err = checkMutations(t, mutations)
+	}
 	if err != nil {
 		return fmt.Errorf("embedded: apply %s: %w", tableName, err)
-	}
-	var failed []kv.MutationError
-	indexed := false // whether a delete needs to read the batch it is part of
-	puts := true     // whether every mutation is a put
-	for i, m := range mutations {
-		err := m.Validate()
-		if err == nil && m.Kind != kv.KindDeleteRow {
-			_, err = t.family(m.Family)
-		}
-		if err != nil {
-			failed = append(failed, kv.MutationError{Index: i, Err: err})
-		}
-		puts = puts && m.Kind == kv.KindPut
-		if (m.Kind == kv.KindDeleteFamily || m.Kind == kv.KindDeleteRow) && m.Timestamp < kv.MaxTimestamp {
-			indexed = true
-		}
-	}
-	if len(failed) > 0 {
-		return fmt.Errorf("embedded: apply %s: %w", tableName, &kv.BatchError{Failed: failed, Total: len(mutations)})
 	}
 	if len(mutations) == 0 {
 		return nil
@@ -58,28 +61,100 @@ func (s *Store) Apply(ctx context.Context, tableName string, mutations []kv.Muta
 		}
 		return nil
 	}
+	b, tomb, err := s.buildBatch(ctx, t, mutations)
+	if err != nil {
+		return fmt.Errorf("embedded: apply %s: %w", tableName, err)
+	}
+	defer b.Close()
+	if err := b.Commit(pebble.Sync); err != nil {
+		return fmt.Errorf("embedded: apply %s: %w", tableName, err)
+	}
+	s.tombs.add(tomb)
+	return nil
+}
+
+// applyExclusive applies a batch that holds a family or row delete below
+// kv.MaxTimestamp (classify). Such a delete writes range deletions that
+// cover exactly the cells it read (deleteUpTo), and a range deletion removes any
+// key inside it, including one a concurrent Apply would put between the read and
+// the commit: so the batch is read, built and applied under the exclusive lock,
+// which every other write (Apply's shared, the rest exclusive) excludes. Its
+// fsync is awaited after the lock is released (pendingSync), so that writers
+// blocked meanwhile wait for the read and the memtable insert only.
+func (s *Store) applyExclusive(ctx context.Context, tableName string, mutations []kv.Mutation) (pendingSync, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, err := s.tableLocked(tableName)
+	if err == nil {
+		err = checkMutations(t, mutations)
+	}
+	if err != nil {
+		return pendingSync{}, err
+	}
+	b, tomb, err := s.buildBatch(ctx, t, mutations)
+	if err != nil {
+		return pendingSync{}, err
+	}
+	pending, err := s.applyNoSyncWait(b)
+	if err == nil {
+		s.tombs.add(tomb)
+	}
+	return pending, err
+}
+
+// checkMutations validates mutations against table t: a *kv.BatchError naming
+// every invalid one, or nil.
+func checkMutations(t *table, mutations []kv.Mutation) error {
+	var failed []kv.MutationError
+	for i, m := range mutations {
+		err := m.Validate()
+		if err == nil && m.Kind != kv.KindDeleteRow {
+			_, err = t.family(m.Family)
+		}
+		if err != nil {
+			failed = append(failed, kv.MutationError{Index: i, Err: err})
+		}
+	}
+	if len(failed) > 0 {
+		return &kv.BatchError{Failed: failed, Total: len(mutations)}
+	}
+	return nil
+}
+
+// buildBatch returns a batch of valid mutations of table t, in their order, and
+// the tombstones it adds; the caller commits and closes it. The reads of its
+// deletes see the store as it is now, so what they delete is what exists when
+// the batch is applied only if the caller keeps out the writes that matter
+// meanwhile (delete.go says which).
+func (s *Store) buildBatch(ctx context.Context, t *table, mutations []kv.Mutation) (*pebble.Batch, tombstones, error) {
+	var tomb tombstones
+	viaBatch, indexed := batchViews(mutations)
 	var b *pebble.Batch
 	if indexed {
 		b = s.db.NewIndexedBatch()
 	} else {
 		b = s.db.NewBatch()
 	}
-	defer b.Close()
-	var key []byte
+	view := deleteView{db: s.db, b: b}
+	var (
+		key []byte
+		err error
+	)
 	for i, m := range mutations {
 		if i%1024 == 0 {
-			if err := ctx.Err(); err != nil {
-				return fmt.Errorf("embedded: apply %s: %w", tableName, err)
+			if err = ctx.Err(); err != nil {
+				break
 			}
 		}
-		if key, err = addMutation(b, t, m, key[:0]); err != nil {
-			return fmt.Errorf("embedded: apply %s: %w", tableName, err)
+		if key, err = addMutation(b, &view, viaBatch != nil && viaBatch[i], t, m, key[:0], &tomb); err != nil {
+			break
 		}
 	}
-	if err := b.Commit(pebble.Sync); err != nil {
-		return fmt.Errorf("embedded: apply %s: %w", tableName, err)
+	if err = firstErr(err, view.close()); err != nil {
+		b.Close()
+		return nil, tombstones{}, err
 	}
-	return nil
+	return b, tomb, nil
 }
 
 // applyPuts writes valid puts of table t in one Pebble batch, with fsync, in
@@ -159,9 +234,10 @@ func (sb *sortBatch) reset() {
 var sortBatches = sync.Pool{New: func() any { return new(sortBatch) }}
 
 // addMutation adds one valid mutation to b, building keys in buf, which it returns
-// for reuse (Pebble copies keys and values into the batch). A family or row delete
-// up to a timestamp below MaxTimestamp reads b, which must then be indexed.
-func addMutation(b *pebble.Batch, t *table, m kv.Mutation, buf []byte) ([]byte, error) {
+// for reuse (Pebble copies keys and values into the batch), and counts the
+// tombstones it adds in tomb. A delete that reads (readsToDelete) reads through
+// view, the batch itself when viaBatch (batchViews).
+func addMutation(b *pebble.Batch, view *deleteView, viaBatch bool, t *table, m kv.Mutation, buf []byte, tomb *tombstones) ([]byte, error) {
 	buf = append(buf, t.prefix...)
 	buf = appendEscaped(buf, m.Row)
 	switch m.Kind {
@@ -170,50 +246,15 @@ func addMutation(b *pebble.Batch, t *table, m kv.Mutation, buf []byte) ([]byte, 
 		buf = appendTimestamp(buf, m.Timestamp)
 		return buf, b.Set(buf, m.Value, nil)
 	case kv.KindDeleteColumn:
-		// Versions are ordered newest first, so those with ts <= upTo are the tail of
-		// the column: [col|^upTo, end of col).
 		buf = appendColumn(buf, m.Family, m.Qualifier)
-		end := prefixEnd(buf)
-		buf = appendTimestamp(buf, m.Timestamp)
-		return buf, b.DeleteRange(buf, end, nil)
+		return buf, deleteVersions(b, view, viaBatch, buf, m.Timestamp, tomb)
 	case kv.KindDeleteFamily:
 		buf = appendEscaped(buf, []byte(m.Family))
-		return buf, deleteUpTo(b, buf, m.Timestamp)
+		return buf, deleteUpTo(b, view, viaBatch, buf, m.Timestamp, tomb)
 	case kv.KindDeleteRow:
-		return buf, deleteUpTo(b, buf, m.Timestamp)
+		return buf, deleteUpTo(b, view, viaBatch, buf, m.Timestamp, tomb)
 	}
 	return buf, fmt.Errorf("%w: unknown mutation kind %d", kv.ErrInvalidArgument, m.Kind)
-}
-
-// deleteUpTo deletes the cells under prefix with a timestamp <= upTo: all of them
-// with one range deletion when upTo is MaxTimestamp, else one by one, reading b
-// (an indexed batch) so that puts earlier in the batch are seen.
-func deleteUpTo(b *pebble.Batch, prefix []byte, upTo int64) error {
-	end := prefixEnd(prefix)
-	if upTo >= kv.MaxTimestamp {
-		return b.DeleteRange(prefix, end, nil)
-	}
-	it, err := b.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: end})
-	if err != nil {
-		return err
-	}
-	var doomed [][]byte
-	for it.First(); it.Valid(); it.Next() {
-		k := it.Key()
-		ts := int64(^binary.BigEndian.Uint64(k[len(k)-tsLen:]))
-		if ts <= upTo {
-			doomed = append(doomed, bytes.Clone(k))
-		}
-	}
-	if err := firstErr(it.Error(), it.Close()); err != nil {
-		return err
-	}
-	for _, k := range doomed {
-		if err := b.Delete(k, nil); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // Increment adds delta to the 8-byte big-endian integer in a cell (absent: 0) and
@@ -259,7 +300,7 @@ func (s *Store) incrementLocked(tableName string, row []byte, familyName string,
 		now = max(now, curTs)
 	}
 	sum += delta
-	pending, err := s.applyNoSyncWait(appendTimestamp(col, now), binary.BigEndian.AppendUint64(nil, uint64(sum)))
+	pending, err := s.applyCell(appendTimestamp(col, now), binary.BigEndian.AppendUint64(nil, uint64(sum)))
 	return sum, pending, err
 }
 
@@ -304,17 +345,20 @@ func (s *Store) checkAndPutLocked(tableName string, expected []byte, put kv.Muta
 	} else if !found || !bytes.Equal(cur, expected) {
 		return false, pendingSync{}, nil
 	}
-	pending, err := s.applyNoSyncWait(appendTimestamp(col, put.Timestamp), put.Value)
+	pending, err := s.applyCell(appendTimestamp(col, put.Timestamp), put.Value)
 	return err == nil, pending, err
 }
 
-// pendingSync is a write of a read-modify-write (Increment, CheckAndPut) that is
-// applied, and so visible to the next one, but whose fsync is still under way.
+// pendingSync is a write made under the exclusive s.mu (a read-modify-write:
+// Increment, CheckAndPut; or a batch of range deletions built from a read,
+// applyExclusive) that is applied, and so visible to the next one, but whose
+// fsync is still under way.
 //
-// Read-modify-writes hold the exclusive s.mu only while they read and apply; they
+// These writes hold the exclusive s.mu only while they read and apply; they
 // wait for the fsync after releasing it, so that Pebble's commit pipeline groups
 // the fsyncs of concurrent callers into one: registering a burst of new series
-// costs one fsync per group rather than one per series, in a row. A write seen
+// costs one fsync per group rather than one per series, in a row, and writers
+// blocked by a delete batch wait for its read, not for its fsync. A write seen
 // before its fsync is safe: the directory lock makes this the only process, and
 // anything built on such a value is written after it in the same WAL with Sync,
 // so it cannot outlive it in a crash.
@@ -323,13 +367,19 @@ type pendingSync struct {
 	done func() // tells Close that the batch is released
 }
 
-// applyNoSyncWait applies key=value and starts its fsync; s.mu must be held.
-func (s *Store) applyNoSyncWait(key, value []byte) (pendingSync, error) {
+// applyCell applies key=value and starts its fsync; s.mu must be held.
+func (s *Store) applyCell(key, value []byte) (pendingSync, error) {
 	b := s.db.NewBatch()
 	if err := b.Set(key, value, nil); err != nil {
 		b.Close()
 		return pendingSync{}, err
 	}
+	return s.applyNoSyncWait(b)
+}
+
+// applyNoSyncWait applies b, which it takes over (closing it on failure), and
+// starts its fsync; s.mu must be held exclusively.
+func (s *Store) applyNoSyncWait(b *pebble.Batch) (pendingSync, error) {
 	if err := s.db.ApplyNoSyncWait(b, pebble.Sync); err != nil {
 		b.Close()
 		return pendingSync{}, err

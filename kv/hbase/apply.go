@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 
 	"github.com/tsuna/gohbase/hrpc"
 
@@ -273,10 +274,14 @@ func (s *Store) sendMutations(ctx context.Context, table []byte, calls []*mutate
 	}
 	res, ok := s.client.SendBatch(ctx, batch)
 	if ok {
+		for _, c := range sent {
+			s.tombs.add(c.markers())
+		}
 		return failed
 	}
 	for j, r := range res {
 		if r.Error == nil {
+			s.tombs.add(sent[j].markers())
 			continue
 		}
 		err := classify(ctx, r.Error)
@@ -285,6 +290,49 @@ func (s *Store) sendMutations(ctx context.Context, table []byte, calls []*mutate
 		}
 	}
 	return failed
+}
+
+// markers is what HBase writes for call c when it succeeds (kv.MutationKind
+// states the same): a delete of N columns, N DeleteColumn markers (point); a
+// family delete, one DeleteFamily marker per family (range); a row delete, one
+// (range), although the region server writes one DeleteFamily marker for each
+// family of the table (HRegion.prepareDelete), which the store does not know.
+func (c *mutateCall) markers() kv.Tombstones {
+	var n kv.Tombstones
+	switch c.kind {
+	case kv.KindDeleteColumn:
+		for _, qualifiers := range c.values {
+			n.Point += int64(len(qualifiers))
+		}
+	case kv.KindDeleteFamily:
+		n.Range = int64(len(c.values))
+	case kv.KindDeleteRow:
+		n.Range = 1
+	}
+	return n
+}
+
+// tombstoneTotals counts the delete markers of the calls of Apply that
+// succeeded since the store was opened (kv.TombstoneCounter).
+type tombstoneTotals struct{ point, ranges atomic.Int64 }
+
+func (t *tombstoneTotals) add(n kv.Tombstones) {
+	if n.Point != 0 {
+		t.point.Add(n.Point)
+	}
+	if n.Range != 0 {
+		t.ranges.Add(n.Range)
+	}
+}
+
+var _ kv.TombstoneCounter = (*Store)(nil)
+
+// Tombstones counts the delete markers Apply wrote since the store was opened
+// (mutateCall.markers): only those of calls HBase reported done, so a call that
+// failed, was cut short or was not sent counts nothing. It still answers after
+// Close.
+func (s *Store) Tombstones() kv.Tombstones {
+	return kv.Tombstones{Point: s.tombs.point.Load(), Range: s.tombs.ranges.Load()}
 }
 
 // checkCell validates the address of an Increment or CheckAndPut.

@@ -26,7 +26,8 @@
 // single timestamp). Deletes are gohbase Mutates, one per (row, kind, timestamp):
 // DeleteColumn is a DeleteColumns of the qualifier up to the timestamp,
 // DeleteFamily a family delete and DeleteRow a whole-row delete, both up to the
-// timestamp. Apply sends the puts, sorted by row, as one Multi RPC per region
+// timestamp; Tombstones counts the markers of those HBase reported done
+// (mutateCall.markers). Apply sends the puts, sorted by row, as one Multi RPC per region
 // (regionPuts: one RegionAction of many rows' Puts, their cells in one cell
 // block, up to Options.ParallelRegionCalls RPCs at a time) instead of a gohbase
 // call per row, whose per-call work was about half of tsdb's CPU under remote

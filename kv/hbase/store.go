@@ -52,6 +52,9 @@ type Store struct {
 
 	// bounds are the region boundaries Apply's puts have met (see regionPuts).
 	bounds regionBounds
+
+	// tombs counts the delete markers of Apply's calls that succeeded (Tombstones).
+	tombs tombstoneTotals
 }
 
 var _ kv.Store = (*Store)(nil)

@@ -10,10 +10,29 @@
 //	hbtsdb_storage_operation_duration_seconds{backend, operation}  histogram
 //	hbtsdb_storage_operation_errors_total{backend, operation}      counter
 //	hbtsdb_storage_batch_mutations{backend}                        histogram of Apply's batch sizes
+//	hbtsdb_storage_read_rows_total{backend, operation, job}         rows reads returned
+//	hbtsdb_storage_read_cells_total{backend, operation, job}        cells reads returned
+//	hbtsdb_storage_read_internal_keys_total{backend, operation, job}          keys the store iterated over (kv.ReadWork)
+//	hbtsdb_storage_read_internal_keys_deleted_total{backend, operation, job}  of those, covered by range tombstones
+//	hbtsdb_storage_read_internal_seeks_total{backend, operation, job}         iterator seeks
+//	hbtsdb_storage_tombstones_total{backend, kind}                 tombstones deletes left behind (kv.Tombstones)
 //
 // operation is apply, get, get_rows, scan (from Scan to Close), increment,
 // check_and_put, ping. A context cancelled by the caller is not an error of the
 // store and is not counted as one.
+//
+// The read counters (operation get, get_rows or scan) say what reads cost
+// whatever the machine's load: job is the kv.JobLabel pprof label of the read's
+// context (ingest, query, compaction; other without one), so that the cost of a
+// query or of a compaction round can be read as keys per sample or per row.
+// The internal ones count kv.ReadWork, which only the embedded store fills
+// (Pebble's iterator statistics); on HBase they stay 0.
+//
+// The tombstone counter (kind point or range) sums kv.TombstoneCounter over
+// the stores Wrap instrumented, read when scraped: the open ones' counts and
+// the last counts of those closed, so it keeps growing across a reopen. It
+// stays 0 for a store that does not count its tombstones; the wrapper of one
+// that does is a kv.TombstoneCounter too.
 //
 // This package imports only kv and client_golang; it must never import a
 // backend or a package above kv.
@@ -22,6 +41,7 @@ package kvmetrics
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -45,6 +65,10 @@ type Metrics struct {
 	duration *prometheus.HistogramVec
 	errors   *prometheus.CounterVec
 	batch    prometheus.Observer
+	// What reads returned and cost, by operation and job.
+	readRows, readCells, readKeys, readKeysDeleted, readSeeks *prometheus.CounterVec
+	// The tombstones of the wrapped stores.
+	tombs *tombstoneSum
 }
 
 // New registers the storage metrics of backend (embedded, hbase: the backend
@@ -68,19 +92,138 @@ func New(backend string, reg prometheus.Registerer) *Metrics {
 		Buckets:     prometheus.ExponentialBuckets(1, 4, 10),
 		ConstLabels: constLabels,
 	})
+	m := &Metrics{duration: duration, errors: errs, batch: batch}
+	readCounter := func(name, help string) *prometheus.CounterVec {
+		c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help, ConstLabels: constLabels},
+			[]string{"operation", "job"})
+		reg.MustRegister(c)
+		return c
+	}
+	m.readRows = readCounter("hbtsdb_storage_read_rows_total",
+		"Rows returned by reads (get, get_rows, scan), by operation and by the job (pprof label hbtsdb_job) that read them.")
+	m.readCells = readCounter("hbtsdb_storage_read_cells_total",
+		"Cells returned by reads, by operation and job.")
+	m.readKeys = readCounter("hbtsdb_storage_read_internal_keys_total",
+		"Keys the store iterated over to answer reads, skipped ones included (deleted, shadowed, out of range); "+
+			"embedded store only (Pebble's iterator statistics), 0 on HBase. By operation and job.")
+	m.readKeysDeleted = readCounter("hbtsdb_storage_read_internal_keys_deleted_total",
+		"Of hbtsdb_storage_read_internal_keys_total, the keys range tombstones covered.")
+	m.readSeeks = readCounter("hbtsdb_storage_read_internal_seeks_total",
+		"Iterator seeks of reads; embedded store only, 0 on HBase. By operation and job.")
 	reg.MustRegister(duration, errs, batch)
-	return &Metrics{duration: duration, errors: errs, batch: batch}
+	m.tombs = &tombstoneSum{open: make(map[*store]struct{})}
+	for _, kind := range []struct {
+		name  string
+		count func(kv.Tombstones) int64
+	}{
+		{"point", func(t kv.Tombstones) int64 { return t.Point }},
+		{"range", func(t kv.Tombstones) int64 { return t.Range }},
+	} {
+		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "hbtsdb_storage_tombstones_total",
+			Help: "Tombstones the store's deletes left behind (kv.Tombstones), by kind: point (one column or cell version; " +
+				"embedded: Pebble point deletions, HBase: DeleteColumn markers) or range (many cells; embedded: Pebble " +
+				"range deletions, HBase: DeleteFamily markers and row deletes).",
+			ConstLabels: prometheus.Labels{"backend": backend, "kind": kind.name},
+		}, func() float64 { return float64(kind.count(m.tombs.total())) }))
+	}
+	return m
+}
+
+// tombstoneSum sums the tombstones of the stores Wrap instrumented that count
+// them: those open are read when asked, those closed were read at their Close.
+type tombstoneSum struct {
+	mu     sync.Mutex
+	open   map[*store]struct{} // each with tombs set
+	closed kv.Tombstones
+}
+
+func (t *tombstoneSum) track(s *store) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.open[s] = struct{}{}
+}
+
+// retire keeps the last counts of a closed store (both backends answer
+// Tombstones after Close); a second Close changes nothing.
+func (t *tombstoneSum) retire(s *store) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if _, ok := t.open[s]; !ok {
+		return
+	}
+	delete(t.open, s)
+	n := s.Tombstones()
+	t.closed.Point += n.Point
+	t.closed.Range += n.Range
+}
+
+func (t *tombstoneSum) total() kv.Tombstones {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	sum := t.closed
+	for s := range t.open {
+		n := s.Tombstones()
+		sum.Point += n.Point
+		sum.Range += n.Range
+	}
+	return sum
+}
+
+// read is one read under way: its context carries a kv.ReadWork for the store
+// to fill.
+type read struct {
+	op, job string
+	work    kv.ReadWork
+}
+
+// startRead returns the context a read op passes to the store.
+func startRead(ctx context.Context, op string) (context.Context, *read) {
+	r := &read{op: op, job: kv.JobOf(ctx)}
+	return kv.WithReadWork(ctx, &r.work), r
+}
+
+// readDone counts what the read r returned (rows, cells) and what it cost the store.
+func (m *Metrics) readDone(r *read, rows, cells int) {
+	m.readRows.WithLabelValues(r.op, r.job).Add(float64(rows))
+	m.readCells.WithLabelValues(r.op, r.job).Add(float64(cells))
+	m.readKeys.WithLabelValues(r.op, r.job).Add(float64(r.work.Keys.Load()))
+	m.readKeysDeleted.WithLabelValues(r.op, r.job).Add(float64(r.work.KeysDeleted.Load()))
+	m.readSeeks.WithLabelValues(r.op, r.job).Add(float64(r.work.Seeks.Load()))
 }
 
 // Wrap returns st with its operations measured.
+// It is a kv.TombstoneCounter exactly when st is one.
 func (m *Metrics) Wrap(st kv.Store) kv.Store {
-	return &store{Store: st, m: m}
+	s := &store{Store: st, m: m}
+	if tc, ok := st.(kv.TombstoneCounter); ok {
+		s.tombs = tc
+		m.tombs.track(s)
+		return s
+	}
+	return uncounted{s}
 }
 
-// store is the instrumented kv.Store; Admin and Close pass through.
+// store is the instrumented kv.Store; Admin passes through.
 type store struct {
 	kv.Store
-	m *Metrics
+	m     *Metrics
+	tombs kv.TombstoneCounter // the store's own, nil if it does not count them
+}
+
+// uncounted hides store's Tombstones for a store that does not count them.
+type uncounted struct{ kv.Store }
+
+// Tombstones passes the store's own counts through (nil tombs: see uncounted).
+func (s *store) Tombstones() kv.Tombstones { return s.tombs.Tombstones() }
+
+// Close closes the store and keeps its last tombstone counts.
+func (s *store) Close() error {
+	err := s.Store.Close()
+	if s.tombs != nil {
+		s.m.tombs.retire(s)
+	}
+	return err
 }
 
 // done records one operation that began at start and ended with err.
@@ -101,15 +244,30 @@ func (s *store) Apply(ctx context.Context, table string, mutations []kv.Mutation
 
 func (s *store) Get(ctx context.Context, table string, row []byte, opts ...kv.ReadOption) (kv.Row, error) {
 	start := time.Now()
-	r, err := s.Store.Get(ctx, table, row, opts...)
+	rctx, rd := startRead(ctx, opGet)
+	r, err := s.Store.Get(rctx, table, row, opts...)
 	s.m.done(ctx, opGet, start, err)
+	rows := 0
+	if len(r.Cells) > 0 {
+		rows = 1
+	}
+	s.m.readDone(rd, rows, len(r.Cells))
 	return r, err
 }
 
 func (s *store) GetRows(ctx context.Context, table string, rows [][]byte, opts ...kv.ReadOption) ([]kv.Row, error) {
 	start := time.Now()
-	r, err := s.Store.GetRows(ctx, table, rows, opts...)
+	rctx, rd := startRead(ctx, opGetRows)
+	r, err := s.Store.GetRows(rctx, table, rows, opts...)
 	s.m.done(ctx, opGetRows, start, err)
+	found, cells := 0, 0
+	for _, row := range r {
+		if len(row.Cells) > 0 {
+			found++
+			cells += len(row.Cells)
+		}
+	}
+	s.m.readDone(rd, found, cells)
 	return r, err
 }
 
@@ -135,16 +293,29 @@ func (s *store) Ping(ctx context.Context) error {
 }
 
 func (s *store) Scan(ctx context.Context, table string, start, stop []byte, opts ...kv.ReadOption) kv.Scanner {
-	return &scanner{Scanner: s.Store.Scan(ctx, table, start, stop, opts...), ctx: ctx, m: s.m, start: time.Now()}
+	rctx, rd := startRead(ctx, opScan)
+	return &scanner{Scanner: s.Store.Scan(rctx, table, start, stop, opts...), ctx: ctx, m: s.m, start: time.Now(), read: rd}
 }
 
-// scanner measures a scan from its start to its first Close.
+// scanner measures a scan from its start to its first Close, and counts the
+// rows and cells it returned.
 type scanner struct {
 	kv.Scanner
-	ctx    context.Context
-	m      *Metrics
-	start  time.Time
-	closed bool
+	ctx         context.Context
+	m           *Metrics
+	start       time.Time
+	read        *read
+	rows, cells int
+	closed      bool
+}
+
+func (sc *scanner) Next() bool {
+	if !sc.Scanner.Next() {
+		return false
+	}
+	sc.rows++
+	sc.cells += len(sc.Scanner.Row().Cells)
+	return true
 }
 
 func (sc *scanner) Close() error {
@@ -152,6 +323,7 @@ func (sc *scanner) Close() error {
 	if !sc.closed {
 		sc.closed = true
 		sc.m.done(sc.ctx, opScan, sc.start, errors.Join(sc.Scanner.Err(), err))
+		sc.m.readDone(sc.read, sc.rows, sc.cells)
 	}
 	return err
 }

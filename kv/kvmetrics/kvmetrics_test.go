@@ -3,6 +3,7 @@ package kvmetrics
 import (
 	"context"
 	"errors"
+	"runtime/pprof"
 	"strings"
 	"testing"
 
@@ -86,4 +87,76 @@ func histogramCount(t *testing.T, h prometheus.Histogram) uint64 {
 		t.Fatal(err)
 	}
 	return m.GetHistogram().GetSampleCount()
+}
+
+// TestReadCountersSayWhatEachJobReadAndWhatItCostTheStore: reads are counted by
+// operation and by the job of their context's pprof label (other without one):
+// the rows and cells returned, and, on the embedded store, the keys Pebble
+// iterated over, which include the cells a read skipped.
+func TestReadCountersSayWhatEachJobReadAndWhatItCostTheStore(t *testing.T) {
+	ctx := context.Background()
+	raw, err := embedded.Open(ctx, t.TempDir(), embedded.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewPedanticRegistry()
+	m := New("embedded", reg)
+	st := m.Wrap(raw)
+	t.Cleanup(func() { st.Close() })
+	if _, err := st.EnsureTable(ctx, kv.TableSpec{Name: "t", Families: []kv.FamilySpec{{Name: "f"}}}); err != nil {
+		t.Fatal(err)
+	}
+	var muts []kv.Mutation
+	for _, row := range []string{"a", "b"} {
+		for ts := int64(1); ts <= 3; ts++ {
+			muts = append(muts, kv.Put([]byte(row), "f", []byte{byte(ts)}, ts, []byte("v")))
+		}
+	}
+	if err := st.Apply(ctx, "t", muts); err != nil {
+		t.Fatal(err)
+	}
+	pprof.Do(ctx, pprof.Labels(kv.JobLabel, kv.JobQuery), func(ctx context.Context) {
+		if _, err := st.GetRows(ctx, "t", [][]byte{[]byte("a"), []byte("b"), []byte("c")}); err != nil {
+			t.Fatal(err)
+		}
+		// The time range leaves one cell of each row: Pebble still steps over the others.
+		sc := st.Scan(ctx, "t", nil, nil, kv.TimeRange(3, 4))
+		for sc.Next() {
+		}
+		if err := sc.Close(); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if _, err := st.Get(ctx, "t", []byte("a")); err != nil {
+		t.Fatal(err)
+	}
+	count := func(c *prometheus.CounterVec, op, job string) float64 {
+		return testutil.ToFloat64(c.WithLabelValues(op, job))
+	}
+	for _, tc := range []struct {
+		op, job     string
+		rows, cells float64
+	}{
+		{"get_rows", kv.JobQuery, 2, 6},
+		{"scan", kv.JobQuery, 2, 2},
+		{"get", kv.JobOther, 1, 3},
+	} {
+		if rows, cells := count(m.readRows, tc.op, tc.job), count(m.readCells, tc.op, tc.job); rows != tc.rows || cells != tc.cells {
+			t.Errorf("%s by %s: %g rows and %g cells counted, want %g and %g", tc.op, tc.job, rows, cells, tc.rows, tc.cells)
+		}
+		// Every cell read is a key Pebble positioned; the scan's skipped ones too.
+		wantKeys := tc.cells
+		if tc.op == "scan" {
+			wantKeys = 6
+		}
+		if keys := count(m.readKeys, tc.op, tc.job); keys < wantKeys {
+			t.Errorf("%s by %s: %g internal keys counted, want at least %g", tc.op, tc.job, keys, wantKeys)
+		}
+		if seeks := count(m.readSeeks, tc.op, tc.job); seeks < 1 {
+			t.Errorf("%s by %s: %g seeks counted, want at least 1", tc.op, tc.job, seeks)
+		}
+	}
+	if problems, err := testutil.GatherAndLint(reg); err != nil || len(problems) > 0 {
+		t.Errorf("lint: %v %v", problems, err)
+	}
 }

@@ -10,6 +10,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -58,6 +60,12 @@ func cases() []testCase {
 		{"DeleteColumn removes versions up to its timestamp", testDeleteColumn},
 		{"DeleteFamily and DeleteRow remove up to their timestamp", testDeleteFamilyAndRow},
 		{"a delete leaves newer versions and later newer puts visible", testDeleteThenNewerPut},
+		{"DeleteFamily over all 200 cells of a family leaves 0 point and 1 range tombstone", testTombstonesFamilyAll},
+		{"DeleteFamily sparing one cell among 200 leaves 0 point and at most 2 range tombstones", testTombstonesFamilySpared},
+		{"DeleteColumn of a column with one version leaves 1 point and 0 range tombstones", testTombstonesColumn},
+		{"a batch of DeleteFamily of 100 rows leaves 100 range and 0 point tombstones", testTombstonesManyRows},
+		{"DeleteRow up to MaxTimestamp leaves 0 point and 1 range tombstone", testTombstonesRow},
+		{"DeleteFamily up to T never removes a cell put above T concurrently", testDeleteFamilyConcurrentPuts},
 		{"TTL hides expired cells on get and scan", testTTL},
 		{"increment starts from an absent cell", testIncrementFromAbsent},
 		{"increment of a cell that is not 8 bytes is ErrInvalidArgument", testIncrementWrongWidth},
@@ -462,6 +470,183 @@ func testDeleteThenNewerPut(t *testing.T, st kv.Store) {
 		`a:"q"@2000="newer"`,
 		`a:"q"@1001="just after"`,
 	})
+}
+
+// tombstones returns the store's tombstone counts; every store of this suite
+// counts them.
+func tombstones(t *testing.T, st kv.Store) kv.Tombstones {
+	t.Helper()
+	tc, ok := st.(kv.TombstoneCounter)
+	if !ok {
+		t.Fatalf("%T does not implement kv.TombstoneCounter", st)
+	}
+	return tc.Tombstones()
+}
+
+// applyCounting applies muts and returns the tombstones they left behind.
+func applyCounting(t *testing.T, st kv.Store, muts ...kv.Mutation) kv.Tombstones {
+	t.Helper()
+	before := tombstones(t, st)
+	apply(t, st, muts...)
+	after := tombstones(t, st)
+	return kv.Tombstones{Point: after.Point - before.Point, Range: after.Range - before.Range}
+}
+
+// familyCells returns puts of n cells into (row, family), qualifiers q000, q001,
+// ..., each at ts.
+func familyCells(row, family string, n int, ts int64) []kv.Mutation {
+	muts := make([]kv.Mutation, n)
+	for i := range muts {
+		muts[i] = put(row, family, fmt.Sprintf("q%03d", i), ts, fmt.Sprint(i))
+	}
+	return muts
+}
+
+func testTombstonesFamilyAll(t *testing.T, st kv.Store) {
+	createTable(t, st, simpleSpec)
+	apply(t, st, familyCells("r", "a", 200, 100)...)
+	apply(t, st, put("r", "b", "q", 100, "other family"), put("s", "a", "q", 100, "other row"))
+	if got, want := applyCounting(t, st, kv.DeleteFamily([]byte("r"), "a", 100)), (kv.Tombstones{Range: 1}); got != want {
+		t.Fatalf("DeleteFamily of 200 cells left %+v, want %+v", got, want)
+	}
+	equalStrings(t, "row r", cellStrings(get(t, st, "r")), []string{`b:"q"@100="other family"`})
+	equalStrings(t, "row s", cellStrings(get(t, st, "s")), []string{`a:"q"@100="other row"`})
+}
+
+func testTombstonesFamilySpared(t *testing.T, st kv.Store) {
+	createTable(t, st, simpleSpec)
+	muts := familyCells("r", "a", 200, 100)
+	muts[100] = put("r", "a", "q100", 200, "newer") // in the middle, above the delete
+	apply(t, st, muts...)
+	got := applyCounting(t, st, kv.DeleteFamily([]byte("r"), "a", 150))
+	if got.Point != 0 || got.Range < 1 || got.Range > 2 {
+		t.Fatalf("DeleteFamily sparing one cell among 200 left %+v, want 0 point and 1 or 2 range tombstones", got)
+	}
+	equalStrings(t, "row r", cellStrings(get(t, st, "r")), []string{`a:"q100"@200="newer"`})
+}
+
+func testTombstonesColumn(t *testing.T, st kv.Store) {
+	createTable(t, st, simpleSpec)
+	apply(t, st, put("r", "a", "q", 100, "gone"), put("r", "a", "p", 100, "kept"))
+	if got, want := applyCounting(t, st, kv.DeleteColumn([]byte("r"), "a", []byte("q"), 100)), (kv.Tombstones{Point: 1}); got != want {
+		t.Fatalf("DeleteColumn of one version left %+v, want %+v", got, want)
+	}
+	equalStrings(t, "row r", cellStrings(get(t, st, "r")), []string{`a:"p"@100="kept"`})
+}
+
+func testTombstonesManyRows(t *testing.T, st kv.Store) {
+	createTable(t, st, simpleSpec)
+	const rows = 100
+	var puts, deletes []kv.Mutation
+	for r := range rows {
+		row := fmt.Sprintf("row-%03d", r)
+		puts = append(puts, familyCells(row, "a", 10, 100)...)
+		puts = append(puts, put(row, "a", "z", 101, "newer"))
+		deletes = append(deletes, kv.DeleteFamily([]byte(row), "a", 100))
+	}
+	apply(t, st, puts...)
+	if got, want := applyCounting(t, st, deletes...), (kv.Tombstones{Range: rows}); got != want {
+		t.Fatalf("a batch of %d DeleteFamily left %+v, want %+v", rows, got, want)
+	}
+	rs := scanAll(t, st, nil, nil)
+	if len(rs) != rows {
+		t.Fatalf("scan returned %d rows, want %d", len(rs), rows)
+	}
+	for _, r := range rs {
+		equalStrings(t, fmt.Sprintf("row %s", r.Key), cellStrings(r), []string{`a:"z"@101="newer"`})
+	}
+}
+
+func testTombstonesRow(t *testing.T, st kv.Store) {
+	createTable(t, st, simpleSpec)
+	apply(t, st, append(familyCells("r", "a", 20, 100), familyCells("r", "b", 20, 100)...)...)
+	apply(t, st, put("s", "a", "q", 1, "other row"))
+	if got, want := applyCounting(t, st, kv.DeleteRow([]byte("r"), kv.MaxTimestamp)), (kv.Tombstones{Range: 1}); got != want {
+		t.Fatalf("DeleteRow of 40 cells left %+v, want %+v", got, want)
+	}
+	equalStrings(t, "rows", rowKeys(scanAll(t, st, nil, nil)), []string{`"s"`})
+}
+
+// testDeleteFamilyConcurrentPuts: writers put cells above T into a row while
+// its family is deleted up to T, round after round, between cells at or below
+// T (which the embedded store deletes with range deletions around the writers'
+// cells). No writer's cell may be lost.
+func testDeleteFamilyConcurrentPuts(t *testing.T, st kv.Store) {
+	createTable(t, st, simpleSpec)
+	const (
+		writers = 8
+		each    = 40
+		rounds  = 20
+		newTs   = 1_000_000 // above every delete
+	)
+	// oldCells are the cells of round k, at timestamp k, each sorting right
+	// after one of the writers' qualifiers.
+	oldCells := func(k int64) []kv.Mutation {
+		var muts []kv.Mutation
+		for w := range writers {
+			for i := 0; i < each; i += 4 {
+				muts = append(muts, put("r", "a", fmt.Sprintf("w%02d-%04d~", w, i), k, "old"))
+			}
+		}
+		return muts
+	}
+	ctx := context.Background()
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	errs := make(chan error, writers+1)
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			for i := range each {
+				m := put("r", "a", fmt.Sprintf("w%02d-%04d", w, i), newTs+int64(i), fmt.Sprintf("w%d-%d", w, i))
+				if err := st.Apply(ctx, table, []kv.Mutation{m}); err != nil {
+					errs <- fmt.Errorf("writer %d put %d: %w", w, i, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		<-start
+		for k := int64(1); k <= rounds; k++ {
+			if err := st.Apply(ctx, table, oldCells(k)); err != nil {
+				errs <- fmt.Errorf("round %d: put: %w", k, err)
+				return
+			}
+			if err := st.Apply(ctx, table, []kv.Mutation{kv.DeleteFamily([]byte("r"), "a", k)}); err != nil {
+				errs <- fmt.Errorf("round %d: delete: %w", k, err)
+				return
+			}
+		}
+	}()
+	close(start)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, c := range cellStrings(get(t, st, "r")) {
+		got[c] = true
+	}
+	var lost []string
+	for w := range writers {
+		for i := range each {
+			c := fmt.Sprintf(`a:"w%02d-%04d"@%d="w%d-%d"`, w, i, newTs+i, w, i)
+			if !got[c] {
+				lost = append(lost, c)
+			}
+			delete(got, c)
+		}
+	}
+	if len(lost) > 0 || len(got) > 0 {
+		t.Fatalf("after the deletes, %d of the writers' %d cells are lost (%v), and %d others remain (%v)",
+			len(lost), writers*each, lost, len(got), slices.Sorted(maps.Keys(got)))
+	}
 }
 
 func testTTL(t *testing.T, st kv.Store) {

@@ -60,8 +60,14 @@ func Create(ctx context.Context, st kv.Store, want schema.Settings, opts schema.
 	if err != nil {
 		return fmt.Errorf("schema: list the tables: %w", err)
 	}
-	// createSettings makes the exemplar table of a store made before it.
+	// createSettings makes the exemplar and pending tables of a store made
+	// before them; for the pending table, the moment is recorded first.
 	hadExemplars := slices.Contains(tables, schema.TableExemplars)
+	if existed && !slices.Contains(tables, schema.TablePending) {
+		if err := recordPendingSince(ctx, st); err != nil {
+			return err
+		}
+	}
 	if err := createSettings(ctx, st, want, opts); err != nil {
 		return err
 	}
@@ -206,7 +212,8 @@ func Check(ctx context.Context, st kv.Store, want schema.Settings) (schema.Setti
 // row, refuses a raw retention other than the one recorded (retention.go),
 // creates a missing exemplar table (unless autoCreate is off: then it is an
 // error) and refuses an exemplar retention other than the one recorded
-// (exemplars.go), and if the schema was not created and
+// (exemplars.go), creates a missing pending table likewise (pending.go), and if
+// the schema was not created and
 // autoCreate is set, creates it with want and opts (see Create). On a store
 // that exists, it records the resolution list and creates the tables of the
 // resolutions added (unless autoCreate is off: then they must exist), and
@@ -224,6 +231,9 @@ func Open(ctx context.Context, st kv.Store, want schema.Settings, opts schema.Ta
 			return got, err
 		}
 		if err := reconcileExemplars(ctx, st, opts, autoCreate, false, c); err != nil {
+			return got, err
+		}
+		if err := reconcilePending(ctx, st, opts, autoCreate, c); err != nil {
 			return got, err
 		}
 		return got, reconcileRollups(ctx, st, opts, autoCreate, c)

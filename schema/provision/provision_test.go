@@ -118,7 +118,7 @@ func testCreateMakesTablesAndAReadableMetaRow(t *testing.T, newStore func(*testi
 		t.Fatal(err)
 	}
 	tables, err := st.ListTables(ctx)
-	if err != nil || !slices.Equal(tables, []string{"data", "exemplars", "index", "meta", "rollup-1h", "rollup-5m", "series"}) {
+	if err != nil || !slices.Equal(tables, []string{"data", "exemplars", "index", "meta", "pending", "rollup-1h", "rollup-5m", "series"}) {
 		t.Errorf("tables after Create: %v, %v", tables, err)
 	}
 	row, err := st.Get(ctx, schema.TableMeta, []byte(schema.MetaSchemaRow))

@@ -129,8 +129,9 @@ func hbaseStores(t testing.TB, n int) []kv.Store {
 	return sts
 }
 
-// CountingStore is a real store that counts the cells put through Apply, per
-// table and family, so that tests can tell what a step wrote. Everything is
+// CountingStore is a real store that counts the cells put through Apply and
+// the check-and-puts that were applied, per table and family, so that tests
+// can tell what a step wrote. Everything is
 // stored: it observes, it does not fake.
 type CountingStore struct {
 	kv.Store
@@ -156,6 +157,17 @@ func (c *CountingStore) Apply(ctx context.Context, table string, muts []kv.Mutat
 		}
 	}
 	return nil
+}
+
+// CheckAndPut counts the put if it was applied.
+func (c *CountingStore) CheckAndPut(ctx context.Context, table string, expected []byte, put kv.Mutation) (bool, error) {
+	won, err := c.Store.CheckAndPut(ctx, table, expected, put)
+	if won {
+		c.mu.Lock()
+		c.puts[table+"/"+put.Family]++
+		c.mu.Unlock()
+	}
+	return won, err
 }
 
 // Puts returns the cells put into table/family so far and resets the count.
