@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -31,9 +33,12 @@ import (
 // hour ending at end), labels __name__, job="node", host="host-NNN",
 // series="N"; series 0 of a host is the counter c, series 1 the gauge g, the
 // others node_counter_N / node_gauge_N. It is written as remote write sends it
-// (time-major, requests of 2 000 samples), so that the embedded store holds
-// one Pebble key per sample ("raw"); "compacted" is the same load after the
-// compactor sealed every bucket into chunks and the store compacted its files.
+// (time-major, requests of 2 000 samples), each sample on time — the writer's
+// clock follows the load, as it does for a live Prometheus (schema/late.go) —
+// so that the embedded store holds one Pebble key per sample ("raw");
+// "compacted" is the same load after the compactor sealed every bucket into
+// chunks, as a user's store is right after a round ("compacted-store-compacted":
+// and after the store compacted its files, which no user waits for).
 //
 // The cases, as bench/compare names them:
 //
@@ -51,7 +56,7 @@ func BenchmarkQueryCompare(b *testing.B) {
 	end := time.Now().Truncate(time.Hour).Add(-time.Hour).Add(30 * time.Minute)
 	first := end.Add(-time.Duration(samples-1) * interval)
 	for _, be := range schematest.Backends() {
-		for _, layout := range []string{"raw", "compacted", "raw-cache192m"} {
+		for _, layout := range []string{"raw", "compacted", "compacted-store-compacted", "raw-cache192m"} {
 			b.Run(be.Name+"/"+layout, func(b *testing.B) {
 				if !be.Available() {
 					b.Skip("no HBase: set TSDB_TEST_HBASE_ZK")
@@ -65,14 +70,15 @@ func BenchmarkQueryCompare(b *testing.B) {
 				} else {
 					b.Skip("a block cache size is the embedded store's")
 				}
-				d, err := db.Open(ctx, db.Options{Store: st, Settings: be.Settings})
+				clock := new(loadClock)
+				d, err := db.Open(ctx, db.Options{Store: st, Settings: be.Settings, Write: write.Options{Now: clock.Now}})
 				if err != nil {
 					b.Fatal(err)
 				}
 				b.Cleanup(func() { d.Close() })
-				took := loadCompareShape(b, d, hosts, perHost, samples, first, interval)
-				if layout == "compacted" {
-					compactAll(b, st, be.Settings, end)
+				took := loadCompareShape(b, d, clock, hosts, perHost, samples, first, interval)
+				if strings.HasPrefix(layout, "compacted") {
+					compactAll(b, st, be.Settings, end, layout == "compacted-store-compacted")
 				}
 				settle(b)
 				b.Logf("%s: loaded %d samples in %s", layout, hosts*perHost*samples, took.Round(time.Millisecond))
@@ -124,9 +130,16 @@ func compareLabels(h, i int) labels.Labels {
 	return labels.FromStrings("__name__", name, "host", fmt.Sprintf("host-%03d", h), "job", "node", "series", strconv.Itoa(i))
 }
 
+// loadClock is a writer's clock that a load sets to the time of the samples
+// it sends, as if they were scraped just now.
+type loadClock struct{ ms atomic.Int64 }
+
+func (c *loadClock) Now() time.Time { return time.UnixMilli(c.ms.Load()) }
+
 // loadCompareShape writes bench/compare's load time-major in requests of
-// 2 000 samples, as remote write delivers it.
-func loadCompareShape(b *testing.B, d *db.DB, hosts, perHost, samples int, first time.Time, interval time.Duration) time.Duration {
+// 2 000 samples, as remote write delivers it, with clock at each request's
+// newest sample.
+func loadCompareShape(b *testing.B, d *db.DB, clock *loadClock, hosts, perHost, samples int, first time.Time, interval time.Duration) time.Duration {
 	b.Helper()
 	start := time.Now()
 	lbls := make([]labels.Labels, 0, hosts*perHost)
@@ -138,6 +151,7 @@ func loadCompareShape(b *testing.B, d *db.DB, hosts, perHost, samples int, first
 	var req write.Request
 	for k := range samples {
 		ts := first.Add(time.Duration(k) * interval).UnixMilli()
+		clock.ms.Store(ts)
 		for j, ls := range lbls {
 			v := float64(k * (j%7 + 1)) // counters grow; gauges too, harmlessly
 			if j%2 == 1 {
@@ -157,9 +171,9 @@ func loadCompareShape(b *testing.B, d *db.DB, hosts, perHost, samples int, first
 }
 
 // compactAll seals every bucket before end+2h into chunks (downsample's
-// compactor) and, on the embedded store, compacts Pebble's files, so that the
-// deleted raw cells are gone as they are from data a few hours old.
-func compactAll(b *testing.B, st kv.Store, settings schema.Settings, end time.Time) {
+// compactor) and, with storeCompaction on the embedded store, compacts
+// Pebble's files, so that the deleted raw cells are gone.
+func compactAll(b *testing.B, st kv.Store, settings schema.Settings, end time.Time, storeCompaction bool) {
 	b.Helper()
 	ctx := context.Background()
 	c, err := downsample.NewCompactor(st, settings, downsample.Options{Now: func() time.Time { return end.Add(3 * time.Hour) }})
@@ -170,7 +184,7 @@ func compactAll(b *testing.B, st kv.Store, settings schema.Settings, end time.Ti
 	if err != nil {
 		b.Fatal(err)
 	}
-	if cs, ok := st.(interface{ Compact(context.Context) error }); ok {
+	if cs, ok := st.(interface{ Compact(context.Context) error }); ok && storeCompaction {
 		if err := cs.Compact(ctx); err != nil {
 			b.Fatal(err)
 		}

@@ -43,12 +43,16 @@ func BenchmarkQueryHistograms(b *testing.B) {
 		b.Run(layout, func(b *testing.B) {
 			ctx := context.Background()
 			st := be.Store(b)
-			d, err := db.Open(ctx, db.Options{Store: st, Settings: be.Settings, Write: write.Options{Limits: write.DefaultLimits()}})
+			// The writer's clock follows the load: its samples are on time, as
+			// a live Prometheus' are (schema/late.go).
+			clock := new(loadClock)
+			d, err := db.Open(ctx, db.Options{Store: st, Settings: be.Settings, Write: write.Options{Limits: write.DefaultLimits(), Now: clock.Now}})
 			if err != nil {
 				b.Fatal(err)
 			}
 			b.Cleanup(func() { d.Close() })
 			for i := range samples {
+				clock.ms.Store(first.Add(time.Duration(i) * interval).UnixMilli())
 				req := write.Request{}
 				for s := range series {
 					req.Series = append(req.Series, write.Series{
@@ -59,7 +63,7 @@ func BenchmarkQueryHistograms(b *testing.B) {
 				mustWrite(b, d, &req)
 			}
 			if layout == "compacted" {
-				compactAll(b, st, be.Settings, end)
+				compactAll(b, st, be.Settings, end, true)
 			}
 			settle(b)
 			eng := benchEngine()

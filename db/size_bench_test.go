@@ -193,7 +193,8 @@ func measureBytesPerSample(b *testing.B, backend string, shape sizeShape, chunks
 	b.StopTimer() // the store's creation is not measured
 	ctx := context.Background()
 	st := openSizeStore(b, backend)
-	d, err := db.Open(ctx, db.Options{Store: st.Store, Settings: st.settings, Write: write.Options{Limits: write.Limits{}}})
+	clock := newShardClock(sizeShards)
+	d, err := db.Open(ctx, db.Options{Store: st.Store, Settings: st.settings, Write: write.Options{Limits: write.Limits{}, Now: clock.Now}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -202,7 +203,7 @@ func measureBytesPerSample(b *testing.B, backend string, shape sizeShape, chunks
 	hosts := newNodeHosts(shape)
 	b.StartTimer()
 	start := time.Now()
-	written, err := ingest(ctx, d, hosts, shape)
+	written, err := ingest(ctx, d, clock, hosts, shape)
 	if err != nil {
 		b.Fatalf("ingest: %v", err)
 	}
@@ -332,7 +333,7 @@ func openSizeStore(b *testing.B, backend string) sizeStore {
 
 // ingest writes every sample of the hosts' series through d, sizeShards senders at a
 // time, and returns how many samples d stored.
-func ingest(ctx context.Context, d *db.DB, hosts []*nodeHost, shape sizeShape) (int64, error) {
+func ingest(ctx context.Context, d *db.DB, clock *shardClock, hosts []*nodeHost, shape sizeShape) (int64, error) {
 	var all []*nodeSeries
 	for _, h := range hosts {
 		all = append(all, h.series...)
@@ -351,7 +352,7 @@ func ingest(ctx context.Context, d *db.DB, hosts []*nodeHost, shape sizeShape) (
 			}
 		}
 		g.Go(func() error {
-			n, err := sendShard(ctx, d, own, shape.steps, shard == 0)
+			n, err := sendShard(ctx, d, own, shape.steps, shard == 0, func(ms int64) { clock.shards[shard].Store(ms) })
 			written.Add(n)
 			return err
 		})
@@ -363,7 +364,7 @@ func ingest(ctx context.Context, d *db.DB, hosts []*nodeHost, shape sizeShape) (
 // sendShard sends the samples of series, scrape after scrape, in requests of
 // sizeBatch samples, each series once per request with its samples in time order.
 // The first request carries the metrics' metadata when withMetadata is set.
-func sendShard(ctx context.Context, d *db.DB, series []*nodeSeries, steps int, withMetadata bool) (int64, error) {
+func sendShard(ctx context.Context, d *db.DB, series []*nodeSeries, steps int, withMetadata bool, at func(ms int64)) (int64, error) {
 	var (
 		req     write.Request
 		pos     = make(map[*nodeSeries]int) // index in req.Series
@@ -389,6 +390,7 @@ func sendShard(ctx context.Context, d *db.DB, series []*nodeSeries, steps int, w
 	}
 	for k := range steps {
 		step := sizeDay.Add(time.Duration(k) * sizeInterval).UnixMilli()
+		at(step)
 		for _, s := range series {
 			i, ok := pos[s]
 			if !ok {
@@ -410,6 +412,21 @@ func sendShard(ctx context.Context, d *db.DB, series []*nodeSeries, steps int, w
 		}
 	}
 	return written, nil
+}
+
+// shardClock is the writer's clock of a load sent by several shards: the
+// scrape the slowest shard is at, so that every sample is written on time
+// (schema/late.go), as a live Prometheus' are.
+type shardClock struct{ shards []atomic.Int64 }
+
+func newShardClock(n int) *shardClock { return &shardClock{shards: make([]atomic.Int64, n)} }
+
+func (c *shardClock) Now() time.Time {
+	least := int64(math.MaxInt64)
+	for i := range c.shards {
+		least = min(least, c.shards[i].Load())
+	}
+	return time.UnixMilli(least)
 }
 
 // nodeHost is one node exporter target.
