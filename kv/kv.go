@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -311,6 +312,25 @@ type Tombstones struct {
 
 // TombstoneCounter is implemented by stores that count their tombstones (both backends do).
 type TombstoneCounter interface{ Tombstones() Tombstones }
+
+// TombstoneTotals adds up Tombstones as a store applies deletes; safe for
+// concurrent use. The zero value counts from zero.
+type TombstoneTotals struct{ point, ranges atomic.Int64 }
+
+// Add counts n.
+func (t *TombstoneTotals) Add(n Tombstones) {
+	if n.Point != 0 {
+		t.point.Add(n.Point)
+	}
+	if n.Range != 0 {
+		t.ranges.Add(n.Range)
+	}
+}
+
+// Load returns the totals so far.
+func (t *TombstoneTotals) Load() Tombstones {
+	return Tombstones{Point: t.point.Load(), Range: t.ranges.Load()}
+}
 
 // BatchError reports which mutations of an Apply failed. Mutations not listed may or
 // may not have been applied (HBase applies rows independently).

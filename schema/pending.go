@@ -120,22 +120,7 @@ func PendingCutoff(salt byte, cutoff int64) []byte {
 // PendingTable returns the spec of the pending table: family FamilyPending
 // with TTL o.RawRetention, one version, pre-split like the data table.
 func PendingTable(o TableOptions) kv.TableSpec {
-	compression := o.Compression
-	if compression == "" {
-		compression = DefaultCompression
-	}
-	return kv.TableSpec{
-		Name: TablePending,
-		Families: []kv.FamilySpec{{
-			Name:          FamilyPending,
-			MaxVersions:   1,
-			TTL:           o.RawRetention,
-			Compression:   compression,
-			BlockEncoding: DefaultBlockEncoding,
-			BloomFilter:   DefaultBloomFilter,
-		}},
-		SplitKeys: saltSplitKeys(o.SaltBuckets),
-	}
+	return saltedTable(o, TablePending, FamilyPending, o.RawRetention)
 }
 
 // PendingMarkTimestamp is the cell timestamp of every mark of the data row of

@@ -168,16 +168,22 @@ func Tables(o TableOptions) []kv.TableSpec {
 // FamilyExemplars with TTL o.ExemplarRetention, one version, pre-split like the
 // data table, whose row keys it shares.
 func ExemplarTable(o TableOptions) kv.TableSpec {
+	return saltedTable(o, TableExemplars, FamilyExemplars, o.ExemplarRetention)
+}
+
+// saltedTable is the spec of a table of one family (one version, ttl, the
+// data table's block encoding and bloom filter), pre-split like the data table.
+func saltedTable(o TableOptions, name, family string, ttl time.Duration) kv.TableSpec {
 	compression := o.Compression
 	if compression == "" {
 		compression = DefaultCompression
 	}
 	return kv.TableSpec{
-		Name: TableExemplars,
+		Name: name,
 		Families: []kv.FamilySpec{{
-			Name:          FamilyExemplars,
+			Name:          family,
 			MaxVersions:   1,
-			TTL:           o.ExemplarRetention,
+			TTL:           ttl,
 			Compression:   compression,
 			BlockEncoding: DefaultBlockEncoding,
 			BloomFilter:   DefaultBloomFilter,

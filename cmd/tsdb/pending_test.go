@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/hbtsdb/hbtsdb/kv"
-	"github.com/hbtsdb/hbtsdb/kv/embedded"
 	"github.com/hbtsdb/hbtsdb/schema"
 )
 
@@ -15,27 +14,8 @@ import (
 // schema create adds the table and records when, so that compaction sweeps
 // the raw cells written before it once (downsample/doc.go).
 func TestSchemaCheckWithoutThePendingTable(t *testing.T) {
-	dir := t.TempDir()
-	store := "--storage=embedded:" + dir
-	if code, _, stderr := tsdb(t, "schema", "create", store); code != 0 {
-		t.Fatalf("schema create: exit %d: %s", code, stderr)
-	}
-	ctx := context.Background()
-	withStore := func(f func(st kv.Store) error) {
-		t.Helper()
-		st, err := embedded.Open(ctx, dir, embedded.Options{SweepInterval: -1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		err = f(st)
-		if cerr := st.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	withStore(func(st kv.Store) error { return st.DropTable(ctx, schema.TablePending) })
+	store, withStore := createdStore(t)
+	withStore(func(ctx context.Context, st kv.Store) error { return st.DropTable(ctx, schema.TablePending) })
 
 	code, out, stderr := tsdb(t, "schema", "check", "--print", store)
 	want := "tsdb schema check: schema: the store has no pending table pending (it was created before compaction kept one): " +
@@ -50,7 +30,7 @@ func TestSchemaCheckWithoutThePendingTable(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "tables: data exemplars index meta pending rollup-1h rollup-5m series\n") {
 		t.Errorf("schema check after create: exit %d, stdout %q, stderr %q", code, out, stderr)
 	}
-	withStore(func(st kv.Store) error {
+	withStore(func(ctx context.Context, st kv.Store) error {
 		r, err := st.Get(ctx, schema.TableMeta, []byte(schema.MetaSchemaRow))
 		if err != nil {
 			return err

@@ -141,7 +141,7 @@ func (s *Store) DropTable(ctx context.Context, name string) error {
 	if err := b.Commit(pebble.Sync); err != nil {
 		return fmt.Errorf("embedded: drop table %s: %w", name, err)
 	}
-	s.tombs.add(tombstones{point: 1, ranges: 1})
+	s.tombs.Add(kv.Tombstones{Point: 1, Range: 1})
 	delete(s.tables, name)
 	return nil
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"slices"
-	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -71,7 +70,7 @@ func readsToDelete(m kv.Mutation) bool {
 // it names, and every key of a version <= upTo is doomed whenever it is
 // written, so a concurrent put can at most survive (if it commits after the
 // read), never be removed by mistake.
-func deleteVersions(b *pebble.Batch, view *deleteView, viaBatch bool, col []byte, upTo int64, tomb *tombstones) error {
+func deleteVersions(b *pebble.Batch, view *deleteView, viaBatch bool, col []byte, upTo int64, tomb *kv.Tombstones) error {
 	// Versions are ordered newest first, so those with ts <= upTo are the tail of
 	// the column: [col|^upTo, end of col).
 	lower := appendTimestamp(bytes.Clone(col), upTo)
@@ -85,7 +84,7 @@ func deleteVersions(b *pebble.Batch, view *deleteView, viaBatch bool, col []byte
 		if err := b.Delete(k, nil); err != nil {
 			return err
 		}
-		tomb.point++
+		tomb.Point++
 	}
 	return nil
 }
@@ -104,10 +103,10 @@ func deleteVersions(b *pebble.Batch, view *deleteView, viaBatch bool, col []byte
 // from the read to the apply (applyExclusive): no other write can put a key
 // into the range meanwhile. Mutations after this one in the same batch get
 // higher sequence numbers, so a later put inside the range survives it.
-func deleteUpTo(b *pebble.Batch, view *deleteView, viaBatch bool, prefix []byte, upTo int64, tomb *tombstones) error {
+func deleteUpTo(b *pebble.Batch, view *deleteView, viaBatch bool, prefix []byte, upTo int64, tomb *kv.Tombstones) error {
 	end := prefixEnd(prefix)
 	if upTo >= kv.MaxTimestamp {
-		tomb.ranges++
+		tomb.Range++
 		return b.DeleteRange(prefix, end, nil)
 	}
 	// runs holds the runs end to end: first key, then last key, of each; the
@@ -143,13 +142,13 @@ func deleteUpTo(b *pebble.Batch, view *deleteView, viaBatch bool, prefix []byte,
 			if err := b.Delete(first, nil); err != nil {
 				return err
 			}
-			tomb.point++
+			tomb.Point++
 			continue
 		}
 		if err := b.DeleteRange(first, append(last, 0x00), nil); err != nil {
 			return err
 		}
-		tomb.ranges++
+		tomb.Range++
 	}
 	return nil
 }
@@ -228,23 +227,6 @@ func batchViews(mutations []kv.Mutation) (viaBatch []bool, indexed bool) {
 	return viaBatch, viaBatch != nil
 }
 
-// tombstones counts the tombstones one batch adds.
-type tombstones struct{ point, ranges int64 }
-
-// tombstoneTotals counts the tombstones of the batches the store committed since
-// it was opened (kv.TombstoneCounter).
-type tombstoneTotals struct{ point, ranges atomic.Int64 }
-
-// add counts a committed batch's tombstones.
-func (t *tombstoneTotals) add(n tombstones) {
-	if n.point != 0 {
-		t.point.Add(n.point)
-	}
-	if n.ranges != 0 {
-		t.ranges.Add(n.ranges)
-	}
-}
-
 var _ kv.TombstoneCounter = (*Store)(nil)
 
 // Tombstones counts every tombstone the store wrote into Pebble since it was
@@ -252,5 +234,5 @@ var _ kv.TombstoneCounter = (*Store)(nil)
 // deletions of hidden versions, and DropTable's range deletion of the table and
 // point deletion of its catalog entry. It still answers after Close.
 func (s *Store) Tombstones() kv.Tombstones {
-	return kv.Tombstones{Point: s.tombs.point.Load(), Range: s.tombs.ranges.Load()}
+	return s.tombs.Load()
 }

@@ -99,7 +99,7 @@ type Store struct {
 	nextTableID uint64
 
 	// tombs counts the tombstones of committed batches (Tombstones).
-	tombs tombstoneTotals
+	tombs kv.TombstoneTotals
 
 	// syncing counts the read-modify-write batches applied under mu whose fsync
 	// their caller still awaits (pendingSync); Close waits for them before it

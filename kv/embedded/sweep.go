@@ -148,7 +148,7 @@ func (s *Store) sweepChunk(t *table, cursor []byte, nowMs int64, st *sweepStats)
 		if err := b.Commit(pebble.NoSync); err != nil {
 			return nil, err
 		}
-		s.tombs.add(tombstones{point: int64(stats.expired + stats.versions)})
+		s.tombs.Add(kv.Tombstones{Point: int64(stats.expired + stats.versions)})
 	}
 	st.expired += stats.expired
 	st.versions += stats.versions

@@ -69,7 +69,7 @@ func (s *Store) Apply(ctx context.Context, tableName string, mutations []kv.Muta
 	if err := b.Commit(pebble.Sync); err != nil {
 		return fmt.Errorf("embedded: apply %s: %w", tableName, err)
 	}
-	s.tombs.add(tomb)
+	s.tombs.Add(tomb)
 	return nil
 }
 
@@ -97,7 +97,7 @@ func (s *Store) applyExclusive(ctx context.Context, tableName string, mutations 
 	}
 	pending, err := s.applyNoSyncWait(b)
 	if err == nil {
-		s.tombs.add(tomb)
+		s.tombs.Add(tomb)
 	}
 	return pending, err
 }
@@ -126,8 +126,8 @@ func checkMutations(t *table, mutations []kv.Mutation) error {
 // deletes see the store as it is now, so what they delete is what exists when
 // the batch is applied only if the caller keeps out the writes that matter
 // meanwhile (delete.go says which).
-func (s *Store) buildBatch(ctx context.Context, t *table, mutations []kv.Mutation) (*pebble.Batch, tombstones, error) {
-	var tomb tombstones
+func (s *Store) buildBatch(ctx context.Context, t *table, mutations []kv.Mutation) (*pebble.Batch, kv.Tombstones, error) {
+	var tomb kv.Tombstones
 	viaBatch, indexed := batchViews(mutations)
 	var b *pebble.Batch
 	if indexed {
@@ -152,7 +152,7 @@ func (s *Store) buildBatch(ctx context.Context, t *table, mutations []kv.Mutatio
 	}
 	if err = firstErr(err, view.close()); err != nil {
 		b.Close()
-		return nil, tombstones{}, err
+		return nil, kv.Tombstones{}, err
 	}
 	return b, tomb, nil
 }
@@ -237,7 +237,7 @@ var sortBatches = sync.Pool{New: func() any { return new(sortBatch) }}
 // for reuse (Pebble copies keys and values into the batch), and counts the
 // tombstones it adds in tomb. A delete that reads (readsToDelete) reads through
 // view, the batch itself when viaBatch (batchViews).
-func addMutation(b *pebble.Batch, view *deleteView, viaBatch bool, t *table, m kv.Mutation, buf []byte, tomb *tombstones) ([]byte, error) {
+func addMutation(b *pebble.Batch, view *deleteView, viaBatch bool, t *table, m kv.Mutation, buf []byte, tomb *kv.Tombstones) ([]byte, error) {
 	buf = append(buf, t.prefix...)
 	buf = appendEscaped(buf, m.Row)
 	switch m.Kind {

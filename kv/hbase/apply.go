@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync/atomic"
 
 	"github.com/tsuna/gohbase/hrpc"
 
@@ -275,13 +274,13 @@ func (s *Store) sendMutations(ctx context.Context, table []byte, calls []*mutate
 	res, ok := s.client.SendBatch(ctx, batch)
 	if ok {
 		for _, c := range sent {
-			s.tombs.add(c.markers())
+			s.tombs.Add(c.markers())
 		}
 		return failed
 	}
 	for j, r := range res {
 		if r.Error == nil {
-			s.tombs.add(sent[j].markers())
+			s.tombs.Add(sent[j].markers())
 			continue
 		}
 		err := classify(ctx, r.Error)
@@ -312,19 +311,6 @@ func (c *mutateCall) markers() kv.Tombstones {
 	return n
 }
 
-// tombstoneTotals counts the delete markers of the calls of Apply that
-// succeeded since the store was opened (kv.TombstoneCounter).
-type tombstoneTotals struct{ point, ranges atomic.Int64 }
-
-func (t *tombstoneTotals) add(n kv.Tombstones) {
-	if n.Point != 0 {
-		t.point.Add(n.Point)
-	}
-	if n.Range != 0 {
-		t.ranges.Add(n.Range)
-	}
-}
-
 var _ kv.TombstoneCounter = (*Store)(nil)
 
 // Tombstones counts the delete markers Apply wrote since the store was opened
@@ -332,7 +318,7 @@ var _ kv.TombstoneCounter = (*Store)(nil)
 // failed, was cut short or was not sent counts nothing. It still answers after
 // Close.
 func (s *Store) Tombstones() kv.Tombstones {
-	return kv.Tombstones{Point: s.tombs.point.Load(), Range: s.tombs.ranges.Load()}
+	return s.tombs.Load()
 }
 
 // checkCell validates the address of an Increment or CheckAndPut.

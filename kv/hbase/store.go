@@ -54,7 +54,7 @@ type Store struct {
 	bounds regionBounds
 
 	// tombs counts the delete markers of Apply's calls that succeeded (Tombstones).
-	tombs tombstoneTotals
+	tombs kv.TombstoneTotals
 }
 
 var _ kv.Store = (*Store)(nil)
