@@ -13,7 +13,7 @@ HBASE       := testing/hbase/hbase.sh
 PROMETHEUS  := testing/prometheus/prometheus.sh
 GOTESTFLAGS ?= -race -count=1 -timeout 45m
 
-.PHONY: test vet unit test-with-hbase e2e prometheus hbase-start hbase-stop build bench fuzz soak bench-compare dashboards ui
+.PHONY: test vet unit test-with-hbase e2e prometheus hbase-start hbase-stop build bench fuzz soak bench-compare steady dashboards ui
 
 test: vet prometheus test-with-hbase
 
@@ -83,6 +83,21 @@ bench:
 # written to BENCH_COMPARE_OUT when set). BENCH_COMPARE_FLAGS=-quick for a smoke run.
 bench-compare:
 	$(GO) run ./bench/compare $(if $(BENCH_COMPARE_OUT),-out $(abspath $(BENCH_COMPARE_OUT))) $(BENCH_COMPARE_FLAGS)
+
+# The steady-state benchmark (bench/steady, issue 20): tsdb serve with compaction on and
+# one-minute buckets under a real-time remote-write load (5 000 samples/s) with range
+# queries all along, for STEADY_DURATION (default 60m) on the embedded store and then on
+# a standalone HBase that it starts like bench/compare -hbase (in STEADY_HBASE_RUN,
+# default a directory of the run), VictoriaMetrics beside tsdb under the same load.
+# Prints a Markdown report per backend (per tenth: CPU per sample by ingest, compaction,
+# store background and queries; query p50/p99; compaction rows/s and lag; disk per
+# sample; then whole-life CPU per sample and SIGTERM-to-exit), also written to STEADY_OUT
+# when set. STEADY_FLAGS passes more flags (e.g. -tsdb-bin, -hosts, -vm=false). Both
+# backends take about 2 h 15 min at the default.
+STEADY_DURATION ?= 60m
+steady:
+	$(GO) run ./bench/steady -hbase -duration $(STEADY_DURATION) $(if $(STEADY_HBASE_RUN),-hbase-run $(abspath $(STEADY_HBASE_RUN))) \
+		$(if $(STEADY_OUT),-out $(abspath $(STEADY_OUT))) $(STEADY_FLAGS)
 
 # The Grafana dashboards (dashboards/, issue 12): regenerates dashboards/json/*.json
 # from the Go in dashboards/ (Grafana's foundation SDK). Run it after changing a

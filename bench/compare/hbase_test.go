@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hbtsdb/hbtsdb/bench/internal/hbaserun"
+	"github.com/hbtsdb/hbtsdb/bench/internal/server"
 )
 
 func writeFile(t *testing.T, path string, size int) {
@@ -58,28 +61,6 @@ func TestWALGrowthFollowsArchivedFilesAndIgnoresDeletedOnes(t *testing.T) {
 	}
 }
 
-func TestTablesWithPrefixAndTheirBytes(t *testing.T) {
-	root := t.TempDir()
-	writeFile(t, filepath.Join(root, "data", "default", "benchx-r1-tsdb-hbase-data", "r1", "r", "f1"), 100)
-	writeFile(t, filepath.Join(root, "data", "default", "benchx-r1-tsdb-hbase-data", "r2", "r", "f2"), 50)
-	writeFile(t, filepath.Join(root, "data", "default", "benchx-r1-tsdb-hbase-index", "r1", "i", "f"), 7)
-	writeFile(t, filepath.Join(root, "data", "default", "benchx-r2-tsdb-hbase-data", "r1", "r", "f"), 1000)
-	tables, err := tablesWithPrefix(root, "benchx-r1-tsdb-hbase-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := []string{"benchx-r1-tsdb-hbase-data", "benchx-r1-tsdb-hbase-index"}; !slices.Equal(tables, want) {
-		t.Fatalf("tables = %v, want %v", tables, want)
-	}
-	n, err := tableBytes(root, tables)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n != 157 {
-		t.Errorf("tableBytes = %d, want 157", n)
-	}
-}
-
 func TestSelectServers(t *testing.T) {
 	for _, tc := range []struct {
 		name                    string
@@ -123,7 +104,7 @@ func TestParseFlagsHBase(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !c.hbaseStart || !slices.Equal(c.servers, []string{"tsdb-hbase"}) ||
+	if !c.hbase.Start || !slices.Equal(c.servers, []string{"tsdb-hbase"}) ||
 		!slices.Equal(c.tsdbArgs, []string{"--web.enable-pprof", "--log.level=warn"}) {
 		t.Errorf("config = %+v", c)
 	}
@@ -144,11 +125,11 @@ func TestRenderTableWithHBase(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kinds := serverKinds(binaries{tsdb: "tsdb", hbase: &hbaseInstance{zk: "127.0.0.1:2181"}}, c.servers)
-	if len(kinds) != 2 || kinds[1].short != "tsdb-hbase" {
+	kinds := serverKinds(binaries{tsdb: "tsdb", hbase: &hbaserun.Instance{ZK: "127.0.0.1:2181"}}, c.servers)
+	if len(kinds) != 2 || kinds[1].Short != "tsdb-hbase" {
 		t.Fatalf("kinds = %v", kinds)
 	}
-	if args := strings.Join(kinds[1].args(startSpec{dir: "d", addr: "127.0.0.1:1", tablePrefix: "p-"}), " "); args !=
+	if args := strings.Join(kinds[1].Args(server.StartSpec{Dir: "d", Addr: "127.0.0.1:1", TablePrefix: "p-"}), " "); args !=
 		"serve --storage=hbase:127.0.0.1:2181 --hbase.table-prefix=p- --listen=127.0.0.1:1" {
 		t.Errorf("tsdb (HBase) args = %s", args)
 	}

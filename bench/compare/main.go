@@ -2,14 +2,12 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"slices"
@@ -17,11 +15,16 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/hbtsdb/hbtsdb/bench/internal/hbaserun"
+	"github.com/hbtsdb/hbtsdb/bench/internal/proc"
+	"github.com/hbtsdb/hbtsdb/bench/internal/rwload"
+	"github.com/hbtsdb/hbtsdb/bench/internal/server"
 )
 
 // config is everything a run needs, from the flags.
 type config struct {
-	load      load
+	load      rwload.Load
 	rounds    int
 	queryRuns int
 	settle    time.Duration
@@ -34,14 +37,10 @@ type config struct {
 	// measured in the same rounds.
 	tsdbBaseBin string
 	tsdbArgs    []string // -tsdb-args: more flags for every tsdb serve
-	// HBase for the tsdb (HBase) servers: hbaseStart (-hbase) starts one in
-	// hbaseRun (default <workdir>/hbase) and stops it at the end; hbaseRun alone
-	// (-hbase-run) uses the one hbase.sh runs there; hbaseZK (-hbase-zk) any one,
-	// without JVM CPU and disk figures.
-	hbaseStart bool
-	hbaseRun   string
-	hbaseZK    string
-	servers    []string // the servers' short names, in round order
+	// hbase is the HBase of the tsdb (HBase) servers (-hbase, -hbase-run,
+	// -hbase-zk); DefaultRunDir is set by run.
+	hbase   hbaserun.Flags
+	servers []string // the servers' short names, in round order
 
 	root  string // the module root (set by run)
 	runID string // names this run's HBase tables (set by run)
@@ -72,7 +71,7 @@ func selectServers(list string, hbase, base, noVM bool) ([]string, error) {
 			case strings.HasSuffix(name, "-base") && !base:
 				return nil, fmt.Errorf("-servers: %s needs -tsdb-base-bin", name)
 			case name == "victoriametrics" && noVM:
-				return nil, fmt.Errorf("-servers: victoriametrics is not run with -load %s (it stores no native histograms) or -proto 2", loadHistograms)
+				return nil, fmt.Errorf("-servers: victoriametrics is not run with -load %s (it stores no native histograms) or -proto 2", rwload.KindHistograms)
 			}
 			want[name] = true
 		}
@@ -97,12 +96,12 @@ func main() {
 func parseFlags(args []string) (config, error) {
 	fs := flag.NewFlagSet("compare", flag.ContinueOnError)
 	var c config
-	fs.IntVar(&c.load.hosts, "hosts", 100, "hosts (the host label)")
-	fs.IntVar(&c.load.seriesPerHost, "series", 100, "series per host (one per metric name)")
-	fs.IntVar(&c.load.samples, "samples", 240, "samples per series")
-	fs.DurationVar(&c.load.interval, "interval", 15*time.Second, "time between a series' samples (the scrape interval)")
-	fs.IntVar(&c.load.senders, "senders", 4, "concurrent senders, each owning the series that hash to it")
-	fs.IntVar(&c.load.requestSize, "request-size", 2000, "samples per remote-write request")
+	fs.IntVar(&c.load.Hosts, "hosts", 100, "hosts (the host label)")
+	fs.IntVar(&c.load.SeriesPerHost, "series", 100, "series per host (one per metric name)")
+	fs.IntVar(&c.load.Samples, "samples", 240, "samples per series")
+	fs.DurationVar(&c.load.Interval, "interval", 15*time.Second, "time between a series' samples (the scrape interval)")
+	fs.IntVar(&c.load.Senders, "senders", 4, "concurrent senders, each owning the series that hash to it")
+	fs.IntVar(&c.load.RequestSize, "request-size", 2000, "samples per remote-write request")
 	fs.IntVar(&c.rounds, "rounds", 3, "interleaved rounds (each server once per round, on a fresh data directory)")
 	fs.IntVar(&c.queryRuns, "query-runs", 20, "timed runs per query (after one warm-up run); the median is reported")
 	fs.DurationVar(&c.settle, "settle", 20*time.Second, "longest wait for a server to go idle after the ingest")
@@ -113,20 +112,15 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.tsdbBaseBin, "tsdb-base-bin", "", "also run this tsdb binary, as \"tsdb (embedded) base\" (and \"tsdb (HBase) base\" "+
 		"with an HBase), in the same rounds: before/after figures under the same neighbours")
 	tsdbArgs := fs.String("tsdb-args", "", "more flags for every `tsdb serve`, space-separated (e.g. --web.enable-pprof)")
-	fs.BoolVar(&c.hbaseStart, "hbase", false, "also run tsdb on HBase (\"tsdb (HBase)\"): start a standalone HBase with "+
-		"testing/hbase/hbase.sh in -hbase-run (default <workdir>/hbase) and stop it at the end")
-	fs.StringVar(&c.hbaseRun, "hbase-run", "", "with -hbase: where to start HBase; without: use the HBase that hbase.sh "+
-		"already runs in this HBTSDB_HBASE_RUN directory (its JVM's CPU and its disk are measured)")
-	fs.StringVar(&c.hbaseZK, "hbase-zk", "", "run tsdb (HBase) against the running HBase at this ZooKeeper host:port "+
-		"(no JVM CPU or disk figures: use -hbase-run for those)")
+	c.hbase.Register(fs)
 	servers := fs.String("servers", "", "comma-separated servers to run, of "+strings.Join(serverOrder, ", ")+
 		" (default: tsdb, prometheus, victoriametrics, and tsdb-hbase with an HBase, the -base ones with -tsdb-base-bin)")
 	fs.BoolVar(&c.keep, "keep", false, "keep the work directory (data directories and server logs) at the end")
-	loadKind := fs.String("load", loadFloats, "the load: "+loadFloats+" (counters and gauges) or "+loadHistograms+
+	loadKind := fs.String("load", rwload.KindFloats, "the load: "+rwload.KindFloats+" (counters and gauges) or "+rwload.KindHistograms+
 		" (every series a native histogram of -buckets buckets; -hosts defaults to 10, so 1 000 series; "+
 		"VictoriaMetrics, which does not store native histograms, is left out)")
 	proto := fs.Int("proto", 1, "the remote-write protocol: 1 (prometheus.WriteRequest) or 2 (io.prometheus.write.v2.Request)")
-	fs.IntVar(&c.load.buckets, "buckets", 30, "with -load "+loadHistograms+": populated buckets per histogram sample")
+	fs.IntVar(&c.load.Buckets, "buckets", 30, "with -load "+rwload.KindHistograms+": populated buckets per histogram sample")
 	quick := fs.Bool("quick", false, "a smoke run: 10 hosts × 10 series × 40 samples, 500-sample requests, 1 round, 3 query runs "+
 		"(flags given explicitly win)")
 	if err := fs.Parse(args); err != nil {
@@ -138,19 +132,19 @@ func parseFlags(args []string) (config, error) {
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	switch *loadKind {
-	case loadFloats:
-	case loadHistograms:
-		c.load.histograms = true
+	case rwload.KindFloats:
+	case rwload.KindHistograms:
+		c.load.Histograms = true
 		if !set["hosts"] && !*quick {
-			c.load.hosts = 10
+			c.load.Hosts = 10
 		}
 	default:
-		return c, fmt.Errorf("-load: %q, want %s or %s", *loadKind, loadFloats, loadHistograms)
+		return c, fmt.Errorf("-load: %q, want %s or %s", *loadKind, rwload.KindFloats, rwload.KindHistograms)
 	}
 	switch *proto {
 	case 1:
 	case 2:
-		c.load.v2 = true
+		c.load.V2 = true
 	default:
 		return c, fmt.Errorf("-proto: %d, want 1 or 2", *proto)
 	}
@@ -165,16 +159,16 @@ func parseFlags(args []string) (config, error) {
 			}
 		}
 	}
-	if err := c.load.validate(); err != nil {
+	if err := c.load.Validate(); err != nil {
 		return c, err
 	}
-	if c.hbaseZK != "" && (c.hbaseStart || c.hbaseRun != "") {
-		return c, fmt.Errorf("-hbase-zk names a running HBase: not with -hbase or -hbase-run")
+	if err := c.hbase.Validate(); err != nil {
+		return c, err
 	}
 	c.tsdbArgs = strings.Fields(*tsdbArgs)
 	var err error
-	hasHBase := c.hbaseStart || c.hbaseRun != "" || c.hbaseZK != ""
-	if c.servers, err = selectServers(*servers, hasHBase, c.tsdbBaseBin != "", c.load.histograms || c.load.v2); err != nil {
+	hasHBase := c.hbase.Any()
+	if c.servers, err = selectServers(*servers, hasHBase, c.tsdbBaseBin != "", c.load.Histograms || c.load.V2); err != nil {
 		return c, err
 	}
 	if len(c.servers) == 0 {
@@ -194,7 +188,7 @@ func run(args []string, stdout io.Writer, log *slog.Logger) (err error) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	root, err := moduleRoot(ctx)
+	root, err := server.ModuleRoot(ctx)
 	if err != nil {
 		return err
 	}
@@ -209,12 +203,13 @@ func run(args []string, stdout io.Writer, log *slog.Logger) (err error) {
 	}
 	log.Info("work directory", "dir", c.workDir, "kept", c.keep)
 
-	hb, err := openHBase(ctx, log, c, root)
+	c.hbase.DefaultRunDir = filepath.Join(c.workDir, "hbase")
+	hb, err := hbaserun.Open(ctx, log, root, c.hbase)
 	if err != nil {
 		return err
 	}
 	defer func() {
-		if serr := hb.stop(root); serr != nil && err == nil {
+		if serr := hb.Stop(root); serr != nil && err == nil {
 			err = serr
 		}
 	}()
@@ -240,49 +235,15 @@ func run(args []string, stdout io.Writer, log *slog.Logger) (err error) {
 	return nil
 }
 
-// moduleRoot is the directory of this module's go.mod.
-func moduleRoot(ctx context.Context) (string, error) {
-	out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
-	if err != nil {
-		return "", fmt.Errorf("go env GOMOD: %w", err)
-	}
-	gomod := strings.TrimSpace(string(out))
-	if gomod == "" || gomod == os.DevNull {
-		return "", errors.New("not inside the hbtsdb module: run from the repository (go run ./bench/compare)")
-	}
-	return filepath.Dir(gomod), nil
-}
-
-// openHBase starts the HBase of -hbase or finds that of -hbase-run or -hbase-zk;
-// nil when the run has none.
-func openHBase(ctx context.Context, log *slog.Logger, c config, root string) (*hbaseInstance, error) {
-	switch {
-	case c.hbaseStart:
-		runDir := c.hbaseRun
-		if runDir == "" {
-			runDir = filepath.Join(c.workDir, "hbase")
-		}
-		return startHBase(ctx, log, root, runDir)
-	case c.hbaseRun != "":
-		return attachHBase(ctx, root, c.hbaseRun)
-	case c.hbaseZK != "":
-		return &hbaseInstance{zk: c.hbaseZK}, nil
-	}
-	return nil, nil
-}
-
 // locateServers builds tsdb from the working tree into the work directory (unless
 // -tsdb-bin names a binary to use) and finds (building when not cached) the
 // Prometheus and VictoriaMetrics binaries, of the servers the run compares.
-func locateServers(ctx context.Context, log *slog.Logger, root string, c config, hb *hbaseInstance) ([]*serverKind, error) {
+func locateServers(ctx context.Context, log *slog.Logger, root string, c config, hb *hbaserun.Instance) ([]*serverKind, error) {
 	b := binaries{tsdb: c.tsdbBin, tsdbBase: c.tsdbBaseBin, tsdbArgs: c.tsdbArgs, hbase: hb}
 	if b.tsdb == "" {
 		b.tsdb = filepath.Join(c.workDir, "tsdb")
-		log.Info("building tsdb from the working tree (release build, no -race)", "out", b.tsdb)
-		build := exec.CommandContext(ctx, "go", "build", "-o", b.tsdb, "./cmd/tsdb")
-		build.Dir, build.Stdout, build.Stderr = root, os.Stderr, os.Stderr
-		if err := build.Run(); err != nil {
-			return nil, fmt.Errorf("go build ./cmd/tsdb: %w", err)
+		if err := server.BuildTSDB(ctx, log, root, b.tsdb); err != nil {
+			return nil, err
 		}
 	} else if _, err := os.Stat(b.tsdb); err != nil {
 		return nil, fmt.Errorf("-tsdb-bin: %w", err)
@@ -295,40 +256,23 @@ func locateServers(ctx context.Context, log *slog.Logger, root string, c config,
 	var err error
 	if slices.Contains(c.servers, "prometheus") {
 		log.Info("locating Prometheus (testing/prometheus/prometheus.sh; builds it once, 10-17 minutes cold)")
-		if b.prom, err = script(ctx, root, "testing/prometheus/prometheus.sh", "build"); err != nil {
+		if b.prom, err = server.Script(ctx, root, "testing/prometheus/prometheus.sh", "build"); err != nil {
 			return nil, err
 		}
-		if b.promVersion, err = script(ctx, root, "testing/prometheus/prometheus.sh", "version"); err != nil {
+		if b.promVersion, err = server.Script(ctx, root, "testing/prometheus/prometheus.sh", "version"); err != nil {
 			return nil, err
 		}
 	}
 	if slices.Contains(c.servers, "victoriametrics") {
-		log.Info("locating VictoriaMetrics (bench/victoriametrics.sh; builds it once, a few minutes cold)")
-		if b.victoria, err = script(ctx, root, "bench/victoriametrics.sh", "build"); err != nil {
-			return nil, err
-		}
-		if b.victoriaVersion, err = script(ctx, root, "bench/victoriametrics.sh", "version"); err != nil {
+		if b.victoria, b.victoriaVersion, err = server.LocateVictoriaMetrics(ctx, log, root); err != nil {
 			return nil, err
 		}
 	}
 	kinds := serverKinds(b, c.servers)
 	for _, k := range kinds {
-		log.Info("server", "name", k.name, "bin", k.bin)
+		log.Info("server", "name", k.Name, "bin", k.Bin)
 	}
 	return kinds, nil
-}
-
-// script runs one of the repository's build scripts, its progress on stderr, and
-// returns the last line it printed on stdout.
-func script(ctx context.Context, root, path string, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, filepath.Join(root, path), args...)
-	cmd.Dir, cmd.Stderr = root, os.Stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return "", fmt.Errorf("%s %s: %w", path, strings.Join(args, " "), err)
-	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	return lines[len(lines)-1], nil
 }
 
 // roundResult is one server's figures in one round.
@@ -347,21 +291,21 @@ type roundResult struct {
 // returns results[server][round].
 func runRounds(ctx context.Context, log *slog.Logger, c config, kinds []*serverKind) ([][]roundResult, error) {
 	client := &http.Client{Transport: &http.Transport{
-		MaxIdleConnsPerHost: c.load.senders + 1,
+		MaxIdleConnsPerHost: c.load.Senders + 1,
 		DisableCompression:  true,
 	}}
 	defer client.CloseIdleConnections()
 	qs := queries(c.load)
 	results := make([][]roundResult, len(kinds))
 	for round := 1; round <= c.rounds; round++ {
-		log.Info("encoding the load", "round", round, "samples", c.load.totalSamples(),
-			"requests_of", c.load.requestSize, "senders", c.load.senders)
-		el, err := c.load.encode(time.Now())
+		log.Info("encoding the load", "round", round, "samples", c.load.TotalSamples(),
+			"requests_of", c.load.RequestSize, "senders", c.load.Senders)
+		el, err := c.load.Encode(time.Now())
 		if err != nil {
 			return nil, err
 		}
 		for i, k := range kinds {
-			log.Info("round", "round", round, "of", c.rounds, "server", k.short)
+			log.Info("round", "round", round, "of", c.rounds, "server", k.Short)
 			res, err := runOne(ctx, log, c, client, k, round, el, qs)
 			if err != nil {
 				return nil, fmt.Errorf("round %d: %w", round, err)
@@ -374,8 +318,8 @@ func runRounds(ctx context.Context, log *slog.Logger, c config, kinds []*serverK
 }
 
 // runOne starts k on a fresh directory, ingests, measures and queries it, and stops it.
-func runOne(ctx context.Context, log *slog.Logger, c config, client *http.Client, k *serverKind, round int, el *encodedLoad, qs []benchQuery) (res roundResult, err error) {
-	base := filepath.Join(c.workDir, fmt.Sprintf("round-%d", round), k.short)
+func runOne(ctx context.Context, log *slog.Logger, c config, client *http.Client, k *serverKind, round int, el *rwload.EncodedLoad, qs []benchQuery) (res roundResult, err error) {
+	base := filepath.Join(c.workDir, fmt.Sprintf("round-%d", round), k.Short)
 	dir := filepath.Join(base, "data")
 	var (
 		tablePrefix string
@@ -385,49 +329,49 @@ func runOne(ctx context.Context, log *slog.Logger, c config, client *http.Client
 	startTimeout := time.Minute
 	if k.hbase != nil {
 		// New tables every round (and every run, on an HBase that outlives it).
-		tablePrefix = fmt.Sprintf("bench%s-r%d-%s-", c.runID, round, k.short)
-		if !k.hbase.started && !c.keep {
+		tablePrefix = fmt.Sprintf("bench%s-r%d-%s-", c.runID, round, k.Short)
+		if !k.hbase.Started && !c.keep {
 			// An HBase that outlives the run (-hbase-run, -hbase-zk) keeps no
 			// tables of it; this runs after the server has stopped.
 			defer func() {
-				if derr := dropTables(ctx, k.hbase.zk, tablePrefix); derr != nil && err == nil {
-					err = fmt.Errorf("%s: %w", k.short, derr)
+				if derr := hbaserun.DropTables(ctx, k.hbase.ZK, tablePrefix); derr != nil && err == nil {
+					err = fmt.Errorf("%s: %w", k.Short, derr)
 				}
 			}()
 		}
 		startTimeout = 3 * time.Minute // creating the tables takes HBase a while
-		if k.hbase.measured() {
-			if jvmPid, err = k.hbase.jvmPid(); err != nil {
+		if k.hbase.Measured() {
+			if jvmPid, err = k.hbase.JVMPid(); err != nil {
 				return res, err
 			}
 		}
 	}
-	r, err := k.start(ctx, dir, tablePrefix, filepath.Join(base, "server.log"), startTimeout)
+	r, err := k.Start(ctx, dir, tablePrefix, filepath.Join(base, "server.log"), startTimeout)
 	if err != nil {
 		return res, err
 	}
 	stopped := false
 	defer func() {
 		if !stopped {
-			if serr := r.stop(); serr != nil && err == nil {
+			if serr := r.Stop(); serr != nil && err == nil {
 				err = serr
 			}
 		}
 		if !c.keep {
 			if rerr := os.RemoveAll(dir); rerr != nil && err == nil {
-				err = fmt.Errorf("%s: remove data directory: %w", k.short, rerr)
+				err = fmt.Errorf("%s: remove data directory: %w", k.Short, rerr)
 			}
 		}
 	}()
-	log.Info("started", "server", k.short, "pid", r.pid(), "url", r.base, "dir", dir)
+	log.Info("started", "server", k.Short, "pid", r.Pid(), "url", r.Base, "dir", dir)
 
-	total := c.load.totalSamples()
+	total := c.load.TotalSamples()
 	if jvmPid != 0 {
-		if wal0, err = walFiles(k.hbase.rootDir()); err != nil {
+		if wal0, err = walFiles(k.hbase.RootDir()); err != nil {
 			return res, err
 		}
 	}
-	cpu0, err := cpuTime(r.pid())
+	cpu0, err := proc.CPUTime(r.Pid())
 	if err != nil {
 		return res, err
 	}
@@ -436,13 +380,13 @@ func runOne(ctx context.Context, log *slog.Logger, c config, client *http.Client
 		return res, err
 	}
 	if in.samples != total {
-		return res, fmt.Errorf("%s: sent %d samples, want %d", k.short, in.samples, total)
+		return res, fmt.Errorf("%s: sent %d samples, want %d", k.Short, in.samples, total)
 	}
-	if err := r.flushData(ctx); err != nil {
+	if err := r.FlushData(ctx); err != nil {
 		return res, err
 	}
 	flushed := time.Now()
-	idle, settled, err := settle(ctx, r.pid(), c.settle)
+	idle, settled, err := proc.Settle(ctx, r.Pid(), c.settle)
 	if err != nil {
 		return res, err
 	}
@@ -452,30 +396,30 @@ func runOne(ctx context.Context, log *slog.Logger, c config, client *http.Client
 	if jvmPid != 0 {
 		// tsdb is idle; then HBase (memstore flushes, compactions the ingest caused).
 		h := &hbaseRound{jvmCPU: in.jvmCPU}
-		jvmIdle, jvmSettled, err := settle(ctx, jvmPid, c.settle)
+		jvmIdle, jvmSettled, err := proc.Settle(ctx, jvmPid, c.settle)
 		if err != nil {
 			return res, err
 		}
 		// The JVM's CPU at the start of the ingest: ingest read it just before cpu0.
 		h.jvmCPUIdle, h.jvmSettled = jvmIdle-in.jvmCPU0, jvmSettled
-		wal1, err := walFiles(k.hbase.rootDir())
+		wal1, err := walFiles(k.hbase.RootDir())
 		if err != nil {
 			return res, err
 		}
 		h.walBytes = walGrowth(wal0, wal1)
 		res.hbase = h
 	}
-	if wait := k.flushDelay - time.Since(flushed); wait > 0 {
+	if wait := k.FlushDelay - time.Since(flushed); wait > 0 {
 		select {
 		case <-ctx.Done():
 			return res, ctx.Err()
 		case <-time.After(wait):
 		}
 	}
-	if in.diskByte, err = dirBytes(dir); err != nil {
-		return res, fmt.Errorf("%s: %w", k.short, err)
+	if in.diskByte, err = proc.DirBytes(dir); err != nil {
+		return res, fmt.Errorf("%s: %w", k.Short, err)
 	}
-	log.Info("ingested", "server", k.short, "samples", in.samples, "took", in.wall.Round(time.Millisecond),
+	log.Info("ingested", "server", k.Short, "samples", in.samples, "took", in.wall.Round(time.Millisecond),
 		"samples_per_s", int(float64(in.samples)/in.wall.Seconds()),
 		"cpu_s_per_M", fmt.Sprintf("%.2f", perMillion(in.cpu, in.samples)),
 		"cpu_s_per_M_until_idle", fmt.Sprintf("%.2f", perMillion(in.cpuIdle, in.samples)), "went_idle", settled,
@@ -483,47 +427,47 @@ func runOne(ctx context.Context, log *slog.Logger, c config, client *http.Client
 	res.ingest = in
 
 	for _, q := range qs {
-		qr, err := runQuery(ctx, client, r.base, q, el.start, el.end, c.queryRuns)
+		qr, err := runQuery(ctx, client, r.Base, q, el.Start, el.End, c.queryRuns)
 		if err != nil {
-			return res, fmt.Errorf("%s: %w", k.short, err)
+			return res, fmt.Errorf("%s: %w", k.Short, err)
 		}
 		if qr.series == 0 || qr.samples == 0 {
-			log.Warn("WARNING: query returned no data", "server", k.short, "query", q.expr, "step", q.step)
+			log.Warn("WARNING: query returned no data", "server", k.Short, "query", q.expr, "step", q.step)
 		}
-		log.Info("query", "server", k.short, "query", q.expr, "step", q.step, "series", qr.series,
+		log.Info("query", "server", k.Short, "query", q.expr, "step", q.step, "series", qr.series,
 			"samples", qr.samples, "median_ms", fmt.Sprintf("%.2f", ms(qr.median)))
 		res.queries = append(res.queries, qr)
 	}
-	if res.peakRSS, err = peakRSS(r.pid()); err != nil {
+	if res.peakRSS, err = proc.PeakRSS(r.Pid()); err != nil {
 		return res, err
 	}
 	// Stopped gracefully, each server writes out what it buffers (VictoriaMetrics its
 	// in-memory parts, flushed every 5 s otherwise): the disk it keeps the data in.
 	stopped = true
-	if err := r.stop(); err != nil {
+	if err := r.Stop(); err != nil {
 		return res, err
 	}
-	if res.diskStopped, err = dirBytes(dir); err != nil {
-		return res, fmt.Errorf("%s: %w", k.short, err)
+	if res.diskStopped, err = proc.DirBytes(dir); err != nil {
+		return res, fmt.Errorf("%s: %w", k.Short, err)
 	}
-	log.Info("stopped", "server", k.short, "peak_rss_MiB", res.peakRSS>>20,
+	log.Info("stopped", "server", k.Short, "peak_rss_MiB", res.peakRSS>>20,
 		"disk_after_stop_MiB", fmt.Sprintf("%.1f", float64(res.diskStopped)/(1<<20)))
 	if res.hbase != nil {
 		// What the round's tables keep on disk: flushed from the memstores and
 		// compacted into one HFile per store, as they settle in the long run.
-		tables, err := tablesWithPrefix(k.hbase.rootDir(), tablePrefix)
+		tables, err := hbaserun.TablesWithPrefix(k.hbase.RootDir(), tablePrefix)
 		if err != nil {
 			return res, err
 		}
-		if err := k.hbase.compact(ctx, c.root, tables); err != nil {
-			return res, fmt.Errorf("%s: %w", k.short, err)
+		if err := k.hbase.Compact(ctx, c.root, tables); err != nil {
+			return res, fmt.Errorf("%s: %w", k.Short, err)
 		}
-		if res.hbase.tableBytes, err = tableBytes(k.hbase.rootDir(), tables); err != nil {
-			return res, fmt.Errorf("%s: %w", k.short, err)
+		if res.hbase.tableBytes, err = hbaserun.TableBytes(k.hbase.RootDir(), tables); err != nil {
+			return res, fmt.Errorf("%s: %w", k.Short, err)
 		}
 		res.hbase.tables = len(tables)
 		h := res.hbase
-		log.Info("hbase", "server", k.short, "jvm_cpu_s_per_M", fmt.Sprintf("%.2f", perMillion(h.jvmCPU, in.samples)),
+		log.Info("hbase", "server", k.Short, "jvm_cpu_s_per_M", fmt.Sprintf("%.2f", perMillion(h.jvmCPU, in.samples)),
 			"jvm_cpu_s_per_M_until_idle", fmt.Sprintf("%.2f", perMillion(h.jvmCPUIdle, in.samples)), "jvm_went_idle", h.jvmSettled,
 			"wal_bytes_per_sample", fmt.Sprintf("%.1f", float64(h.walBytes)/float64(in.samples)),
 			"tables", len(tables), "table_bytes_per_sample", fmt.Sprintf("%.1f", float64(h.tableBytes)/float64(in.samples)))
@@ -539,7 +483,7 @@ func checkSeriesCounts(log *slog.Logger, round int, kinds []*serverKind, results
 		differ := false
 		for i, k := range kinds {
 			n := results[i][round-1].queries[qi].series
-			counts = append(counts, fmt.Sprintf("%s=%d", k.short, n))
+			counts = append(counts, fmt.Sprintf("%s=%d", k.Short, n))
 			if n != results[0][round-1].queries[qi].series {
 				differ = true
 			}

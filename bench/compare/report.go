@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/hbtsdb/hbtsdb/bench/internal/promquery"
 )
 
 // row is one line of the table: a label, whether higher is better, the median over
@@ -29,7 +31,7 @@ func renderTable(c config, kinds []*serverKind, results [][]roundResult, now tim
 			for _, r := range results[i] {
 				vs = append(vs, f(r))
 			}
-			out[i] = median(vs)
+			out[i] = promquery.Median(vs)
 			if slices.ContainsFunc(vs, math.IsNaN) {
 				out[i] = math.NaN()
 			}
@@ -102,7 +104,7 @@ func renderTable(c config, kinds []*serverKind, results [][]roundResult, now tim
 	var b strings.Builder
 	b.WriteString("| |")
 	for _, k := range kinds {
-		b.WriteString(" " + k.name + " |")
+		b.WriteString(" " + k.Name + " |")
 	}
 	b.WriteString(" tsdb ÷ best peer |\n|---|")
 	for range kinds {
@@ -123,8 +125,8 @@ func renderTable(c config, kinds []*serverKind, results [][]roundResult, now tim
 		"remote write %s; queries: median of %d runs after a warm-up. "+
 		"Ratio: tsdb ÷ the best peer (highest samples/s, lowest of the rest): above 1 is tsdb slower/bigger, "+
 		"except for samples/s, where below 1 is tsdb slower.\n",
-		c.rounds, plural(c.rounds, "round", "rounds"), roundOrder(kinds), l.hosts, l.seriesPerHost, l.samples, fmtDuration(l.interval),
-		group(fmt.Sprint(l.totalSamples())), l.sampleKind(), l.requestSize, l.senders, l.protoName(), c.queryRuns)
+		c.rounds, plural(c.rounds, "round", "rounds"), roundOrder(kinds), l.Hosts, l.SeriesPerHost, l.Samples, fmtDuration(l.Interval),
+		group(fmt.Sprint(l.TotalSamples())), l.SampleKind(), l.RequestSize, l.Senders, l.ProtoName(), c.queryRuns)
 	b.WriteString("Disk (apparent size of the files under the data directory): \"after ingest\" once the server went " +
 		"idle, VictoriaMetrics 11 s after /internal/force_flush (which makes the data searchable in in-memory parts; " +
 		"those reach disk every 5 s), Prometheus and tsdb have no flush to ask for (Prometheus holds the hour in its head, on disk as " +
@@ -179,7 +181,7 @@ func ratio(r row, kinds []*serverKind) string {
 func roundOrder(kinds []*serverKind) string {
 	names := make([]string, 0, len(kinds)+1)
 	for _, k := range kinds {
-		names = append(names, k.short)
+		names = append(names, k.Short)
 	}
 	return strings.Join(names, ", ") + ", ..."
 }
@@ -207,7 +209,7 @@ func seriesNote(kinds []*serverKind, results [][]roundResult, qs []benchQuery) s
 			for round := range results[i] {
 				ns = append(ns, fmt.Sprint(results[i][round].queries[qi].series))
 			}
-			fmt.Fprintf(&b, " %s %s;", k.short, strings.Join(ns, "/"))
+			fmt.Fprintf(&b, " %s %s;", k.Short, strings.Join(ns, "/"))
 		}
 		b.WriteString("**\n")
 	}
@@ -220,7 +222,7 @@ func settleNote(kinds []*serverKind, results [][]roundResult, limit time.Duratio
 	for i, k := range kinds {
 		for round, r := range results[i] {
 			if !r.ingest.settled {
-				busy = append(busy, fmt.Sprintf("%s (round %d)", k.short, round+1))
+				busy = append(busy, fmt.Sprintf("%s (round %d)", k.Short, round+1))
 			}
 		}
 	}

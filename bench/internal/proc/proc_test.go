@@ -1,4 +1,4 @@
-package main
+package proc
 
 import (
 	"os"
@@ -38,13 +38,13 @@ func TestParseStatCPURejectsTruncatedStat(t *testing.T) {
 }
 
 func TestCPUTimeOfThisProcessGrows(t *testing.T) {
-	before, err := cpuTime(os.Getpid())
+	before, err := CPUTime(os.Getpid())
 	if err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for x := 0; time.Now().Before(deadline); x++ {
-		if now, err := cpuTime(os.Getpid()); err != nil {
+		if now, err := CPUTime(os.Getpid()); err != nil {
 			t.Fatal(err)
 		} else if now > before {
 			return
@@ -64,13 +64,5 @@ func TestParseStatusKB(t *testing.T) {
 	}
 	if _, err := parseStatusKB([]byte("Name:\tx\n"), "VmHWM"); err == nil {
 		t.Error("a status without VmHWM parsed, want an error")
-	}
-}
-
-func TestGroupThousands(t *testing.T) {
-	for in, want := range map[string]string{"654000": "654 000", "2400000": "2 400 000", "1234": "1234", "12345.67": "12 345.67", "9.5": "9.5"} {
-		if got := group(in); got != want {
-			t.Errorf("group(%q) = %q, want %q", in, got, want)
-		}
 	}
 }

@@ -1,10 +1,17 @@
-package main
+// Package proc measures a server process from outside, as the benchmarks
+// (bench/compare, bench/steady) do: its CPU time and peak RSS from /proc, when
+// it has gone idle, and the disk its files take. Linux only.
+package proc
 
 import (
 	"bufio"
 	"bytes"
+	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -14,8 +21,8 @@ import (
 // Linux architecture Go runs on (the kernel scales its internal HZ to it for /proc).
 const clockTicks = 100
 
-// cpuTime returns the CPU time (user + system) the process pid has used so far.
-func cpuTime(pid int) (time.Duration, error) {
+// CPUTime returns the CPU time (user + system) the process pid has used so far.
+func CPUTime(pid int) (time.Duration, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0, fmt.Errorf("proc: read stat of %d: %w", pid, err)
@@ -48,8 +55,8 @@ func parseStatCPU(b []byte) (time.Duration, error) {
 	return time.Duration(u+s) * time.Second / clockTicks, nil
 }
 
-// peakRSS returns VmHWM, the process' peak resident set size, in bytes.
-func peakRSS(pid int) (int64, error) {
+// PeakRSS returns VmHWM, the process' peak resident set size, in bytes.
+func PeakRSS(pid int) (int64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, fmt.Errorf("proc: read status of %d: %w", pid, err)
@@ -83,4 +90,66 @@ func truncate(b []byte) string {
 		return string(b[:80]) + "..."
 	}
 	return string(b)
+}
+
+// Settle waits until the process uses under 5 % of a core for a second, at most
+// limit, and returns its CPU time then and whether it went idle.
+func Settle(ctx context.Context, pid int, limit time.Duration) (time.Duration, bool, error) {
+	deadline := time.Now().Add(limit)
+	prev, err := CPUTime(pid)
+	if err != nil {
+		return 0, false, err
+	}
+	for time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return 0, false, ctx.Err()
+		case <-time.After(time.Second):
+		}
+		now, err := CPUTime(pid)
+		if err != nil {
+			return 0, false, err
+		}
+		if now-prev < 50*time.Millisecond {
+			return now, true, nil
+		}
+		prev = now
+	}
+	return prev, false, nil
+}
+
+// DirBytes is the apparent size of the regular files under dir.
+func DirBytes(dir string) (int64, error) {
+	var total int64
+	err := WalkFileSizes(dir, func(_ string, _ fs.DirEntry, size int64) { total += size })
+	if err != nil {
+		return 0, fmt.Errorf("disk usage of %s: %w", dir, err)
+	}
+	return total, nil
+}
+
+// WalkFileSizes calls fn with the size of every regular file under dir. Files
+// removed while the walk runs (a compaction, an archived WAL segment) are
+// skipped, not errors.
+func WalkFileSizes(dir string, fn func(path string, d fs.DirEntry, size int64)) error {
+	return filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		info, err := d.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		fn(path, d, info.Size())
+		return nil
+	})
 }
