@@ -1,6 +1,7 @@
 package downsample
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -194,38 +195,47 @@ func (c *Compactor) Compact(ctx context.Context) (Stats, error) {
 
 // CompactSalt compacts the sealed buckets of one salt that still hold raw
 // cells. It finds them through the pending table (schema/pending.go): the
-// marks of the salt's buckets that start before SealedBefore(now), read in
-// batches of Options.BatchRows, oldest bucket first, each batch compacted
-// (compactRows) and its marks deleted. Then, in a store that got its pending
-// table after it held data (until a sweep has sealed the bucket of that
-// moment), or with Options.Sweep, it sweeps the salt: reads its raw family
-// whole, key-only, for the rows no mark names. Once the whole salt is done
-// without error, it records the cutoff as the salt's watermark (Watermarks).
+// on-time marks of the buckets from the salt's watermark to SealedBefore(now),
+// then the late marks of every bucket before it, read in batches of
+// Options.BatchRows, oldest bucket first, each batch compacted (compactRows)
+// and its marks deleted. Then, in a store that got its pending table after it
+// held data (until a sweep has sealed the bucket of that moment), or with
+// Options.Sweep, it sweeps the salt: reads its raw family whole, key-only,
+// for the rows no mark names. Once the whole salt is done without error or
+// conflict, it records the cutoff as the salt's watermark (Watermarks).
 func (c *Compactor) CompactSalt(ctx context.Context, salt byte) (Stats, error) {
 	cutoff := c.SealedBefore(c.opts.Now())
 	var total Stats
 	if cutoff <= 0 {
 		return total, nil
 	}
-	start, stop := schema.PendingSaltStart(salt), schema.PendingCutoff(salt, cutoff)
-	for {
-		targets, next, err := c.markedRows(ctx, start, stop)
-		if err != nil {
-			return total, fmt.Errorf("downsample: find the marked rows of salt %d: %w", salt, err)
-		}
-		if len(targets) > 0 {
-			st, err := c.compactRows(ctx, targets, cutoff)
-			total.add(st)
-			if err != nil {
-				return total, fmt.Errorf("downsample: compact salt %d: %w", salt, err)
-			}
-		}
-		if next == nil {
-			break
-		}
-		start = next
+	from, swept, err := c.progress(ctx, salt)
+	if err != nil {
+		return total, err
 	}
-	sweep, err := c.needsSweep(ctx, salt)
+	onTimeStart, onTimeStop := schema.PendingOnTimeRange(salt, from, cutoff)
+	lateStart, lateStop := schema.PendingLateRange(salt, cutoff)
+	for _, r := range [][2][]byte{{onTimeStart, onTimeStop}, {lateStart, lateStop}} {
+		start, stop := r[0], r[1]
+		for bytes.Compare(start, stop) < 0 {
+			targets, next, err := c.markedRows(ctx, start, stop)
+			if err != nil {
+				return total, fmt.Errorf("downsample: find the marked rows of salt %d: %w", salt, err)
+			}
+			if len(targets) > 0 {
+				st, err := c.compactRows(ctx, targets, cutoff)
+				total.add(st)
+				if err != nil {
+					return total, fmt.Errorf("downsample: compact salt %d: %w", salt, err)
+				}
+			}
+			if next == nil {
+				break
+			}
+			start = next
+		}
+	}
+	sweep, err := c.needsSweep(ctx, swept)
 	if err != nil {
 		return total, err
 	}
@@ -236,7 +246,37 @@ func (c *Compactor) CompactSalt(ctx context.Context, salt byte) (Stats, error) {
 			return total, err
 		}
 	}
+	if total.Conflicts > 0 {
+		// Those rows keep their marks, some below the cutoff: the next pass
+		// must scan from here again.
+		return total, nil
+	}
 	return total, c.recordWatermark(ctx, salt, schema.QualifierWatermark, cutoff)
+}
+
+// progress returns what the salt's watermark row records (0 for what it does
+// not): its watermark — every on-time mark below it is deleted, so a pass
+// scans from there — and the cutoff of its last sweep.
+func (c *Compactor) progress(ctx context.Context, salt byte) (watermark, swept int64, err error) {
+	r, err := c.st.Get(ctx, schema.TableMeta, schema.WatermarkRow(nil, schema.LeaseJobCompact, salt), kv.Families(schema.FamilyMeta))
+	if err != nil {
+		return 0, 0, fmt.Errorf("downsample: read the watermark row of salt %d: %w", salt, err)
+	}
+	for _, cell := range r.Cells {
+		var dst *int64
+		switch string(cell.Qualifier) {
+		case schema.QualifierWatermark:
+			dst = &watermark
+		case schema.QualifierSwept:
+			dst = &swept
+		default:
+			continue
+		}
+		if *dst, err = schema.ParseWatermarkValue(cell.Value); err != nil {
+			return 0, 0, fmt.Errorf("downsample: %s of salt %d: %w", cell.Qualifier, salt, err)
+		}
+	}
+	return watermark, swept, nil
 }
 
 // target is a data row to compact, and the pending marks that named it.
@@ -263,7 +303,7 @@ func (c *Compactor) markedRows(ctx context.Context, start, stop []byte) ([]targe
 		r := sc.Row()
 		last = r.Key
 		n++
-		dataKey, _, err := schema.PendingDataRowKey(r.Key)
+		dataKey, _, _, err := schema.PendingDataRowKey(r.Key)
 		if err != nil {
 			c.opts.Logger.Warn("pending row ignored: it names no data row", "row", fmt.Sprintf("%q", r.Key), "err", err)
 			continue
@@ -283,13 +323,13 @@ func (c *Compactor) markedRows(ctx context.Context, start, stop []byte) ([]targe
 	return targets, append(append([]byte(nil), last...), 0x00), nil
 }
 
-// needsSweep reports whether a pass over salt must sweep it: with
-// Options.Sweep, or in a store that got its pending table when it already
-// held data (the meta row's schema.QualifierPendingSince), until a sweep of
-// the salt has sealed the bucket that holds that moment (its swept cutoff,
-// schema.QualifierSwept, is past that bucket's end): every raw cell written
-// before the table existed is then compacted.
-func (c *Compactor) needsSweep(ctx context.Context, salt byte) (bool, error) {
+// needsSweep reports whether a pass over a salt last swept at cutoff swept (0:
+// never) must sweep it: with Options.Sweep, or in a store that got its
+// pending table when it already held data (the meta row's
+// schema.QualifierPendingSince), until a sweep of the salt has sealed the
+// bucket that holds that moment: every raw cell written before the table
+// existed is then compacted.
+func (c *Compactor) needsSweep(ctx context.Context, swept int64) (bool, error) {
 	if c.opts.Sweep {
 		return true, nil
 	}
@@ -297,33 +337,18 @@ func (c *Compactor) needsSweep(ctx context.Context, salt byte) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("downsample: read the meta row: %w", err)
 	}
-	var since int64
 	for _, cell := range meta.Cells {
-		if string(cell.Qualifier) == schema.QualifierPendingSince {
-			if since, err = schema.ParsePendingSince(cell.Value); err != nil {
-				return false, fmt.Errorf("downsample: %w", err)
-			}
-		}
-	}
-	if since == 0 {
-		return false, nil
-	}
-	r, err := c.st.Get(ctx, schema.TableMeta, schema.WatermarkRow(nil, schema.LeaseJobCompact, salt), kv.Families(schema.FamilyMeta))
-	if err != nil {
-		return false, fmt.Errorf("downsample: read the watermark row of salt %d: %w", salt, err)
-	}
-	for _, cell := range r.Cells {
-		if string(cell.Qualifier) != schema.QualifierSwept {
+		if string(cell.Qualifier) != schema.QualifierPendingSince {
 			continue
 		}
-		swept, err := schema.ParseWatermarkValue(cell.Value)
+		since, err := schema.ParsePendingSince(cell.Value)
 		if err != nil {
-			return false, fmt.Errorf("downsample: swept cutoff of salt %d: %w", salt, err)
+			return false, fmt.Errorf("downsample: %w", err)
 		}
 		width := c.settings.BucketWidth
 		return swept < schema.BucketStart(since, width)+width.Milliseconds(), nil
 	}
-	return true, nil
+	return false, nil
 }
 
 // sweepSalt compacts every row of salt with raw cells of a bucket sealed by

@@ -117,7 +117,7 @@ func (f *fixture) putRaw(t *testing.T, host string, b int64, d rowData, late boo
 	if err := f.st.Apply(context.Background(), schema.TableData, muts); err != nil {
 		t.Fatal(err)
 	}
-	mark, err := schema.PendingRowKey(nil, key)
+	mark, err := schema.PendingRowKey(nil, key, late)
 	if err != nil {
 		t.Fatal(err)
 	}

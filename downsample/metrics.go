@@ -1,6 +1,8 @@
 package downsample
 
 import (
+	"strconv"
+
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -17,6 +19,7 @@ type workerMetrics struct {
 	conflicts   prometheus.Counter
 	duration    prometheus.Histogram
 	lastSuccess prometheus.Gauge
+	watermark   *prometheus.GaugeVec
 }
 
 func newWorkerMetrics(reg prometheus.Registerer) *workerMetrics {
@@ -57,12 +60,16 @@ func newWorkerMetrics(reg prometheus.Registerer) *workerMetrics {
 			Help:    "Time one compaction round took.",
 			Buckets: prometheus.ExponentialBuckets(0.01, 4, 10),
 		}),
+		watermark: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "hbtsdb_compaction_watermark_seconds",
+			Help: "Per salt, the Unix time up to which compaction (by any worker of the store) has compacted and rolled up every bucket; time() - grace - it is how far compaction lags.",
+		}, []string{"salt"}),
 		lastSuccess: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "hbtsdb_compaction_last_success_timestamp_seconds",
 			Help: "Unix time at which this process last finished a compaction round in which no salt failed.",
 		}),
 	}
-	reg.MustRegister(m.rounds, m.rows, m.samples, m.rollupCells, m.rowsRead, m.cellsRead, m.conflicts, m.duration, m.lastSuccess)
+	reg.MustRegister(m.rounds, m.rows, m.samples, m.rollupCells, m.rowsRead, m.cellsRead, m.conflicts, m.duration, m.lastSuccess, m.watermark)
 	// Both outcomes exist from the start, so that rate() sees the first failure.
 	m.rounds.WithLabelValues("success")
 	m.rounds.WithLabelValues("failed")
@@ -88,4 +95,11 @@ func (m *workerMetrics) round(rs RoundStats, failed bool, endUnix float64) {
 	}
 	m.rounds.WithLabelValues("success").Inc()
 	m.lastSuccess.Set(endUnix)
+}
+
+// watermarks records the store's watermarks, by salt (ms).
+func (m *workerMetrics) watermarks(wm map[byte]int64) {
+	for salt, ms := range wm {
+		m.watermark.WithLabelValues(strconv.Itoa(int(salt))).Set(float64(ms) / 1000)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log/slog"
+	"runtime/pprof"
 	"sync"
 	"time"
 
@@ -195,7 +196,17 @@ func (w *Worker) Run(ctx context.Context) {
 // progress lines while a round runs longer than ProgressInterval. The error
 // joins the failures of the salts (wrapping ErrLeaseLost for a lost lease) and
 // ctx's error when the round was cut short; the statistics count what was done.
-func (w *Worker) RunOnce(ctx context.Context) (RoundStats, error) {
+func (w *Worker) RunOnce(ctx context.Context) (rs RoundStats, err error) {
+	// The round's goroutines, and those they start, carry the pprof label
+	// kv.JobLabel=kv.JobCompaction: CPU profiles and the storage read counters
+	// (kv/kvmetrics, by job) tell its work from ingest's and the queries'.
+	pprof.Do(ctx, pprof.Labels(kv.JobLabel, kv.JobCompaction), func(ctx context.Context) {
+		rs, err = w.runOnce(ctx)
+	})
+	return rs, err
+}
+
+func (w *Worker) runOnce(ctx context.Context) (RoundStats, error) {
 	start := w.opts.Now()
 	n := w.settings.SaltBuckets
 	prog := &progress{logger: w.opts.Logger, now: w.opts.Now, every: w.opts.ProgressInterval, start: start, last: start, salts: n}
@@ -236,6 +247,13 @@ func (w *Worker) RunOnce(ctx context.Context) (RoundStats, error) {
 		attrs = append(attrs, "stopped", true)
 	} else {
 		w.metrics.round(rs, rs.Failed > 0, float64(w.opts.Now().UnixMilli())/1000)
+		if w.metrics != nil {
+			if wm, err := readWatermarks(ctx, w.st); err == nil {
+				w.metrics.watermarks(wm)
+			} else {
+				w.opts.Logger.Warn("compaction watermarks not read for the metrics", "err", err)
+			}
+		}
 	}
 	w.opts.Logger.Info("compaction round", attrs...)
 	return rs, errors.Join(errs...)

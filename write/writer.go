@@ -646,7 +646,7 @@ func (w *Writer) build(req *Request, pl *plan, ids []uint64, nowMs int64) batch 
 					if nonce == 0 {
 						nonce = newNonce()
 					}
-					buf = w.appendMark(&b.lateMarks, buf, row, bs, schema.AppendPendingLateQualifier(nil, nonce))
+					buf = w.appendMark(&b.lateMarks, buf, row, bs, true, schema.AppendPendingLateQualifier(nil, nonce))
 				} else if dl := schema.OnTimeDeadline(bs, w.width); b.onTimeDeadline == 0 || dl < b.onTimeDeadline {
 					b.onTimeDeadline = dl
 				}
@@ -655,7 +655,7 @@ func (w *Writer) build(req *Request, pl *plan, ids []uint64, nowMs int64) batch 
 					b.newRows = append(b.newRows, r)
 					buf = w.appendTags(&b, buf, row, p.lbls, bs)
 					if onTime {
-						buf = w.appendMark(&b.onTimeMarks, buf, row, bs, schema.PendingOnTimeQualifier)
+						buf = w.appendMark(&b.onTimeMarks, buf, row, bs, false, schema.PendingOnTimeQualifier)
 					}
 				}
 			}
@@ -714,12 +714,12 @@ func (w *Writer) build(req *Request, pl *plan, ids []uint64, nowMs int64) batch 
 }
 
 // appendMark appends to marks the put of the pending table's mark of the data
-// row row (bucket start bucketStart) in column qualifier, cutting its key from
-// buf (schema/pending.go).
-func (w *Writer) appendMark(marks *[]kv.Mutation, buf, row []byte, bucketStart int64, qualifier []byte) []byte {
+// row row (bucket start bucketStart), late or on time, in column qualifier,
+// cutting its key from buf (schema/pending.go).
+func (w *Writer) appendMark(marks *[]kv.Mutation, buf, row []byte, bucketStart int64, late bool, qualifier []byte) []byte {
 	start := len(buf)
 	// row is a data row key DataRowKey just made: PendingRowKey cannot fail.
-	buf, _ = schema.PendingRowKey(buf, row)
+	buf, _ = schema.PendingRowKey(buf, row, late)
 	key := buf[start:len(buf):len(buf)]
 	*marks = append(*marks, kv.Put(key, schema.FamilyPending, qualifier, schema.PendingMarkTimestamp(bucketStart, w.width), nil))
 	return buf
