@@ -111,6 +111,38 @@ func (r *rowReader) wants(f []byte) (ok bool, next string) {
 	return false, ""
 }
 
+// rangeSkip returns where a read whose one ColumnRangeFilter does not hold
+// qualifier q, the first of its column in family fam of the row with prefix
+// rp, should seek to: the first column of the range (q below it) or past the
+// family (q above it), as HBase's ColumnRangeFilter hints. It returns nil when
+// q is in the range, or when the read has several range filters or a value
+// filter (which reads its column wherever it is): the read then steps cell by
+// cell. So a read of a few columns of a wide row (compaction reads one bucket's
+// cell of a rollup day row) costs what it reads, not the row's width.
+func (r *rowReader) rangeSkip(rp []byte, fam string, q []byte) []byte {
+	if len(r.ranges) != 1 || len(r.valueFilters) > 0 {
+		return nil
+	}
+	f := r.ranges[0]
+	if f.Min != nil {
+		if c := bytes.Compare(q, f.Min); c < 0 || c == 0 && !f.MinInclusive {
+			r.seekKey = append(r.seekKey[:0], rp...)
+			r.seekKey = appendColumn(r.seekKey, fam, f.Min)
+			if c == 0 {
+				return incPrefix(r.seekKey) // past every version of Min
+			}
+			return r.seekKey
+		}
+	}
+	if f.Max != nil {
+		if c := bytes.Compare(q, f.Max); c > 0 || c == 0 && !f.MaxInclusive {
+			r.seekKey = append(r.seekKey[:0], rp...)
+			return incPrefix(appendEscaped(r.seekKey, []byte(fam)))
+		}
+	}
+	return nil
+}
+
 // inRanges reports whether every ColumnRangeFilter contains qualifier q.
 func (r *rowReader) inRanges(q []byte) bool {
 	for _, f := range r.ranges {
@@ -179,6 +211,13 @@ func (r *rowReader) readRow(it *pebble.Iterator, rowLen, maxCells int) (kv.Row, 
 					fam, col = nil, nil
 					continue
 				}
+			}
+			if target := r.rangeSkip(rp, fam.name, p.qualifier); target != nil {
+				// Outside the one column range: seek to its start, or past the
+				// family.
+				ok = skipTo(it, target)
+				col = nil
+				continue
 			}
 			col = append(col[:0], k[:rowLen+p.colLen]...)
 			versions, returned = 0, 0

@@ -924,6 +924,31 @@ func testColumnRangeFilter(t *testing.T, st kv.Store) {
 	})
 	open := kv.ColumnRangeFilter{Min: []byte("c"), MinInclusive: false}
 	equalStrings(t, "(c, ∞)", cellStrings(get(t, st, "r", kv.Families("a"), kv.WithFilter(open))), []string{`a:"d"@1="d"`})
+
+	// Bounds that are prefixes of other qualifiers, with 0x00 bytes, several
+	// versions of a bound, over several rows of a scan and wide rows.
+	muts = muts[:0]
+	for _, r := range []string{"s1", "s2", "s3"} {
+		for _, q := range []string{"b", "b\x00", "b\x00\x00", "ba", "c"} {
+			muts = append(muts, put(r, "a", q, 1, q), put(r, "a", q, 2, q+"'"), put(r, "b", q, 1, q))
+		}
+		for i := range 300 {
+			muts = append(muts, put(r, "a", fmt.Sprintf("w%03d", i), 1, "w"))
+		}
+	}
+	apply(t, st, muts...)
+	between := kv.ColumnRangeFilter{Min: []byte("b"), MinInclusive: false, Max: []byte("ba"), MaxInclusive: true}
+	var got []string
+	for _, r := range scanAll(t, st, []byte("s1"), []byte("s4"), kv.WithFilter(between)) {
+		got = append(got, string(r.Key)+" "+strings.Join(cellStrings(r), " "))
+	}
+	var want []string
+	for _, r := range []string{"s1", "s2", "s3"} {
+		want = append(want, r+` a:"b\x00"@2="b\x00'" a:"b\x00\x00"@2="b\x00\x00'" a:"ba"@2="ba'" b:"b\x00"@1="b\x00" b:"b\x00\x00"@1="b\x00\x00" b:"ba"@1="ba"`)
+	}
+	equalStrings(t, "(b, ba] over three rows", got, want)
+	wide := kv.ColumnRangeFilter{Min: []byte("w150"), MinInclusive: true, Max: []byte("w150"), MaxInclusive: true}
+	equalStrings(t, "[w150, w150] of a wide row", cellStrings(get(t, st, "s2", kv.WithFilter(wide))), []string{`a:"w150"@1="w"`})
 }
 
 func testLimits(t *testing.T, st kv.Store) {
