@@ -116,7 +116,7 @@ func writeHistogramSeries(t *testing.T, d *db.DB) {
 // with their bits: "t=float" and "t=histogram" per point, one line per series.
 func runPromQLHistograms(t *testing.T, d *db.DB, expr string, start, end time.Time, step time.Duration, res query.Resolution) (string, []string) {
 	t.Helper()
-	r, done := execPromQL(t, d, expr, start, end, step, res)
+	r, done := execPromQL(context.Background(), t, d, expr, start, end, step, res)
 	defer done()
 	warnings, infos := r.Warnings.AsStrings(expr, 0, 0)
 	fh := func(h *histogram.FloatHistogram) string {

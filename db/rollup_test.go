@@ -182,9 +182,10 @@ var rollupQueries = []struct {
 }
 
 // execPromQL runs expr on d over [start, end] at step (an instant query when
-// step is 0) with the resolution res, telling the read path the query's shape
-// as the HTTP API does. The result is valid until done is called.
-func execPromQL(t testing.TB, d *db.DB, expr string, start, end time.Time, step time.Duration, res query.Resolution) (r *promql.Result, done func()) {
+// step is 0) with the resolution res, under ctx (which may carry
+// query.WithReadStats), telling the read path the query's shape as the HTTP
+// API does. The result is valid until done is called.
+func execPromQL(ctx context.Context, t testing.TB, d *db.DB, expr string, start, end time.Time, step time.Duration, res query.Resolution) (r *promql.Result, done func()) {
 	t.Helper()
 	eng := promql.NewEngine(promql.EngineOpts{MaxSamples: 50_000_000, Timeout: time.Minute, LookbackDelta: 5 * time.Minute,
 		EnableAtModifier: true, EnableNegativeOffset: true, Parser: parser.NewParser(parser.Options{})})
@@ -192,7 +193,7 @@ func execPromQL(t testing.TB, d *db.DB, expr string, start, end time.Time, step 
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := query.WithResolution(query.WithPromQL(context.Background(), parsed, start, end, step), res)
+	ctx = query.WithResolution(query.WithPromQL(ctx, parsed, start, end, step), res)
 	var q promql.Query
 	if step == 0 {
 		q, err = eng.NewInstantQuery(ctx, d, nil, expr, start)
@@ -215,7 +216,7 @@ func execPromQL(t testing.TB, d *db.DB, expr string, start, end time.Time, step 
 // the HTTP API does.
 func runPromQL(t testing.TB, d *db.DB, expr string, start, end time.Time, step time.Duration, res query.Resolution) (promql.Matrix, []string) {
 	t.Helper()
-	r, done := execPromQL(t, d, expr, start, end, step, res)
+	r, done := execPromQL(context.Background(), t, d, expr, start, end, step, res)
 	defer done()
 	_, infos := r.Warnings.AsStrings(expr, 0, 0)
 	// The engine reuses the result's memory after Close: copy it.
