@@ -28,6 +28,7 @@ type httpMetrics struct {
 	histsWritten    *prometheus.CounterVec
 	exemplarsStored *prometheus.CounterVec
 	samplesRejected *prometheus.CounterVec
+	cellsRead       *prometheus.CounterVec
 }
 
 func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
@@ -66,8 +67,16 @@ func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
 				"duplicate_sample (a histogram at the timestamp of a float sample of its series in the same request), " +
 				"invalid_datapoint (an /api/put datapoint that does not decode).",
 		}, []string{"protocol", "reason"}),
+		cellsRead: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hbtsdb_query_cells_read_total",
+			Help: "Cells PromQL queries and remote reads read, by source: raw (the data table's raw cells), " +
+				"chunk (its compressed chunk cells) and rollup (rollup cells used, one per series and data bucket).",
+		}, []string{"source"}),
 	}
-	reg.MustRegister(m.requests, m.duration, m.writeRequests, m.samplesWritten, m.histsWritten, m.exemplarsStored, m.samplesRejected)
+	for _, source := range []string{"raw", "chunk", "rollup"} {
+		m.cellsRead.WithLabelValues(source)
+	}
+	reg.MustRegister(m.requests, m.duration, m.writeRequests, m.samplesWritten, m.histsWritten, m.exemplarsStored, m.samplesRejected, m.cellsRead)
 	return m
 }
 

@@ -204,7 +204,7 @@ func newPromQLEngine(opts QueryOptions, reg prometheus.Registerer, logger *slog.
 // prometheusAPIPaths on r, over q and engine. storeErr, when it returns an
 // error, answers 503 (errorType "unavailable") before any handler runs.
 func registerPrometheusAPI(r *mux.Router, q storage.SampleAndChunkQueryable, engine promql.QueryEngine, opts QueryOptions,
-	build BuildInfo, storeErr func() error, guard *memoryGuard, logger *slog.Logger) {
+	build BuildInfo, storeErr func() error, guard *memoryGuard, metrics *httpMetrics, logger *slog.Logger) {
 	ready := func(next http.HandlerFunc) http.HandlerFunc {
 		return func(w http.ResponseWriter, req *http.Request) {
 			if err := storeErr(); err != nil {
@@ -218,7 +218,7 @@ func registerPrometheusAPI(r *mux.Router, q storage.SampleAndChunkQueryable, eng
 	api := v1.NewAPI(timeoutEngine{engine}, q, nil, exemplarsOf(q), nil, nil, nil, noConfig, map[string]string{},
 		v1.GlobalURLOptions{}, ready, nil, "", false, false, 0, logger, nil,
 		opts.RemoteReadSampleLimit, opts.RemoteReadConcurrency, opts.RemoteReadMaxBytesInFrame, false, opts.CORSOrigin,
-		nil, &build, nil, nil, nil, nil, nil, false, nil, false, false, false,
+		nil, &build, nil, nil, nil, nil, renderStats, false, nil, false, false, false,
 		opts.LookbackDelta, false, false, nil, nil, v1.OpenAPIOptions{}, parser.NewParser(parser.Options{}), false,
 		opts.Timeout)
 	prom := route.New()
@@ -227,9 +227,9 @@ func registerPrometheusAPI(r *mux.Router, q storage.SampleAndChunkQueryable, eng
 		var h http.Handler = prom
 		switch p.path {
 		case "/query":
-			h = guard.guardReads(true, withResolution(true, prom))
+			h = guard.guardReads(true, withReadStats(metrics, withResolution(true, prom)))
 		case "/query_range":
-			h = guard.guardReads(true, withResolution(false, prom))
+			h = guard.guardReads(true, withReadStats(metrics, withResolution(false, prom)))
 		case "/query_exemplars":
 			// Exemplar reads hold what they found in memory as queries do.
 			h = guard.guardReads(true, prom)

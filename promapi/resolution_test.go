@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hbtsdb/hbtsdb/db"
+	"github.com/hbtsdb/hbtsdb/downsample"
 	"github.com/hbtsdb/hbtsdb/query"
 	"github.com/hbtsdb/hbtsdb/schema"
 	"github.com/hbtsdb/hbtsdb/schema/schematest"
@@ -19,7 +20,8 @@ import (
 )
 
 // rollupStart is the first sample of the rollup fixture: 12 hours of
-// g{host="h"} at 15 s, value i%97 at rollupStart+15i s.
+// g{host="h"} at 15 s, value i%97 at rollupStart+15i s, compacted into chunks
+// and rollups.
 var rollupStart = time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)
 
 func newRollupEnv(t *testing.T, b schematest.Backend) *queryEnv {
@@ -40,6 +42,14 @@ func newRollupEnv(t *testing.T, b schematest.Backend) *queryEnv {
 	}
 	if res, err := d.Write(ctx, &write.Request{Series: []write.Series{s}}); err != nil || len(res.Rejected) > 0 {
 		t.Fatalf("write: %v %+v", err, res.Rejected)
+	}
+	c, err := downsample.NewCompactor(st, b.Settings, downsample.Options{Rollups: schema.DefaultRollups(),
+		Now: func() time.Time { return rollupStart.Add(24 * time.Hour) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stats, err := c.Compact(ctx); err != nil || stats.Rows == 0 {
+		t.Fatalf("compact: %+v, %v", stats, err)
 	}
 	srv := httptest.NewServer(mustRouter(t, Options{Store: StaticStore(d), Logger: slog.New(slog.DiscardHandler)}))
 	t.Cleanup(srv.Close)
@@ -85,6 +95,23 @@ func TestResolutionParameter(t *testing.T) {
 					t.Errorf("raw infos %q, want none", raw.Infos)
 				}
 
+				// Which tables answered (stats=all): the rollup's cells of the
+				// buckets the windows lie in (from the first window's start to
+				// the last bucket holding data), and nothing else; raw data's
+				// chunks when asked for raw.
+				width := b.Settings.BucketWidth
+				first := schema.BucketStart(rollupStart.Add(time.Hour+time.Millisecond).UnixMilli(), width)
+				last := schema.BucketStart(rollupStart.Add(12*time.Hour-15*time.Second).UnixMilli(), width)
+				rollupCells := (last-first)/width.Milliseconds() + 1
+				_, autoStats := ask(post, "/api/v1/query_range", append(rangeQ, "stats", "all")...)
+				_, rawStats := ask(post, "/api/v1/query_range", append(rangeQ, "stats", "all", "resolution", "raw")...)
+				if got, want := cellsReadOf(t, autoStats), (cellsRead{RollupCells: rollupCells}); got != want {
+					t.Errorf("auto read %+v, want %+v", got, want)
+				}
+				if got := cellsReadOf(t, rawStats); got.RawCells != 0 || got.ChunkCells == 0 || got.RollupCells != 0 {
+					t.Errorf("raw read %+v, want chunk cells only", got)
+				}
+
 				// An unaligned step reads raw data, with no info.
 				_, unaligned := ask(post, "/api/v1/query_range", "query", "max_over_time(g[1h])", "start", start, "end", end, "step", "3599")
 				if len(unaligned.Infos) != 0 {
@@ -111,6 +138,20 @@ func TestResolutionParameter(t *testing.T) {
 			}
 		})
 	}
+}
+
+// cellsReadOf returns the "hbtsdb" part of an answer's stats.
+func cellsReadOf(t *testing.T, a apiAnswer) cellsRead {
+	t.Helper()
+	var data struct {
+		Stats *struct {
+			Hbtsdb *cellsRead `json:"hbtsdb"`
+		} `json:"stats"`
+	}
+	if err := json.Unmarshal(a.Data, &data); err != nil || data.Stats == nil || data.Stats.Hbtsdb == nil {
+		t.Fatalf("no stats.hbtsdb in %s (%v)", a.Data, err)
+	}
+	return *data.Stats.Hbtsdb
 }
 
 // FuzzQueryParams: the parsers of the parameters promapi reads itself

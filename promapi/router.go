@@ -84,9 +84,9 @@ func NewRouter(opts Options) (http.Handler, error) {
 	r.HandleFunc("/api/v1/metadata", rh.metadata).Methods(http.MethodGet)
 	q := queryable{opts.Store}
 	guard := newMemoryGuard(opts.Query.MaxMemory, opts.Logger)
-	r.Handle("/api/v1/read", guard.guardReads(false, remoteRead(q, opts.Query, storeErr, opts.Registerer, opts.Logger))).Methods(http.MethodPost)
+	r.Handle("/api/v1/read", guard.guardReads(false, withReadStats(metrics, remoteRead(q, opts.Query, storeErr, opts.Registerer, opts.Logger)))).Methods(http.MethodPost)
 	engine := newPromQLEngine(opts.Query, opts.Registerer, opts.Logger)
-	registerPrometheusAPI(r, q, engine, opts.Query, opts.BuildInfo, storeErr, guard, opts.Logger)
+	registerPrometheusAPI(r, q, engine, opts.Query, opts.BuildInfo, storeErr, guard, metrics, opts.Logger)
 	// The query page (web/ui) at / and its assets; every other path stays 404.
 	page := ui.Handler()
 	r.Handle("/", page).Methods(http.MethodGet, http.MethodHead)

@@ -230,7 +230,7 @@ func (r *Reader) readBatch(ctx context.Context, ss []series, mint, maxt int64) (
 			if len(row.Cells) == 0 {
 				continue
 			}
-			b, err := r.decodeRow(row, mint, maxt)
+			b, err := r.decodeRow(ctx, row, mint, maxt)
 			if err != nil {
 				return nil, fmt.Errorf("query: read series %d (%s): %w", ss[i].id, ss[i].labels, err)
 			}

@@ -224,7 +224,7 @@ func (r *Reader) hostScan(ctx context.Context, mint, maxt int64, limit int, hm h
 		if cur.labels.IsEmpty() {
 			cur.labels = tagLabels(row, hm.metric)
 		}
-		b, err := r.decodeRow(row, mint, maxt)
+		b, err := r.decodeRow(ctx, row, mint, maxt)
 		if err != nil {
 			return selection{}, fmt.Errorf("query: scan %s on host %s, series %d: %w", hm.metric, hm.host, id, err)
 		}

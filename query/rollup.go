@@ -189,6 +189,7 @@ func (r *Reader) readWindows(ctx context.Context, s *series, ro schema.Rollup, m
 				return nil, err
 			}
 			buckets = append(buckets, bucketWindows{b, ws})
+			countRollupCells(ctx, 1)
 		}
 	}
 	err = sc.Err()
@@ -227,6 +228,7 @@ func (r *Reader) readWindows(ctx context.Context, s *series, ro schema.Rollup, m
 			if len(row.Cells) == 0 {
 				continue
 			}
+			countDataRow(ctx, row)
 			rs, err := schema.DecodeDataRow(row, width, batch[i], batch[i]+width.Milliseconds()-1)
 			if err != nil {
 				return nil, err

@@ -62,7 +62,7 @@ func (r *Reader) readSeries(ctx context.Context, s *series, mint, maxt int64) ([
 	defer sc.Close()
 	var rows []bucketSamples
 	for sc.Next() {
-		b, err := r.decodeRow(sc.Row(), mint, maxt)
+		b, err := r.decodeRow(ctx, sc.Row(), mint, maxt)
 		if err != nil {
 			return nil, fmt.Errorf("query: read series %d (%s): %w", s.id, s.labels, err)
 		}
@@ -86,8 +86,9 @@ func (r *Reader) readSeries(ctx context.Context, s *series, mint, maxt int64) ([
 // decoded here, cell by cell with schema.DecodeRawCell, straight into the
 // samples handed out: the samples are DecodeDataRow's (the raw cells in
 // [mint, maxt], in qualifier order, which is time order), without its
-// intermediate slice.
-func (r *Reader) decodeRow(row kv.Row, mint, maxt int64) (bucketSamples, error) {
+// intermediate slice. The row's cells count in the ReadStats of ctx.
+func (r *Reader) decodeRow(ctx context.Context, row kv.Row, mint, maxt int64) (bucketSamples, error) {
+	countDataRow(ctx, row)
 	if b, ok, err := r.decodeRawRow(row, mint, maxt); ok || err != nil {
 		return b, err
 	}

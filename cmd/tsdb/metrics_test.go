@@ -150,6 +150,10 @@ func TestMetricsMoveUnderLoad(t *testing.T) {
 		{"hbtsdb_http_request_duration_seconds", []string{"handler", "/api/v1/write"}, 3},
 		{"hbtsdb_http_request_duration_seconds", []string{"handler", "/api/v1/query"}, 1},
 		{"prometheus_engine_query_duration_histogram_seconds", []string{"slice", "inner_eval"}, 1},
+		// count(abuse_metric) read each series' one raw cell, nothing else.
+		{"hbtsdb_query_cells_read_total", []string{"source", "raw"}, series},
+		{"hbtsdb_query_cells_read_total", []string{"source", "chunk"}, 0},
+		{"hbtsdb_query_cells_read_total", []string{"source", "rollup"}, 0},
 	} {
 		was, _ := value(before, tc.name, tc.pairs...)
 		now, ok := value(after, tc.name, tc.pairs...)
