@@ -474,12 +474,55 @@ func TestRetentionServedFromRollups(t *testing.T) {
 
 	// An unaligned query: the expired part from the 5m rollup, said so.
 	got, infos := runPromQL(t, d, "x", start, end, 7*time.Minute, query.ResolutionAuto)
-	want := "PromQL info: raw samples before 2026-11-27T04:00:00Z have expired (raw retention 3d); that part of the range is served from the 5m rollup"
+	want := "PromQL info: raw samples before 2026-11-27T04:00:00Z have expired (raw retention 3d); the range up to 2026-11-27T04:00:00Z is served from the 5m rollup" +
+		", whose windows end at other times than the query's evaluation times: the answer over it may differ from raw data's"
 	if len(infos) != 1 || infos[0] != want {
 		t.Errorf("infos %q, want %q", infos, want)
 	}
 	if len(got) == 0 || got[0].Floats[0].T > start.Add(time.Hour).UnixMilli() {
 		t.Errorf("the expired part is not served: %v", got)
+	}
+}
+
+// TestRetentionBoundaryCountsEachSampleOnce: a range that crosses the raw
+// retention's expiry point is served from the rollup up to the end of the
+// window holding that point, and from raw data after it: the samples of that
+// window that raw data still holds are not counted again (issue 21, case 3).
+// A range function no rollup answers says that its answer over the expired
+// part differs from raw data's (case 4).
+func TestRetentionBoundaryCountsEachSampleOnce(t *testing.T) {
+	m := labels.FromStrings("__name__", "m", "instance", "h")
+	clock, d := expiringDB(t, func(d *db.DB) {
+		s := write.Series{Labels: m}
+		for at := rollupDay0.Add(time.Minute); !at.After(rollupDay0.Add(10 * time.Hour)); at = at.Add(time.Minute) {
+			s.Samples = append(s.Samples, schema.Sample{T: at.UnixMilli(), V: 1})
+		}
+		if _, err := d.Write(context.Background(), &write.Request{Series: []write.Series{s}}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	// Raw samples up to 2h02m30s have expired: mid-window of (2h00m, 2h05m].
+	clock.Store(rollupDay0.Add(72*time.Hour + 2*time.Hour + 150*time.Second).UnixMilli())
+	at := rollupDay0.Add(2*time.Hour + 20*time.Minute)
+	raw, _ := runPromQL(t, d, "sum_over_time(m[30m])", at, at, 0, query.ResolutionRaw)
+	// Compacted, raw data is a chunk per hour that expires whole with its
+	// newest sample: 2h00m..2h20m is still there.
+	if len(raw) != 1 || raw[0].Floats[0].F != 21 {
+		t.Fatalf("raw data answers %v, want 21 (the samples of 2h00m..2h20m)", raw)
+	}
+	got, infos := runPromQL(t, d, "sum_over_time(m[30m])", at, at, 0, query.ResolutionAuto)
+	if len(got) != 1 || got[0].Floats[0].F != 30 {
+		t.Errorf("sum_over_time(m[30m]) across the expiry point = %v, want 30 (each sample of 1h51m..2h20m once)", got)
+	}
+	want := "PromQL info: raw samples before 2026-11-26T02:02:30Z have expired (raw retention 3d); the range up to 2026-11-26T02:05:00Z is served from the 5m rollup"
+	if len(infos) != 1 || infos[0] != want {
+		t.Errorf("infos %q, want %q", infos, want)
+	}
+	_, infos = runPromQL(t, d, "count_over_time(m[30m])", at, at, 0, query.ResolutionAuto)
+	want = "PromQL info: raw samples before 2026-11-26T02:02:30Z have expired (raw retention 3d); the range up to 2026-11-26T02:05:00Z is served from the 5m rollup" +
+		", one sample per window, so count_over_time over it differs from raw data's"
+	if len(infos) != 1 || infos[0] != want {
+		t.Errorf("count_over_time infos %q, want %q", infos, want)
 	}
 }
 
@@ -564,7 +607,7 @@ func TestRetentionOnHBase(t *testing.T) {
 		t.Errorf("%s after raw expiry: infos %q, want served from the rollup", aligned, infos)
 	}
 	got, infos := runPromQL(t, d, "x", start.Add(7*time.Second), end, 7*time.Second, query.ResolutionAuto)
-	if len(infos) != 1 || !strings.Contains(infos[0], "have expired (raw retention 2m); that part of the range is served from the 1m rollup") {
+	if len(infos) != 1 || !strings.Contains(infos[0], "have expired (raw retention 2m); the range up to ") || !strings.Contains(infos[0], "is served from the 1m rollup") {
 		t.Errorf("unaligned query after raw expiry: infos %q", infos)
 	}
 	if len(got) != 1 || got[0].Floats[0].T > first+60_000 {

@@ -291,9 +291,37 @@ func (r *Reader) chooseResolution(ctx context.Context, hints *storage.SelectHint
 				ro = o
 			}
 		}
-		return rollupPlan{mode: approx, rollup: ro, rawFrom: expired, info: fmt.Errorf(
-			"%w: raw samples before %s have expired (raw retention %s); that part of the range is served from the %s rollup",
-			annotations.PromQLInfo, time.UnixMilli(expired).UTC().Format(time.RFC3339), model.Duration(ret), model.Duration(ro.Resolution))}
+		// The rollup serves whole windows: up to the end of the window that
+		// holds the expiry point (its older samples are only in the rollup),
+		// raw data after it. Raw samples of that window read as well would be
+		// counted twice.
+		rawFrom := schema.WindowEnd(expired, ro.Resolution) + 1
+		info := fmt.Sprintf("raw samples before %s have expired (raw retention %s); the range up to %s is served from the %s rollup",
+			rfc3339(expired), model.Duration(ret), rfc3339(rawFrom-1), model.Duration(ro.Resolution))
+		switch {
+		case hints.Range > 0 && approx == modeLast:
+			// A range function a rollup does not answer gets each window's
+			// last sample there: its answer is not raw data's.
+			info += fmt.Sprintf(", one sample per window, so %s over it differs from raw data's", rangeFuncName(hints.Func))
+		case c.shape == nil || !c.shape.aligned(ro.Resolution) || hints.Range%ro.Resolution.Milliseconds() != 0:
+			// Window ends that are not evaluation times, or a range that
+			// is not whole windows: windows are cut where raw data's
+			// ranges are not.
+			info += ", whose windows end at other times than the query's evaluation times: the answer over it may differ from raw data's"
+		}
+		return rollupPlan{mode: approx, rollup: ro, rawFrom: rawFrom, info: fmt.Errorf("%w: %s", annotations.PromQLInfo, info)}
 	}
 	return rollupPlan{}
+}
+
+// rfc3339 writes a timestamp (ms) for an info, to the second.
+func rfc3339(t int64) string { return time.UnixMilli(t).UTC().Format(time.RFC3339) }
+
+// rangeFuncName names a range function for an info ("the function" when the
+// hints do not say which).
+func rangeFuncName(f string) string {
+	if f == "" {
+		return "the function"
+	}
+	return f
 }

@@ -53,7 +53,11 @@ func (r *Reader) readPlanned(ctx context.Context, s *series, mint, maxt int64, p
 			if expired <= mint {
 				return r.readSeries(ctx, s, mint, maxt)
 			}
-			hi, rawFrom = min(hi, expired-1), min(rawFrom, expired)
+			// Raw data from the start of the window that holds the expiry
+			// point: the rollup keeps no histograms for this mode, and
+			// reading that window from both would count samples twice.
+			from := schema.WindowEnd(expired, p.rollup.Resolution) - p.rollup.Resolution.Milliseconds() + 1
+			hi, rawFrom = min(hi, from-1), min(rawFrom, from)
 		}
 		if fs, hs := windowSamples(ws, p.mode, mint, hi); len(fs)+len(hs) > 0 {
 			out = append(out, bucketSamples{bucketStart: -1, samples: fs, histograms: hs})
