@@ -326,10 +326,10 @@ func testRollupsAnswerAsRaw(t *testing.T, d *db.DB, steps []time.Duration) {
 	}
 }
 
-// TestRollupSumWithinBound: sum_over_time from a rollup adds window sums where
-// raw data adds samples; both are Kahan-compensated, so the answers agree to
-// within a relative 1e-12 (README's stated bound), and exactly on integers.
-func TestRollupSumWithinBound(t *testing.T) {
+// TestRollupSumExact: sum_over_time served from rollups (the info says "the
+// same answer") is raw data's to the bit, on both backends: the rollup_test
+// series at aligned steps, whatever their values.
+func TestRollupSumExact(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b schematest.Backend) {
 		d := rollupDB(t, b, 2, compactedAll)
 		start, end := rollupDay0.Add(3*time.Hour), rollupDay0.Add(rollupWindow)
@@ -340,29 +340,68 @@ func TestRollupSumWithinBound(t *testing.T) {
 				if !servedFromRollup(infos) {
 					t.Errorf("%s at step %s: not served from a rollup (infos %q)", expr, step, infos)
 				}
-				exact := strings.Contains(expr, "gauge")
-				if len(want) != len(got) || len(want) == 0 {
-					t.Fatalf("%s at step %s: %d series, want %d", expr, step, len(got), len(want))
-				}
-				for i := range want {
-					if len(want[i].Floats) != len(got[i].Floats) {
-						t.Fatalf("%s at step %s: %s: %d points, want %d", expr, step, want[i].Metric, len(got[i].Floats), len(want[i].Floats))
-					}
-					for j, w := range want[i].Floats {
-						g := got[i].Floats[j]
-						diff := math.Abs(g.F - w.F)
-						bound := 1e-12 * math.Abs(w.F)
-						if exact {
-							bound = 0
-						}
-						if g.T != w.T || (!(math.IsNaN(w.F) && math.IsNaN(g.F)) && !(diff <= bound)) {
-							t.Errorf("%s at step %s: %s: point %d is %v@%d, want %v@%d", expr, step, want[i].Metric, j, g.F, g.T, w.F, w.T)
-						}
-					}
+				if err := sameMatrix(want, got); err != nil {
+					t.Errorf("%s at step %s: %v", expr, step, err)
 				}
 			}
 		}
 	})
+}
+
+// TestRollupSumsOnlyWhenExact: issue 21's case 2. Window sums are added
+// instead of samples only for series whose samples are integers summing
+// exactly (schema.SumsExact); a series of 1e9, 0.1 and, an hour later, -1e9
+// (0.10000002384185791 from window sums) or of 1e308s that cancel (+Inf) is
+// read from raw data, and the answer is raw data's to the bit. The read
+// counts say which tables answered.
+func TestRollupSumsOnlyWhenExact(t *testing.T) {
+	at := func(d time.Duration) int64 { return rollupDay0.Add(d).UnixMilli() }
+	series := map[string][]schema.Sample{
+		"integers": nil,
+		"tenth":    {{T: at(10 * time.Minute), V: 1e9}, {T: at(20 * time.Minute), V: 0.1}, {T: at(70 * time.Minute), V: -1e9}},
+		"huge":     {{T: at(10 * time.Minute), V: -1e308}, {T: at(70 * time.Minute), V: 1e308}, {T: at(80 * time.Minute), V: 1e308}, {T: at(90 * time.Minute), V: -1e308}},
+	}
+	for i := range 6 * 60 {
+		series["integers"] = append(series["integers"], schema.Sample{T: at(time.Duration(i+1) * time.Minute), V: float64(i % 17)})
+	}
+	_, d := expiringDB(t, func(d *db.DB) {
+		var req write.Request
+		for name, samples := range series {
+			req.Series = append(req.Series, write.Series{Labels: labels.FromStrings("__name__", "s", "name", name), Samples: samples})
+		}
+		if _, err := d.Write(context.Background(), &req); err != nil {
+			t.Fatal(err)
+		}
+	})
+	start, end := rollupDay0.Add(2*time.Hour), rollupDay0.Add(6*time.Hour)
+	for name, want := range map[string]float64{"integers": 0, "tenth": 0.1, "huge": 0} {
+		expr := fmt.Sprintf(`sum_over_time(s{name=%q}[2h])`, name)
+		raw, _ := runPromQL(t, d, expr, start, end, time.Hour, query.ResolutionRaw)
+		ctx, read := query.WithReadStats(context.Background())
+		r, done := execPromQL(ctx, t, d, expr, start, end, time.Hour, query.ResolutionAuto)
+		_, infos := r.Warnings.AsStrings(expr, 0, 0)
+		got := r.Value.(promql.Matrix)
+		if err := sameMatrix(raw, got); err != nil {
+			t.Errorf("%s: %v", expr, err)
+		}
+		if !servedFromRollup(infos) {
+			t.Errorf("%s: infos %q, want served from a rollup", expr, infos)
+		}
+		if name == "integers" {
+			if read.RollupCells() == 0 || read.RawCells()+read.ChunkCells() != 0 {
+				t.Errorf("%s read %d rollup, %d raw and %d chunk cells; want rollup cells only", expr, read.RollupCells(), read.RawCells(), read.ChunkCells())
+			}
+		} else {
+			if read.ChunkCells() == 0 {
+				t.Errorf("%s read %d rollup, %d raw and %d chunk cells; want raw data's chunks", expr, read.RollupCells(), read.RawCells(), read.ChunkCells())
+			}
+			// At 2h the range holds every sample: raw data's sum.
+			if len(got) != 1 || got[0].Floats[0].F != want {
+				t.Errorf("%s at 2h = %v, want %v", expr, got, want)
+			}
+		}
+		done()
+	}
 }
 
 // TestThanosCases are the ways Thanos' downsampling got answers wrong, each

@@ -32,9 +32,14 @@ import (
 //     sample: with evaluation times at window ends and a range that is a whole
 //     number of windows ((t-range, t], closed on the right as rollup windows
 //     are) the range holds whole windows, so the answer is raw's, to the bit;
-//   - sum_over_time gets each window's sum: the same up to float rounding (the
-//     engine adds window sums where raw adds samples; both Kahan-compensated,
-//     a relative difference of the order of 1e-16 per window).
+//   - sum_over_time gets each window's sum, for a series whose windows hold
+//     only integers adding up to at most 2^52 in magnitude
+//     (schema.SumsExact): then the engine's sum of window sums and raw data's
+//     sum of samples are both the exact sum, the same float. Any other series
+//     is read from raw data (rollup.go: needsRaw): adding window sums instead
+//     of samples rounds differently (0.1 beside 1e9 and -1e9 an hour later
+//     gives 0.10000002384185791 from windows, 0.1 from samples; 1e308s that
+//     cancel give +Inf from windows).
 //
 // Native histograms: a rollup window keeps its last histogram, so instant
 // selectors, last_over_time and present_over_time are served for histogram
@@ -226,6 +231,9 @@ type rollupPlan struct {
 	rollup  schema.Rollup
 	rawFrom int64 // raw data from this timestamp on; math.MaxInt64: all from the rollup
 	info    error // the annotation saying so
+	// sameAsRaw is set when info promises raw data's answer: a series whose
+	// windows cannot give it is read from raw data (needsRaw).
+	sameAsRaw bool
 }
 
 // chooseResolution plans a Select of [mint, maxt] (clamped) with hints.
@@ -272,7 +280,7 @@ func (r *Reader) chooseResolution(ctx context.Context, hints *storage.SelectHint
 				mode = m
 			}
 			if covers(ro) && c.shape.aligned(ro.Resolution) {
-				return rollupPlan{mode: mode, rollup: ro, rawFrom: math.MaxInt64, info: fmt.Errorf(
+				return rollupPlan{mode: mode, rollup: ro, rawFrom: math.MaxInt64, sameAsRaw: true, info: fmt.Errorf(
 					"%w: served from the %s rollup (the same answer as from raw data)", annotations.PromQLInfo, model.Duration(ro.Resolution))}
 			}
 		}

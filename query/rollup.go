@@ -35,7 +35,9 @@ import (
 // histograms is read from raw data wherever raw data still exists (its answer
 // from the windows would lack the histograms: sum_over_time of histograms, or
 // the annotations of max_over_time and min_over_time over them); before the
-// raw retention, the windows' floats are all there is.
+// raw retention, the windows' floats are all there is. So is a series whose
+// sums are not exact when the plan promises sum_over_time raw data's answer
+// (needsRaw).
 func (r *Reader) readPlanned(ctx context.Context, s *series, mint, maxt int64, p rollupPlan) ([]bucketSamples, error) {
 	if p.mode == modeRaw {
 		return r.readSeries(ctx, s, mint, maxt)
@@ -48,7 +50,7 @@ func (r *Reader) readPlanned(ctx context.Context, s *series, mint, maxt int64, p
 		if err != nil {
 			return nil, fmt.Errorf("query: read series %d (%s) from the %s rollup: %w", s.id, s.labels, schema.RollupTable(p.rollup.Resolution), err)
 		}
-		if !p.mode.servesHistograms() && hasHistograms(ws) {
+		if needsRaw(p, ws) {
 			expired := r.rawExpiry()
 			if expired <= mint {
 				return r.readSeries(ctx, s, mint, maxt)
@@ -71,6 +73,18 @@ func (r *Reader) readPlanned(ctx context.Context, s *series, mint, maxt int64, p
 		out = append(out, rows...)
 	}
 	return out, nil
+}
+
+// needsRaw reports whether a series whose windows are ws must be read from
+// raw data where raw data still exists: its windows hold histograms that mode
+// does not serve, or the plan promises raw data's answer for sum_over_time and
+// the windows' sums are not exact (schema.SumsExact), so that adding them
+// could round differently from adding the samples.
+func needsRaw(p rollupPlan, ws []schema.RollupWindow) bool {
+	if !p.mode.servesHistograms() && hasHistograms(ws) {
+		return true
+	}
+	return p.mode == modeSum && p.sameAsRaw && !schema.SumsExact(ws)
 }
 
 // rawExpiry is the oldest timestamp raw data may still hold (Options.RawRetention).

@@ -181,6 +181,12 @@ type RollupWindow struct {
 	// smaller than the one before): last - first + Resets is the window's
 	// counter increase, as rate and increase compute it.
 	Resets float64
+	// Integers is set when every float sample is a finite integer (-0
+	// included): the window's Sum is then exact as long as the samples'
+	// magnitudes add up to at most 2^53, and so is any sum of such windows —
+	// the condition under which sum_over_time from windows is raw data's to
+	// the bit (SumsExact).
+	Integers bool
 	// StaleT is the timestamp of a stale marker after the last sample of
 	// either kind (or the window's last stale marker when it has no sample);
 	// -1 when the window ends with a sample or has no stale marker.
@@ -246,7 +252,9 @@ func AggregateWindows(samples []Sample, histograms []HistogramSample, res time.D
 		cur.StaleT = -1
 		if cur.Count == 0 {
 			cur.FirstT, cur.FirstV, cur.Min, cur.Max = s.T, s.V, s.V, s.V
+			cur.Integers = isInteger(s.V)
 		} else {
+			cur.Integers = cur.Integers && isInteger(s.V)
 			if s.V > cur.Max || math.IsNaN(cur.Max) {
 				cur.Max = s.V
 			}
@@ -267,6 +275,36 @@ func AggregateWindows(samples []Sample, histograms []HistogramSample, res time.D
 	}
 	flush()
 	return out
+}
+
+// isInteger reports whether v is a finite integer.
+func isInteger(v float64) bool { return v == math.Trunc(v) && !math.IsInf(v, 0) }
+
+// maxExactSum is the largest magnitude up to which every integer is a float64:
+// integers whose magnitudes add up to at most this are summed exactly, in any
+// order and grouping, Kahan-compensated or not.
+const maxExactSum = 1 << 53
+
+// SumsExact reports whether the float sums of ws are exact: every window with
+// float samples holds only integers (Integers), and the samples' magnitudes,
+// bounded by Count × max(|Min|, |Max|) per window, add up to at most 2^53.
+// Then sum_over_time over any whole windows of ws gives, from the windows'
+// sums, the very float raw data's samples give: both sums are the exact one.
+func SumsExact(ws []RollupWindow) bool {
+	bound := 0.0
+	for _, w := range ws {
+		if w.Count == 0 {
+			continue
+		}
+		if !w.Integers {
+			return false
+		}
+		bound += float64(w.Count) * max(math.Abs(w.Min), math.Abs(w.Max))
+		if bound > maxExactSum/2 { // float rounding of the bound itself: a margin
+			return false
+		}
+	}
+	return true
 }
 
 // IsStaleHistogram reports whether h is a stale marker: a histogram whose Sum
@@ -326,6 +364,7 @@ func (w RollupWindow) mergeFloats(n RollupWindow) RollupWindow {
 	if n.Min < out.Min || math.IsNaN(out.Min) {
 		out.Min = n.Min
 	}
+	out.Integers = w.Integers && n.Integers
 	out.Resets += n.Resets
 	if n.FirstV < w.LastV {
 		out.Resets += w.LastV
@@ -374,6 +413,10 @@ type rollupState struct {
 //	             Min ^ prev Min, Max ^ prev Max, Sum ^ prev Sum, Resets ^ prev
 //	             Resets (appendXORFloat)
 //	  stale:   uvarint End-StaleT
+//	then, only when some window holds only integers (Integers):
+//	  uvarint  0 (which no histogram part starts with)
+//	  bytes    a bitmap of the windows, ceil(windows/8) bytes, bit i%8 of
+//	           byte i/8 set when window i has Integers
 //	then, only when some window holds histograms (Histograms > 0):
 //	  uvarint  number of such windows, >= 1
 //	  per such window, ascending:
@@ -385,9 +428,12 @@ type rollupState struct {
 //	             it (AppendHistogramSampleValue, start timestamp included)
 //
 // A regularly scraped counter costs about a dozen bytes a window, a constant
-// series four. A window of histograms only has flags 0 (or windowHasStale).
-// Cells without histograms are as before histograms existed; a reader older
-// than them refuses a cell with histograms (trailing bytes).
+// series four, and a cell of integers one byte more per eight windows. A
+// window of histograms only has flags 0 (or windowHasStale). Cells without
+// integers and histograms are as before either existed; a reader older than
+// them refuses a cell with them (trailing bytes), and a cell written before
+// the integer bitmap decodes with Integers false (its sums are not known to
+// be exact, and sum_over_time reads raw data).
 func EncodeRollupWindows(dst []byte, bucketStart int64, res time.Duration, ws []RollupWindow) []byte {
 	dst = binary.AppendUvarint(dst, uint64(len(ws)))
 	var p rollupState
@@ -428,6 +474,7 @@ func EncodeRollupWindows(dst []byte, bucketStart int64, res time.Duration, ws []
 			dst = binary.AppendUvarint(dst, uint64(w.End-w.StaleT))
 		}
 	}
+	dst = appendIntegerBitmap(dst, ws)
 	withH := 0
 	for _, w := range ws {
 		if w.Histograms > 0 {
@@ -452,6 +499,22 @@ func EncodeRollupWindows(dst []byte, bucketStart int64, res time.Duration, ws []
 		dst = append(dst, v...)
 	}
 	return dst
+}
+
+// appendIntegerBitmap appends the integer part of a rollup cell when some
+// window of ws has Integers.
+func appendIntegerBitmap(dst []byte, ws []RollupWindow) []byte {
+	if !slices.ContainsFunc(ws, func(w RollupWindow) bool { return w.Integers && w.Count > 0 }) {
+		return dst
+	}
+	dst = binary.AppendUvarint(dst, 0)
+	bitmap := make([]byte, (len(ws)+7)/8)
+	for i, w := range ws {
+		if w.Integers && w.Count > 0 {
+			bitmap[i/8] |= 1 << (i % 8)
+		}
+	}
+	return append(dst, bitmap...)
 }
 
 // windowFlags are the flags EncodeRollupWindows writes for w.
@@ -567,6 +630,12 @@ func DecodeRollupWindows(dst []RollupWindow, b []byte, bucketStart int64, res ti
 		dst = append(dst, w)
 	}
 	ws := dst[len(dst)-int(n):]
+	if d.off < len(b) && b[d.off] == 0 {
+		d.integerBitmap(ws)
+		if d.err != nil {
+			return dst, fmt.Errorf("schema: rollup cell of bucket %d: %w", bucketStart, d.err)
+		}
+	}
 	if d.off < len(b) {
 		if err := d.histogramWindows(ws, r); err != nil {
 			return dst, fmt.Errorf("schema: rollup cell of bucket %d: %w", bucketStart, err)
@@ -581,6 +650,34 @@ func DecodeRollupWindows(dst []RollupWindow, b []byte, bucketStart int64, res ti
 		}
 	}
 	return dst, nil
+}
+
+// integerBitmap reads the integer part of a rollup cell into ws (the leading
+// 0 included), refusing one EncodeRollupWindows would not write: no bit set, a
+// bit of a window without float samples or past the last window.
+func (d *valueDecoder) integerBitmap(ws []RollupWindow) {
+	d.off++
+	n := (len(ws) + 7) / 8
+	if len(d.b)-d.off < n {
+		d.fail("short integer bitmap")
+		return
+	}
+	bitmap := d.b[d.off : d.off+n]
+	d.off += n
+	any := false
+	for i := range n * 8 {
+		if bitmap[i/8]&(1<<(i%8)) == 0 {
+			continue
+		}
+		if i >= len(ws) || ws[i].Count == 0 {
+			d.fail(fmt.Sprintf("integer bit of window %d, which has no float samples", i))
+			return
+		}
+		ws[i].Integers, any = true, true
+	}
+	if !any {
+		d.fail("empty integer bitmap")
+	}
 }
 
 // histogramWindows reads the histogram part of a rollup cell into ws.

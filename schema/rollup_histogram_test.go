@@ -63,13 +63,13 @@ func TestAggregateWindowsWithHistograms(t *testing.T) {
 			name: "a histogram stale marker ends the window stale",
 			fs:   []schema.Sample{{T: 1, V: 5}},
 			hs:   []schema.HistogramSample{h(2, 1), staleH(3)},
-			want: []schema.RollupWindow{{End: m, Count: 1, Sum: 5, Min: 5, Max: 5, FirstT: 1, FirstV: 5, LastT: 1, LastV: 5, StaleT: 3, Histograms: 1, LastH: h(2, 1)}},
+			want: []schema.RollupWindow{{End: m, Count: 1, Sum: 5, Min: 5, Max: 5, FirstT: 1, FirstV: 5, LastT: 1, LastV: 5, StaleT: 3, Integers: true, Histograms: 1, LastH: h(2, 1)}},
 		},
 		{
 			name: "a histogram after a float stale marker",
 			fs:   []schema.Sample{{T: 1, V: 5}, {T: 2, V: staleNaN}},
 			hs:   []schema.HistogramSample{h(3, 1)},
-			want: []schema.RollupWindow{{End: m, Count: 1, Sum: 5, Min: 5, Max: 5, FirstT: 1, FirstV: 5, LastT: 1, LastV: 5, StaleT: -1, Histograms: 1, LastH: h(3, 1)}},
+			want: []schema.RollupWindow{{End: m, Count: 1, Sum: 5, Min: 5, Max: 5, FirstT: 1, FirstV: 5, LastT: 1, LastV: 5, StaleT: -1, Integers: true, Histograms: 1, LastH: h(3, 1)}},
 		},
 		{
 			name: "only a histogram stale marker",
@@ -209,7 +209,7 @@ func TestDecodeRollupWindowsRejectsBadHistograms(t *testing.T) {
 			"schema: rollup cell of bucket 0: inconsistent last histogram at 10 of the window ending 60000 at byte 38: malformed"},
 		{"a float as the last histogram", section(0, 3, m-10, schema.AppendRawValue(nil, 1)),
 			"schema: rollup cell of bucket 0: bad last histogram (<nil>) at byte 12: malformed"},
-		{"no window with histograms", append(section(0, 3, m-10, hv)[:5], 0x00), "schema: rollup cell of bucket 0: 0 windows with histograms of 1 at byte 6: malformed"},
+		{"no window with histograms", append(section(0, 3, m-10, hv)[:5], 0x00), "schema: rollup cell of bucket 0: short integer bitmap at byte 6: malformed"},
 		{"an empty window", []byte{0x01, 0xe0, 0xd4, 0x03, 0x00}, "schema: rollup cell of bucket 0: empty window ending 60000: malformed"},
 	} {
 		_, err := schema.DecodeRollupWindows(nil, tc.b, 0, time.Minute)

@@ -34,7 +34,7 @@ func sameWindow(a, b schema.RollupWindow) bool {
 	return a.End == b.End && a.Count == b.Count && a.FirstT == b.FirstT && a.LastT == b.LastT && a.StaleT == b.StaleT &&
 		sameFloat(a.Sum, b.Sum) && sameFloat(a.Min, b.Min) && sameFloat(a.Max, b.Max) &&
 		sameFloat(a.FirstV, b.FirstV) && sameFloat(a.LastV, b.LastV) && sameFloat(a.Resets, b.Resets) &&
-		a.Histograms == b.Histograms && sameLastH(a.LastH, b.LastH)
+		a.Histograms == b.Histograms && sameLastH(a.LastH, b.LastH) && a.Integers == b.Integers
 }
 
 // sameLastH compares two windows' last histograms by their raw cell values
@@ -69,8 +69,8 @@ func fmtWindow(w schema.RollupWindow) string {
 	if w.Histograms > 0 {
 		h = fmt.Sprintf(" Histograms:%d LastH:%d=%x", w.Histograms, w.LastH.T, schema.AppendHistogramSampleValue(nil, w.LastH))
 	}
-	return fmt.Sprintf("{End:%d Count:%d Sum:%s Min:%s Max:%s First:%d=%s Last:%d=%s Resets:%s StaleT:%d%s}",
-		w.End, w.Count, f(w.Sum), f(w.Min), f(w.Max), w.FirstT, f(w.FirstV), w.LastT, f(w.LastV), f(w.Resets), w.StaleT, h)
+	return fmt.Sprintf("{End:%d Count:%d Sum:%s Min:%s Max:%s First:%d=%s Last:%d=%s Resets:%s StaleT:%d Integers:%t%s}",
+		w.End, w.Count, f(w.Sum), f(w.Min), f(w.Max), w.FirstT, f(w.FirstV), w.LastT, f(w.LastV), f(w.Resets), w.StaleT, w.Integers, h)
 }
 
 func fmtWindows(ws []schema.RollupWindow) string {
@@ -321,6 +321,9 @@ func TestRollupWindowsRoundTripBitExact(t *testing.T) {
 	}
 	// A window ending in a stale marker, and windows holding only stale markers.
 	ws[3].LastT, ws[3].StaleT = ws[3].End-2, ws[3].End-1
+	// Windows of integers, the first and past the eighth (the bitmap's
+	// second byte).
+	ws[0].Integers, ws[9].Integers = true, true
 	ws = append(ws, schema.RollupWindow{End: end, StaleT: end - m5 + 1}, schema.RollupWindow{End: end + m5, StaleT: end + m5})
 	roundTrip(t, bucket, 5*time.Minute, ws)
 
@@ -337,6 +340,43 @@ func TestRollupWindowsRoundTripBitExact(t *testing.T) {
 			samples := randomSeries(r, bucket, bucket+3_600_000)
 			roundTrip(t, bucket, res, schema.AggregateWindows(samples, nil, res))
 		}
+	}
+}
+
+// TestSumsExact: a window knows whether its samples are all integers, which
+// merging parts keeps, and SumsExact holds exactly when every window is of
+// integers and their magnitudes add up to at most 2^53 (with a margin of 2:
+// 2^52); the windows' sums then add to the samples' sum whatever the grouping.
+func TestSumsExact(t *testing.T) {
+	const res = 5 * time.Minute
+	at := func(i int) int64 { return int64(i) * 60_000 }
+	ints := schema.AggregateWindows([]schema.Sample{{T: at(1), V: 3}, {T: at(2), V: negZero}, {T: at(6), V: -7}, {T: at(7), V: staleNaN}}, nil, res)
+	if len(ints) != 2 || !ints[0].Integers || !ints[1].Integers || !schema.SumsExact(ints) {
+		t.Errorf("integer windows: %s, SumsExact %t", fmtWindows(ints), schema.SumsExact(ints))
+	}
+	for _, v := range []float64{0.1, math.Inf(1), math.NaN()} {
+		ws := schema.AggregateWindows([]schema.Sample{{T: at(1), V: 3}, {T: at(2), V: v}, {T: at(6), V: 1}}, nil, res)
+		if ws[0].Integers || !ws[1].Integers || schema.SumsExact(ws) {
+			t.Errorf("with %v: %s, SumsExact %t", v, fmtWindows(ws), schema.SumsExact(ws))
+		}
+		if m := ws[1].Merge(ws[0]); m.Integers {
+			t.Errorf("merged with %v: Integers", v)
+		}
+	}
+	// Bounds: 2 × 2^50, then 2^50: 1.5 × 2^51, exact.
+	big := schema.AggregateWindows([]schema.Sample{{T: at(1), V: 1 << 50}, {T: at(2), V: 1}, {T: at(6), V: -(1 << 50)}}, nil, res)
+	if !big[0].Integers || !big[1].Integers || !schema.SumsExact(big) {
+		t.Errorf("2^50, 1, -2^50: %s, SumsExact false", fmtWindows(big))
+	}
+	// And 2^51 more: over 2^52.
+	big = append(big, schema.AggregateWindows([]schema.Sample{{T: at(11), V: 1 << 51}}, nil, res)...)
+	if schema.SumsExact(big) {
+		t.Errorf("2^50, 1, -2^50, 2^51: SumsExact true")
+	}
+	// A huge float is an integer, its sums are not exact.
+	huge := schema.AggregateWindows([]schema.Sample{{T: at(1), V: 1e300 / 3}}, nil, res)
+	if !huge[0].Integers || schema.SumsExact(huge) {
+		t.Errorf("1e300/3: %s, SumsExact %t", fmtWindows(huge), schema.SumsExact(huge))
 	}
 }
 
@@ -418,7 +458,9 @@ func TestDecodeRollupWindowsRejectsMalformed(t *testing.T) {
 			"schema: rollup cell of bucket 0: inconsistent window ending 300000: malformed"},
 		{"two derived flags for one field", window(0x56, 0x02, 0x02, 0x00, 0x02, 0x3f, 0xf0, 0x00, 0x00, 0x00),
 			"schema: rollup cell of bucket 0: inconsistent window ending 300000: malformed"},
-		{"trailing bytes", append(slices.Clone(valid), 0x00), "schema: rollup cell of bucket 0: 0 windows with histograms of 1 at byte 18: malformed"},
+		{"trailing bytes", append(slices.Clone(valid), 0x00), "schema: rollup cell of bucket 0: short integer bitmap at byte 18: malformed"},
+		{"an empty integer bitmap", append(slices.Clone(valid), 0x00, 0x00), "schema: rollup cell of bucket 0: empty integer bitmap at byte 19: malformed"},
+		{"an integer bit past the windows", append(slices.Clone(valid), 0x00, 0x02), "schema: rollup cell of bucket 0: integer bit of window 1, which has no float samples at byte 19: malformed"},
 	} {
 		ws, err := schema.DecodeRollupWindows(nil, tc.b, 0, res)
 		if !errors.Is(err, schema.ErrMalformed) || err.Error() != tc.msg {
@@ -509,6 +551,10 @@ func bruteForceWindows(samples []schema.Sample, res time.Duration) []schema.Roll
 				sum += c
 			}
 			w.Sum = sum
+			w.Integers = true
+			for _, f := range floats {
+				w.Integers = w.Integers && f.V == math.Trunc(f.V) && !math.IsInf(f.V, 0)
+			}
 			w.Min, w.Max = floats[0].V, floats[0].V
 			for _, f := range floats {
 				if f.V > w.Max || math.IsNaN(w.Max) {
@@ -571,18 +617,18 @@ func TestAggregateWindowsCases(t *testing.T) {
 			[]schema.RollupWindow{{End: 2 * m, StaleT: m + 5}}},
 		{"stale markers in the middle are skipped, the reset counted across them",
 			[]schema.Sample{{T: 1, V: 10}, {T: 2, V: staleNaN}, {T: 3, V: 4}, {T: m, V: staleNaN}},
-			[]schema.RollupWindow{{End: m, Count: 2, Sum: 14, Min: 4, Max: 10, FirstT: 1, FirstV: 10, LastT: 3, LastV: 4, Resets: 10, StaleT: m}}},
+			[]schema.RollupWindow{{End: m, Count: 2, Sum: 14, Min: 4, Max: 10, FirstT: 1, FirstV: 10, LastT: 3, LastV: 4, Resets: 10, StaleT: m, Integers: true}}},
 		{"a sample after a stale marker clears it", []schema.Sample{{T: 1, V: staleNaN}, {T: 2, V: 1}},
-			[]schema.RollupWindow{{End: m, Count: 1, Sum: 1, Min: 1, Max: 1, FirstT: 2, FirstV: 1, LastT: 2, LastV: 1, StaleT: -1}}},
+			[]schema.RollupWindow{{End: m, Count: 1, Sum: 1, Min: 1, Max: 1, FirstT: 2, FirstV: 1, LastT: 2, LastV: 1, StaleT: -1, Integers: true}}},
 		{"-0 and +0: the first is kept", []schema.Sample{{T: 1, V: negZero}, {T: 2, V: 0}},
-			[]schema.RollupWindow{{End: m, Count: 2, Sum: 0, Min: negZero, Max: negZero, FirstT: 1, FirstV: negZero, LastT: 2, LastV: 0, StaleT: -1}}},
+			[]schema.RollupWindow{{End: m, Count: 2, Sum: 0, Min: negZero, Max: negZero, FirstT: 1, FirstV: negZero, LastT: 2, LastV: 0, StaleT: -1, Integers: true}}},
 		{"Inf in the sum", []schema.Sample{{T: 1, V: 1}, {T: 2, V: math.Inf(1)}, {T: m, V: 2}},
 			[]schema.RollupWindow{{End: m, Count: 3, Sum: math.Inf(1), Min: 1, Max: math.Inf(1), FirstT: 1, FirstV: 1, LastT: m, LastV: 2, Resets: math.Inf(1), StaleT: -1}}},
 		{"windows are closed on the right, empty ones absent", []schema.Sample{{T: 0, V: 1}, {T: 1, V: 2}, {T: 3 * m, V: 3}},
 			[]schema.RollupWindow{
-				{End: 0, Count: 1, Sum: 1, Min: 1, Max: 1, FirstT: 0, FirstV: 1, LastT: 0, LastV: 1, StaleT: -1},
-				{End: m, Count: 1, Sum: 2, Min: 2, Max: 2, FirstT: 1, FirstV: 2, LastT: 1, LastV: 2, StaleT: -1},
-				{End: 3 * m, Count: 1, Sum: 3, Min: 3, Max: 3, FirstT: 3 * m, FirstV: 3, LastT: 3 * m, LastV: 3, StaleT: -1},
+				{End: 0, Count: 1, Sum: 1, Min: 1, Max: 1, FirstT: 0, FirstV: 1, LastT: 0, LastV: 1, StaleT: -1, Integers: true},
+				{End: m, Count: 1, Sum: 2, Min: 2, Max: 2, FirstT: 1, FirstV: 2, LastT: 1, LastV: 2, StaleT: -1, Integers: true},
+				{End: 3 * m, Count: 1, Sum: 3, Min: 3, Max: 3, FirstT: 3 * m, FirstV: 3, LastT: 3 * m, LastV: 3, StaleT: -1, Integers: true},
 			}},
 	} {
 		got := schema.AggregateWindows(tc.samples, nil, time.Minute)
