@@ -404,6 +404,73 @@ func TestRollupSumsOnlyWhenExact(t *testing.T) {
 	}
 }
 
+// TestRollupResolutionRemovedAndAddedBack: issue 21's case 1. A bucket
+// compacted again (late samples) by a compactor whose list lacks a resolution
+// the store has must not leave that resolution's cell of fewer samples
+// behind: it is made void, and a process with the resolution back in its list
+// summarises the bucket from its data row (max 1000, not the stale 1). The
+// same holds for two processes compacting one store with different lists.
+func TestRollupResolutionRemovedAndAddedBack(t *testing.T) {
+	now := func() time.Time { return rollupDay0.Add(9 * time.Hour) }
+	st, err := embedded.Open(context.Background(), t.TempDir(), embedded.Options{SweepInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	settings := schema.DefaultEmbeddedSettings()
+	tables := schema.DefaultTableOptions()
+	tables.SaltBuckets = settings.SaltBuckets
+	schematest.CreateWith(t, st, settings, tables)
+	d, err := db.Open(context.Background(), db.Options{Store: st, Settings: settings, Now: now,
+		Rollups: tables.Rollups, RawRetention: tables.RawRetention})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	m := labels.FromStrings("__name__", "m", "instance", "h")
+	write1 := func(samples ...schema.Sample) {
+		t.Helper()
+		if _, err := d.Write(context.Background(), &write.Request{Series: []write.Series{{Labels: m, Samples: samples}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	compact := func(rollups []schema.Rollup) {
+		t.Helper()
+		c, err := downsample.NewCompactor(st, settings, downsample.Options{Rollups: rollups, Now: now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if stats, err := c.Compact(context.Background()); err != nil || stats.Rows == 0 {
+			t.Fatalf("compact with %s: %+v, %v", schema.FormatRollups(rollups), stats, err)
+		}
+	}
+	var samples []schema.Sample
+	for at := rollupDay0.Add(time.Minute); !at.After(rollupDay0.Add(3 * time.Hour)); at = at.Add(time.Minute) {
+		samples = append(samples, schema.Sample{T: at.UnixMilli(), V: 1})
+	}
+	write1(samples...)
+	compact(tables.Rollups)
+	// The 1h resolution removed: a late 1000 in the first hour, compacted
+	// without it.
+	write1(schema.Sample{T: rollupDay0.Add(30 * time.Minute).UnixMilli(), V: 1000})
+	compact([]schema.Rollup{{Resolution: 5 * time.Minute, Retention: 90 * 24 * time.Hour}})
+
+	// Back with the default list.
+	const expr = "max_over_time(m[1h])"
+	start, end := rollupDay0.Add(time.Hour), rollupDay0.Add(3*time.Hour)
+	raw, _ := runPromQL(t, d, expr, start, end, time.Hour, query.ResolutionRaw)
+	got, infos := runPromQL(t, d, expr, start, end, time.Hour, query.ResolutionAuto)
+	if err := sameMatrix(raw, got); err != nil {
+		t.Errorf("%s: %v (infos %q)", expr, err, infos)
+	}
+	if len(got) != 1 || got[0].Floats[0].F != 1000 {
+		t.Errorf("%s at 1h = %v, want 1000", expr, got)
+	}
+	if want := "PromQL info: served from the 1h rollup (the same answer as from raw data)"; len(infos) != 1 || infos[0] != want {
+		t.Errorf("infos %q, want %q", infos, want)
+	}
+}
+
 // TestThanosCases are the ways Thanos' downsampling got answers wrong, each
 // run from rollups (auto) and from raw data on compacted data: the answers must
 // be the same, served from a rollup where one can give it and from raw data

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"log/slog"
 	"time"
 
@@ -173,6 +174,29 @@ func (s *Stats) add(o Stats) {
 	s.CellsRead += o.CellsRead
 }
 
+// resolutions returns the resolutions of Options.Rollups, then those whose
+// rollup tables the store has but Options.Rollups lacks ("retired"): a
+// resolution removed from the list (its table is kept until an operator drops
+// it), or one of another process's list. Compaction voids the retired ones'
+// cells of the buckets it compacts (compactRows).
+func (c *Compactor) resolutions(ctx context.Context) ([]time.Duration, error) {
+	tables, err := c.st.ListTables(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("downsample: list the rollup tables: %w", err)
+	}
+	out := make([]time.Duration, 0, len(c.opts.Rollups))
+	for _, r := range c.opts.Rollups {
+		out = append(out, r.Resolution)
+	}
+	for _, t := range tables {
+		res, ok := schema.ParseRollupTable(t)
+		if ok && !slices.ContainsFunc(c.opts.Rollups, func(r schema.Rollup) bool { return r.Resolution == res }) {
+			out = append(out, res)
+		}
+	}
+	return out, nil
+}
+
 // SealedBefore is the compaction cutoff at now: every bucket that ends at or
 // before it is sealed. It is the start of the bucket that holds now - Grace.
 func (c *Compactor) SealedBefore(now time.Time) int64 {
@@ -213,6 +237,10 @@ func (c *Compactor) CompactSalt(ctx context.Context, salt byte) (Stats, error) {
 	if err != nil {
 		return total, err
 	}
+	resolutions, err := c.resolutions(ctx)
+	if err != nil {
+		return total, err
+	}
 	onTimeStart, onTimeStop := schema.PendingOnTimeRange(salt, from, cutoff)
 	lateStart, lateStop := schema.PendingLateRange(salt, cutoff)
 	for _, r := range [][2][]byte{{onTimeStart, onTimeStop}, {lateStart, lateStop}} {
@@ -223,7 +251,7 @@ func (c *Compactor) CompactSalt(ctx context.Context, salt byte) (Stats, error) {
 				return total, fmt.Errorf("downsample: find the marked rows of salt %d: %w", salt, err)
 			}
 			if len(targets) > 0 {
-				st, err := c.compactRows(ctx, targets, cutoff)
+				st, err := c.compactRows(ctx, targets, cutoff, resolutions)
 				total.add(st)
 				if err != nil {
 					return total, fmt.Errorf("downsample: compact salt %d: %w", salt, err)
@@ -240,7 +268,7 @@ func (c *Compactor) CompactSalt(ctx context.Context, salt byte) (Stats, error) {
 		return total, err
 	}
 	if sweep {
-		st, err := c.sweepSalt(ctx, salt, cutoff)
+		st, err := c.sweepSalt(ctx, salt, cutoff, resolutions)
 		total.add(st)
 		if err != nil {
 			return total, err
@@ -354,7 +382,7 @@ func (c *Compactor) needsSweep(ctx context.Context, swept int64) (bool, error) {
 // sweepSalt compacts every row of salt with raw cells of a bucket sealed by
 // cutoff, found by a key-only scan of the salt's raw family, in batches of
 // BatchRows, and records the sweep.
-func (c *Compactor) sweepSalt(ctx context.Context, salt byte, cutoff int64) (Stats, error) {
+func (c *Compactor) sweepSalt(ctx context.Context, salt byte, cutoff int64, resolutions []time.Duration) (Stats, error) {
 	var total Stats
 	start, stop := []byte{salt}, kv.PrefixEnd([]byte{salt})
 	for {
@@ -367,7 +395,7 @@ func (c *Compactor) sweepSalt(ctx context.Context, salt byte, cutoff int64) (Sta
 			for i, k := range keys {
 				targets[i] = target{row: k}
 			}
-			st, err := c.compactRows(ctx, targets, cutoff)
+			st, err := c.compactRows(ctx, targets, cutoff, resolutions)
 			total.add(st)
 			if err != nil {
 				return total, fmt.Errorf("downsample: sweep salt %d: %w", salt, err)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -19,7 +20,9 @@ import (
 //  1. read the rollup cells the batch will rewrite (what each resolution's
 //     cell of each bucket holds now);
 //  2. read the data rows: chunk and raw cells;
-//  3. check-and-put each rollup cell, expecting what step 1 read;
+//  3. check-and-put each rollup cell, expecting what step 1 read — a void one
+//     (schema.AppendVoidRollupValue) in the tables of the resolutions the
+//     store has and this compactor does not write (retiredRollups);
 //  4. check-and-put each chunk cell, expecting what step 2 read, for the rows
 //     whose rollup cells were all written;
 //  5. delete the raw cells read, for the rows whose cells were all written:
@@ -30,14 +33,17 @@ import (
 //
 // A row whose check-and-put failed (another compactor rewrote a cell since
 // this one read it) is left whole, its marks too, for the next pass.
-func (c *Compactor) compactRows(ctx context.Context, targets []target, cutoff int64) (Stats, error) {
+//
+// resolutions are those of Options.Rollups, then the retired ones
+// (Compactor.resolutions).
+func (c *Compactor) compactRows(ctx context.Context, targets []target, cutoff int64, resolutions []time.Duration) (Stats, error) {
 	var st Stats
 	keys := make([][]byte, len(targets))
 	for i, t := range targets {
 		keys[i] = t.row
 		st.CellsRead += len(t.marks)
 	}
-	current, n, err := c.readRollupCells(ctx, keys)
+	current, n, err := c.readRollupCells(ctx, keys, resolutions)
 	if err != nil {
 		return st, err
 	}
@@ -63,12 +69,17 @@ func (c *Compactor) compactRows(ctx context.Context, targets []target, cutoff in
 		if !p.sealed {
 			continue
 		}
-		for r, res := range c.opts.Rollups {
-			put, ok := rollupPut(rows[i].Key, p.bucketStart, c.settings.BucketWidth, res.Resolution, p.samples, p.histograms)
-			if !ok {
-				continue
+		for r, res := range resolutions {
+			var put kv.Mutation
+			if r < len(c.opts.Rollups) {
+				var ok bool
+				if put, ok = rollupPut(rows[i].Key, p.bucketStart, c.settings.BucketWidth, res, p.samples, p.histograms); !ok {
+					continue
+				}
+			} else {
+				put = voidRollupPut(rows[i].Key, p.bucketStart, c.settings.BucketWidth)
 			}
-			rollups = append(rollups, casOp{row: i, table: schema.RollupTable(res.Resolution), put: put,
+			rollups = append(rollups, casOp{row: i, table: schema.RollupTable(res), put: put,
 				expected: current[r][string(put.Row)+"\x00"+string(put.Qualifier)]})
 		}
 	}
@@ -191,14 +202,14 @@ func (c *Compactor) checkAndPutAll(ctx context.Context, ops []casOp, failed []bo
 	return written, nil
 }
 
-// readRollupCells reads, for every resolution, what the rollup cells of the
-// buckets of the data rows keys hold now: per resolution, a map from rollup
-// row key + 0x00 + qualifier to value (absent: no cell). It reads only the
-// columns of those buckets (one read per resolution) and returns how many
-// cells it read.
-func (c *Compactor) readRollupCells(ctx context.Context, keys [][]byte) ([]map[string][]byte, int, error) {
-	out := make([]map[string][]byte, len(c.opts.Rollups))
-	if len(c.opts.Rollups) == 0 || len(keys) == 0 {
+// readRollupCells reads, for every resolution of resolutions, what the rollup
+// cells of the buckets of the data rows keys hold now: per resolution, a map
+// from rollup row key + 0x00 + qualifier to value (absent: no cell). It reads
+// only the columns of those buckets (one read per resolution) and returns how
+// many cells it read.
+func (c *Compactor) readRollupCells(ctx context.Context, keys [][]byte, resolutions []time.Duration) ([]map[string][]byte, int, error) {
+	out := make([]map[string][]byte, len(resolutions))
+	if len(resolutions) == 0 || len(keys) == 0 {
 		return out, 0, nil
 	}
 	var (
@@ -226,8 +237,8 @@ func (c *Compactor) readRollupCells(ctx context.Context, keys [][]byte) ([]map[s
 	}
 	cols := kv.ColumnRangeFilter{Min: min, MinInclusive: true, Max: max, MaxInclusive: true}
 	n := 0
-	for r, res := range c.opts.Rollups {
-		table := schema.RollupTable(res.Resolution)
+	for r, res := range resolutions {
+		table := schema.RollupTable(res)
 		rows, err := c.st.GetRows(ctx, table, rowKeys, kv.Families(schema.FamilyRollup), kv.WithFilter(cols))
 		if err != nil {
 			return nil, n, fmt.Errorf("read the rollup cells of %d rows from %s: %w", len(rowKeys), table, err)
@@ -335,6 +346,14 @@ func rollupPut(dataKey []byte, bucketStart int64, width, res time.Duration, samp
 	}
 	return kv.Put(rollupRowKey(dataKey, bucketStart), schema.FamilyRollup, schema.AppendRollupQualifier(nil, bucketStart),
 		bucketStart+width.Milliseconds()-1, schema.EncodeRollupWindows(nil, bucketStart, res, windows)), true
+}
+
+// voidRollupPut returns the put of a void rollup cell (schema.AppendVoidRollupValue)
+// of the data bucket of dataKey starting at bucketStart: the column and
+// timestamp rollupPut writes, a fresh nonce.
+func voidRollupPut(dataKey []byte, bucketStart int64, width time.Duration) kv.Mutation {
+	return kv.Put(rollupRowKey(dataKey, bucketStart), schema.FamilyRollup, schema.AppendRollupQualifier(nil, bucketStart),
+		bucketStart+width.Milliseconds()-1, schema.AppendVoidRollupValue(nil, rand.Uint64()))
 }
 
 // rollupRowKey is the rollup row key of the data row dataKey, whose bucket

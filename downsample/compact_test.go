@@ -215,10 +215,13 @@ func TestCompactSealedBuckets(t *testing.T) {
 				t.Fatal(err)
 			}
 			// 3 series x 3 sealed buckets of 240 samples; the open bucket
-			// (day0+3h, 80 samples each) stays raw. No rollups asked for, none
-			// written. What the pass read is what it compacted: the 9 rows'
-			// pending marks and raw cells, not the open bucket's.
-			if want := (Stats{Rows: 9, Samples: 9 * 240, RawCells: 9 * 240, RowsRead: 9, CellsRead: 9 + 9*240}); st != want {
+			// (day0+3h, 80 samples each) stays raw. No rollups asked for, but
+			// the store has two rollup tables: each compacted bucket's cell in
+			// them is made void (18 writes), so that no reader trusts a cell
+			// of fewer samples than the bucket holds. What the pass read is
+			// what it compacted: the 9 rows' pending marks and raw cells, not
+			// the open bucket's.
+			if want := (Stats{Rows: 9, Samples: 9 * 240, RawCells: 9 * 240, RollupCells: 18, RowsRead: 9, CellsRead: 9 + 9*240}); st != want {
 				t.Errorf("Stats = %+v, want %+v", st, want)
 			}
 			raw, chunk, buckets := f.cells(t)
@@ -231,8 +234,14 @@ func TestCompactSealedBuckets(t *testing.T) {
 			if st, err := c.Compact(context.Background()); err != nil || st != (Stats{}) {
 				t.Errorf("a second pass = %+v, %v; want nothing to do", st, err)
 			}
-			if cells := f.gotRollups(t, testRollups); len(cells) != 0 {
-				t.Errorf("%d rollup cells written without Options.Rollups", len(cells))
+			cells := f.gotRollups(t, testRollups)
+			for name, c := range cells {
+				if !strings.HasSuffix(c, " void") {
+					t.Errorf("rollup cell %s written without Options.Rollups: %s", name, c)
+				}
+			}
+			if len(cells) != 18 {
+				t.Errorf("%d void rollup cells, want 18 (9 buckets, 2 tables)", len(cells))
 			}
 		})
 	}

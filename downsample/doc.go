@@ -105,6 +105,30 @@
 //     salt left part way records none.
 //   - Rollups are written only from raw cells: a bucket compacted before its
 //     resolution was configured is not rolled up (there is no backfill yet).
+//   - A rollup cell is from the same samples as the bucket's chunk, or void.
+//     A compactor writes the cells of its own list (Options.Rollups), but the
+//     store may have tables of other resolutions: one removed from the list
+//     (kept until an operator drops it, and maybe added back later), or one of
+//     another process's list (a rolling change of --rollups, a tsdb downsample
+//     started with the old one). Compacting a bucket again (late samples)
+//     without rewriting such a table's cell would leave it summarising fewer
+//     samples than the bucket holds once the raw cells are deleted, and a
+//     process with that resolution in its list would serve it. So for every
+//     rollup table the store has (kv.Store.ListTables, once per salt and pass)
+//     and the compactor does not write, it check-and-puts a void cell
+//     (schema.AppendVoidRollupValue: 0x00 and a random nonce) on the value it
+//     read, in the same step as its own cells; readers treat a void cell as no
+//     cell and summarise the bucket from its data row. The nonce makes every
+//     void write a new value, so a compactor with the resolution, expecting
+//     the value it read before that write (void or not), fails its
+//     check-and-put and leaves the row. We chose this over the alternatives
+//     issue 21 names: workers that refuse to compact while their list differs
+//     from the recorded one still race with a list changed under a pass, and
+//     leave a resolution removed and added back with stale cells; a
+//     generation per resolution would drop every cell written before a
+//     re-add, including those of data whose raw samples have expired. The
+//     cost: one check-and-put per compacted row and retired table, until the
+//     table is dropped (tsdb logs how when a resolution is removed).
 //   - A late sample written while its row is being compacted is a late cell
 //     that the pass did not read: the family delete spares it (its timestamp
 //     is the bucket's last millisecond), so does every column delete unless

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -118,6 +119,64 @@ func TestCompactorsRacingOnOneSaltUndoNothing(t *testing.T) {
 				f.checkRollups(t, testRollups, f.samples(t))
 				if raw, chunk, _ := f.cells(t); raw != 3*80 || chunk != 9 {
 					t.Errorf("%d raw cells, %d chunks; want 240 (the open bucket's) and 9", raw, chunk)
+				}
+			})
+		}
+	}
+}
+
+// Two compactors with different resolution lists on one salt (a rolling
+// change of --rollups, a tsdb downsample started with the old list): the one
+// whose list lacks 1h, compacting a row again with a late sample between the
+// other's steps, makes the 1h cells of the rows it compacts void instead of
+// leaving the other's cell of fewer samples behind (issue 21, case 1); every
+// cell not void is made from all of its bucket's samples.
+func TestCompactorsWithDifferentListsLeaveNoStaleCell(t *testing.T) {
+	for _, b := range schematest.Backends() {
+		for _, step := range []string{"rollups written", "chunks written"} {
+			t.Run(b.Name+"/the other runs after "+step, func(t *testing.T) {
+				f := newFixture(t, b)
+				ls := f.series[0]
+				salt := schema.Salt("h1", f.settings.SaltBuckets)
+				late := schema.Sample{T: day0 + 7_500, V: -1}
+				only5m := testRollups[:1]
+				ran := false
+				slow := f.compactor(t, Options{Rollups: testRollups, BatchRows: 1, afterStep: func(s string) error {
+					if s != step || ran {
+						return nil
+					}
+					ran = true
+					f.write(t, write.Request{Series: []write.Series{{Labels: ls, Samples: []schema.Sample{late}}}})
+					if _, err := f.compactor(t, Options{Rollups: only5m}).CompactSalt(context.Background(), salt); err != nil {
+						t.Errorf("the other compactor: %v", err)
+					}
+					return nil
+				}})
+				if _, err := slow.CompactSalt(context.Background(), salt); err != nil {
+					t.Fatal(err)
+				}
+				if !ran {
+					t.Fatal("the other compactor never ran")
+				}
+				if _, err := f.compactor(t, Options{Rollups: testRollups}).Compact(context.Background()); err != nil { // the other salts
+					t.Fatal(err)
+				}
+				samples := f.samples(t)
+				f.checkRollups(t, only5m, samples)
+				want, got := f.wantRollups(t, testRollups[1:], samples), f.gotRollups(t, testRollups[1:])
+				voids := 0
+				for name, w := range want {
+					switch g := got[name]; {
+					case strings.HasSuffix(g, " void"):
+						voids++
+					case g != w:
+						t.Errorf("1h rollup cell %s = %s, want %s (or void)", name, g, w)
+					}
+				}
+				// The other compactor did the rows it found: their 1h cells
+				// are void, the raced one's included.
+				if voids == 0 || len(got) != len(want) {
+					t.Errorf("%d void 1h cells of %d, %d expected; want the rows the other compacted void", voids, len(got), len(want))
 				}
 			})
 		}

@@ -139,6 +139,7 @@ type rollupCell struct {
 	bucketStart int64
 	ts          int64
 	windows     []schema.RollupWindow
+	void        bool // a void cell (schema.IsVoidRollupValue): no windows
 }
 
 // rollupCells reads every cell of the rollup tables of rollups, decoded, by
@@ -164,6 +165,13 @@ func (f *fixture) rollupCells(t *testing.T, rollups []schema.Rollup) map[time.Du
 				b, err := schema.DecodeRollupQualifier(c.Qualifier, k.BucketStart)
 				if err != nil {
 					t.Fatal(err)
+				}
+				if schema.IsVoidRollupValue(c.Value) {
+					if len(c.Value) != 9 {
+						t.Errorf("void rollup cell %s of %d bytes, want 9", cellName(schema.RollupTable(r.Resolution), row.Key, c.Qualifier), len(c.Value))
+					}
+					out[r.Resolution] = append(out[r.Resolution], rollupCell{key: k, bucketStart: b, ts: c.Timestamp, void: true})
+					continue
 				}
 				ws, err := schema.DecodeRollupWindows(nil, c.Value, b, r.Resolution)
 				if err != nil {
@@ -191,6 +199,9 @@ func (f *fixture) gotRollups(t *testing.T, rollups []schema.Rollup) map[string]s
 				t.Errorf("rollup cell %s read twice", name)
 			}
 			got[name] = fmt.Sprintf("ts=%d %s", c.ts, fmtWindows(c.windows, false))
+			if c.void {
+				got[name] = fmt.Sprintf("ts=%d void", c.ts)
+			}
 		}
 	}
 	return got

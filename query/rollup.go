@@ -22,8 +22,10 @@ import (
 // computed from the data row itself (chunk and raw cells, schema.DecodeDataRow)
 // with the same code compaction uses (schema.AggregateWindows). A key-only scan
 // of the series' raw family finds those buckets; the others are read from the
-// rollup table, and a bucket found in neither (no data, or compacted before the
-// resolution was configured) by a point read of its data row. Either way the
+// rollup table, and a bucket found in neither (no data, compacted before the
+// resolution was configured, or with a void cell: compacted again by a process
+// that does not write this resolution, downsample/compact_rows.go) by a point
+// read of its data row. Either way the
 // windows are those of all the bucket's samples.
 
 // readPlanned reads one series as p says: raw rows, or rollup samples (as one
@@ -198,7 +200,10 @@ func (r *Reader) readWindows(ctx context.Context, s *series, ro schema.Rollup, m
 				sc.Close()
 				return nil, err
 			}
-			if b < firstBucket || b > lastBucket || isDirty[b] {
+			if b < firstBucket || b > lastBucket || isDirty[b] || schema.IsVoidRollupValue(c.Value) {
+				// A void cell (schema.AppendVoidRollupValue) is no cell: the
+				// bucket was compacted by a compactor that does not write this
+				// resolution, and is read from its data row below.
 				continue
 			}
 			ws, err := schema.DecodeRollupWindows(nil, c.Value, b, res)

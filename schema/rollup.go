@@ -74,6 +74,41 @@ func RollupTable(resolution time.Duration) string {
 	return "rollup-" + model.Duration(resolution).String()
 }
 
+// ParseRollupTable returns the resolution of a rollup table's logical name
+// (RollupTable), and false for any other name.
+func ParseRollupTable(name string) (time.Duration, bool) {
+	suffix, ok := strings.CutPrefix(name, "rollup-")
+	if !ok {
+		return 0, false
+	}
+	d, err := model.ParseDuration(suffix)
+	if err != nil || d <= 0 || RollupTable(time.Duration(d)) != name {
+		return 0, false
+	}
+	return time.Duration(d), true
+}
+
+// Void rollup cells. A compactor whose resolution list lacks a resolution
+// whose table the store still has (removed from the list, or a process with
+// another list compacting the same store) cannot rewrite that table's cell of
+// a bucket it compacts, and the cell would then summarise fewer samples than
+// the bucket holds once the compactor deletes the bucket's raw cells. So it
+// replaces the cell, by check-and-put on the value it read, with a void one:
+// a value of 0x00 (which no EncodeRollupWindows value starts with: it counts
+// at least one window) and 8 bytes that make each void write unique, so that
+// another compactor's check-and-put expecting the value it read before this
+// write fails even if that was a void one too. Readers treat a void cell as
+// no cell: the bucket is summarised from its data row while raw data is kept.
+
+// AppendVoidRollupValue appends the value of a void rollup cell carrying
+// nonce.
+func AppendVoidRollupValue(dst []byte, nonce uint64) []byte {
+	return binary.BigEndian.AppendUint64(append(dst, 0), nonce)
+}
+
+// IsVoidRollupValue reports whether a rollup cell's value is void.
+func IsVoidRollupValue(v []byte) bool { return len(v) > 0 && v[0] == 0 }
+
 // ParseRollups parses a resolution list: comma-separated resolution:retention
 // pairs in Prometheus' duration syntax, e.g. "5m:90d,1h:5y"; a retention of 0
 // keeps a resolution forever; "" or "none" is no rollups. The list is sorted by
