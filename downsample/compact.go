@@ -5,8 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/hbtsdb/hbtsdb/kv"
