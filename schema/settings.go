@@ -101,6 +101,12 @@ const (
 	// salt for them until it has sealed that moment's bucket
 	// (downsample/doc.go). A store created with the table has no such cell.
 	QualifierPendingSince = "pending_since"
+	// QualifierIndexTTL is the TTL the tag index table was created with
+	// (TableOptions.IndexRetention of the first resolution list), as
+	// QualifierRawRetention writes retentions: recorded when the table is
+	// created, since kv cannot read a table's TTL. A store made before it has
+	// no such cell.
+	QualifierIndexTTL = "index_ttl"
 )
 
 // Settings are the layout parameters a store is created with. They never change

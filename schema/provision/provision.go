@@ -119,9 +119,18 @@ func (e rollupsForBucketError) Unwrap() []error {
 // createSettings is Create without the rollups: base tables and settings.
 func createSettings(ctx context.Context, st kv.Store, want schema.Settings, opts schema.TableOptions) error {
 	specs := schema.Tables(opts)
+	indexCreated := false
 	for _, spec := range specs[:len(specs)-len(opts.Rollups)] {
-		if _, err := st.EnsureTable(ctx, spec); err != nil {
+		created, err := st.EnsureTable(ctx, spec)
+		if err != nil {
 			return fmt.Errorf("schema: create table %s: %w", spec.Name, err)
+		}
+		indexCreated = indexCreated || created && spec.Name == schema.TableIndex
+	}
+	if indexCreated {
+		// Its TTL, which kv cannot read back: logIndexTTL compares with it.
+		if _, err := recordRetention(ctx, st, schema.QualifierIndexTTL, formatRetention(opts.IndexRetention())); err != nil {
+			return fmt.Errorf("schema: record the tag index's TTL: %w", err)
 		}
 	}
 

@@ -138,6 +138,7 @@ func testCreateMakesTablesAndAReadableMetaRow(t *testing.T, newStore func(*testi
 		"m:rollups":            "5m:90d,1h:5y",
 		"m:raw_retention":      "400d",
 		"m:exemplar_retention": "30d",
+		"m:index_ttl":          "1826d",
 	}
 	if len(got) != len(wantCells) {
 		t.Errorf("meta row %v, want %v", got, wantCells)

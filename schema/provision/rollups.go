@@ -285,7 +285,7 @@ func reconcileRollups(ctx context.Context, st kv.Store, opts schema.TableOptions
 				continue // another process recorded a list: compare with it
 			}
 			c.logRecorded(rec, text, ch, existing)
-			c.logIndexTTL(rec, opts)
+			c.logIndexTTL(ctx, st, rec, opts)
 		}
 		for _, s := range specs {
 			ret := s.Families[0].TTL
@@ -347,23 +347,38 @@ const legacyRollupTable = "rollup"
 // index does: the index's TTL follows the longest retention
 // (TableOptions.IndexRetention) but, like every TTL, was fixed when the index
 // was created, from the list recorded then (assuming the same raw retention).
-func (c config) logIndexTTL(rec recordedRollups, opts schema.TableOptions) {
-	if !rec.present {
+func (c config) logIndexTTL(ctx context.Context, st kv.Store, rec recordedRollups, opts schema.TableOptions) {
+	had, recorded, err := readRetention(ctx, st, schema.QualifierIndexTTL)
+	if err != nil {
+		c.logger.Warn("cannot read the tag index's recorded TTL", "err", err)
 		return
 	}
-	before := opts
-	before.Rollups = rec.rollups
-	had, need := before.IndexRetention(), opts.IndexRetention()
+	if !recorded {
+		// A store made before the TTL was recorded: the previous list's is
+		// the best guess.
+		if !rec.present {
+			return
+		}
+		before := opts
+		before.Rollups = rec.rollups
+		had = before.IndexRetention()
+	}
+	need := opts.IndexRetention()
 	if had == 0 || need != 0 && need <= had {
 		return
 	}
 	args := []any{"table", schema.TableIndex, "ttl", retentionText(had), "needed", retentionText(need)}
+	if !recorded {
+		args = append(args, "ttl_from", "the previous resolution list (the store does not record the index's TTL)")
+	}
 	if c.hbase {
 		ttl := "'FOREVER'"
 		if need > 0 {
 			ttl = fmt.Sprint(int64(need / time.Second))
 		}
-		args = append(args, "alter_with", fmt.Sprintf("alter %s, NAME => '%s', TTL => %s", c.table(schema.TableIndex), schema.FamilyPostings, ttl))
+		args = append(args, "alter_with", fmt.Sprintf("alter %s, NAME => '%s', TTL => %s; put %s, '%s', '%s:%s', '%s'",
+			c.table(schema.TableIndex), schema.FamilyPostings, ttl,
+			c.table(schema.TableMeta), schema.MetaSchemaRow, schema.FamilyMeta, schema.QualifierIndexTTL, formatRetention(need)))
 	}
 	c.logger.Warn("the tag index expires before the rollups now kept: a series whose raw data and index entries expired is not found in them", args...)
 }

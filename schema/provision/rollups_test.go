@@ -162,6 +162,7 @@ var rollupTests = []struct {
 	{"AStoreWithoutTheListGetsIt", testAStoreWithoutTheListGetsIt},
 	{"AddingAResolutionCreatesItsTable", testAddingAResolutionCreatesItsTable},
 	{"RemovingAResolutionKeepsItsTable", testRemovingAResolutionKeepsItsTable},
+	{"TheIndexTTLWarningReadsTheTablesTTL", testTheIndexTTLWarningReadsTheTablesTTL},
 	{"AChangedRetentionIsRefusedUntilRecorded", testAChangedRetentionIsRefusedUntilRecorded},
 	{"WithoutAutoCreateTablesMustExist", testWithoutAutoCreateTablesMustExist},
 	{"AMalformedListIsReported", testAMalformedListIsReported},
@@ -281,7 +282,7 @@ func testAddingAResolutionCreatesItsTable(e *rollupEnv) {
 	e.wantLogs(
 		"INFO rollup resolutions changed from=5m:90d,15m:30d,1h:5y to=5m:90d,15m:30d,1h:5y,1d:0",
 		"WARN the tag index expires before the rollups now kept: a series whose raw data and index entries expired is not found in them "+
-			"table=index ttl=1826d needed=forever"+e.pick("", " alter_with=alter 'tsdb-index', NAME => 'p', TTL => 'FOREVER'"),
+			"table=index ttl=1826d needed=forever"+e.pick("", " alter_with=alter 'tsdb-index', NAME => 'p', TTL => 'FOREVER'; put 'tsdb-meta', 'schema', 'm:index_ttl', '0'"),
 		"INFO rollup table created table=rollup-1d retention=forever",
 	)
 	if err := e.open(st, "5m:90d,15m:30d,1h:5y,1d:0", true); err != nil {
@@ -328,6 +329,41 @@ func testRemovingAResolutionKeepsItsTable(e *rollupEnv) {
 	if got := e.recorded(); got != "1h:1y" {
 		e.t.Errorf("m:rollups = %q", got)
 	}
+}
+
+// The tag index's TTL is fixed when the table is created (from the first
+// list: 1826d for 1h:5y) and recorded in m:index_ttl; a list that needs less
+// than that, after one that needed even less, is no reason to warn (issue
+// 21, case 6: the warning compared with the previous list), and one that
+// needs more is.
+func testTheIndexTTLWarningReadsTheTablesTTL(e *rollupEnv) {
+	st := e.store()
+	if err := e.open(st, "5m:90d", true); err != nil {
+		e.t.Fatal(err)
+	}
+	e.wantLogs(
+		"INFO rollup resolutions changed from=5m:90d,1h:5y to=5m:90d",
+		"WARN rollup resolution removed: its table is kept with its data and no longer written resolution=1h table=rollup-1h"+
+			e.pick("", " drop_with=disable 'tsdb-rollup-1h'; drop 'tsdb-rollup-1h'"),
+	)
+	// 2y of 1d rollups: the index (401d by the list before) keeps 1826d.
+	if err := e.open(st, "5m:90d,1d:2y", true); err != nil {
+		e.t.Fatal(err)
+	}
+	e.wantLogs(
+		"INFO rollup resolutions changed from=5m:90d to=5m:90d,1d:2y",
+		"INFO rollup table created table=rollup-1d retention=2y",
+	)
+	// 6y: more than 1826d.
+	if err := e.open(st, "5m:90d,2h:6y,1d:2y", true); err != nil {
+		e.t.Fatal(err)
+	}
+	e.wantLogs(
+		"INFO rollup resolutions changed from=5m:90d,1d:2y to=5m:90d,2h:6y,1d:2y",
+		"WARN the tag index expires before the rollups now kept: a series whose raw data and index entries expired is not found in them "+
+			"table=index ttl=1826d needed=313w"+e.pick("", " alter_with=alter 'tsdb-index', NAME => 'p', TTL => 189302400; put 'tsdb-meta', 'schema', 'm:index_ttl', '313w'"),
+		"INFO rollup table created table=rollup-2h retention=6y",
+	)
 }
 
 func testAChangedRetentionIsRefusedUntilRecorded(e *rollupEnv) {
