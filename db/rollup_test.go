@@ -219,9 +219,14 @@ func runPromQL(t testing.TB, d *db.DB, expr string, start, end time.Time, step t
 	r, done := execPromQL(context.Background(), t, d, expr, start, end, step, res)
 	defer done()
 	_, infos := r.Warnings.AsStrings(expr, 0, 0)
-	// The engine reuses the result's memory after Close: copy it.
+	return matrixOf(r.Value), infos
+}
+
+// matrixOf copies a result's value as a matrix (the engine reuses the
+// result's memory after Close).
+func matrixOf(val parser.Value) promql.Matrix {
 	var m promql.Matrix
-	switch v := r.Value.(type) {
+	switch v := val.(type) {
 	case promql.Matrix:
 		for _, s := range v {
 			m = append(m, promql.Series{Metric: s.Metric.Copy(), Floats: append([]promql.FPoint(nil), s.Floats...)})
@@ -233,7 +238,7 @@ func runPromQL(t testing.TB, d *db.DB, expr string, start, end time.Time, step t
 	case promql.Scalar:
 		m = promql.Matrix{{Floats: []promql.FPoint{{T: v.T, F: v.V}}}}
 	}
-	return m, infos
+	return m
 }
 
 // sameMatrix reports the first difference between two answers, bit for bit
@@ -277,24 +282,43 @@ func TestRollupsAnswerAsRaw(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b schematest.Backend) {
 		for name, compactWith := range map[string][]schema.Rollup{"raw-cells": notCompacted, "compacted": compactedAll} {
 			t.Run(name, func(t *testing.T) {
-				steps := []time.Duration{time.Hour, 5 * time.Minute, 15 * time.Second, 7 * time.Minute, 0}
+				steps := []stepOver{{time.Hour, 0}, {5 * time.Minute, 0}, {15 * time.Second, 0}, {7 * time.Minute, 0}, {0, 0}}
 				if raceEnabled {
-					steps = []time.Duration{time.Hour, 7 * time.Minute, 0}
+					// -race is ~10x slower: the 5m step over the last 4
+					// hours only (the 15s step over the last hour), so that
+					// 5m windows are compared with raw data in make test
+					// too.
+					steps = []stepOver{{time.Hour, 0}, {5 * time.Minute, 4 * time.Hour}, {15 * time.Second, time.Hour}, {7 * time.Minute, 0}, {0, 0}}
 				}
-				testRollupsAnswerAsRaw(t, rollupDB(t, b, 1, compactWith), steps)
+				testRollupsAnswerAsRaw(t, rollupDB(t, b, 1, compactWith), steps, compactWith != nil)
 			})
 		}
 		// The 1h rollup is what this store lacks for old buckets: 1h steps.
 		t.Run("compacted-before-1h-was-added", func(t *testing.T) {
-			testRollupsAnswerAsRaw(t, rollupDB(t, b, 1, compactedFiveMin), []time.Duration{time.Hour})
+			testRollupsAnswerAsRaw(t, rollupDB(t, b, 1, compactedFiveMin), []stepOver{{time.Hour, 0}}, false)
 		})
 	})
 }
 
-func testRollupsAnswerAsRaw(t *testing.T, d *db.DB, steps []time.Duration) {
-	start := rollupDay0.Add(3 * time.Hour)
+// stepOver is a query step and the span the queries at that step cover,
+// ending with the data (0: from rollupDay0+3h).
+type stepOver struct {
+	step, span time.Duration
+}
+
+// testRollupsAnswerAsRaw runs every rollupQueries expression at the steps
+// from rollups (auto) and from raw data: the same answers to the bit, served
+// from a rollup exactly where one can serve them. With compacted, a query
+// served from a rollup must have read rollup cells (query.ReadStats): the
+// plan chosen is not enough, the cells must be there.
+func testRollupsAnswerAsRaw(t *testing.T, d *db.DB, steps []stepOver, compacted bool) {
 	end := rollupDay0.Add(rollupWindow)
-	for _, step := range steps {
+	for _, so := range steps {
+		step := so.step
+		start := rollupDay0.Add(3 * time.Hour)
+		if so.span > 0 {
+			start = end.Add(-so.span)
+		}
 		for _, tc := range rollupQueries {
 			qStart := start
 			if step == 7*time.Minute {
@@ -305,7 +329,11 @@ func testRollupsAnswerAsRaw(t *testing.T, d *db.DB, steps []time.Duration) {
 				qEnd = qStart
 			}
 			want, rawInfos := runPromQL(t, d, tc.expr, qStart, qEnd, step, query.ResolutionRaw)
-			got, infos := runPromQL(t, d, tc.expr, qStart, qEnd, step, query.ResolutionAuto)
+			ctx, read := query.WithReadStats(context.Background())
+			r, done := execPromQL(ctx, t, d, tc.expr, qStart, qEnd, step, query.ResolutionAuto)
+			got := matrixOf(r.Value)
+			_, infos := r.Warnings.AsStrings(tc.expr, 0, 0)
+			done()
 			if err := sameMatrix(want, got); err != nil {
 				t.Errorf("%s at step %s: %v (infos %q)", tc.expr, step, err, infos)
 			}
@@ -318,6 +346,12 @@ func testRollupsAnswerAsRaw(t *testing.T, d *db.DB, steps []time.Duration) {
 			}
 			if wantRollup != servedFromRollup(infos) {
 				t.Errorf("%s at step %s: served from a rollup = %v, want %v (infos %q)", tc.expr, step, servedFromRollup(infos), wantRollup, infos)
+			}
+			if compacted && wantRollup && read.RollupCells() == 0 {
+				t.Errorf("%s at step %s: served from a rollup, but no rollup cell was read (%d raw, %d chunk cells)", tc.expr, step, read.RawCells(), read.ChunkCells())
+			}
+			if !wantRollup && read.RollupCells() != 0 {
+				t.Errorf("%s at step %s: read from raw data, but %d rollup cells were read", tc.expr, step, read.RollupCells())
 			}
 			if len(want) == 0 {
 				t.Errorf("%s at step %s: no data", tc.expr, step)
