@@ -17,6 +17,7 @@ import (
 
 	"github.com/hbtsdb/hbtsdb/db"
 	"github.com/hbtsdb/hbtsdb/downsample"
+	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/kv/embedded"
 	"github.com/hbtsdb/hbtsdb/query"
 	"github.com/hbtsdb/hbtsdb/schema"
@@ -446,21 +447,7 @@ func TestRollupSumsOnlyWhenExact(t *testing.T) {
 // same holds for two processes compacting one store with different lists.
 func TestRollupResolutionRemovedAndAddedBack(t *testing.T) {
 	now := func() time.Time { return rollupDay0.Add(9 * time.Hour) }
-	st, err := embedded.Open(context.Background(), t.TempDir(), embedded.Options{SweepInterval: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	settings := schema.DefaultEmbeddedSettings()
-	tables := schema.DefaultTableOptions()
-	tables.SaltBuckets = settings.SaltBuckets
-	schematest.CreateWith(t, st, settings, tables)
-	d, err := db.Open(context.Background(), db.Options{Store: st, Settings: settings, Now: now,
-		Rollups: tables.Rollups, RawRetention: tables.RawRetention})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
+	st, settings, tables, d := clockedDB(t, now, schema.DefaultTableOptions().RawRetention)
 	m := labels.FromStrings("__name__", "m", "instance", "h")
 	write1 := func(samples ...schema.Sample) {
 		t.Helper()
@@ -551,11 +538,10 @@ func TestThanosCases(t *testing.T) {
 // rollupDay0 until the caller moves it) drives the TTLs, with a raw retention
 // of 3 days and the default rollups, writes into it with write, and compacts
 // every bucket (rollups included).
-func expiringDB(t *testing.T, write func(*db.DB)) (*atomic.Int64, *db.DB) {
+// clockedDB returns an embedded store whose clock (and TTLs) is now, with the
+// default schema but for the raw retention, and a DB on it.
+func clockedDB(t *testing.T, now func() time.Time, rawRetention time.Duration) (kv.Store, schema.Settings, schema.TableOptions, *db.DB) {
 	t.Helper()
-	var clock atomic.Int64
-	clock.Store(rollupDay0.Add(56 * time.Hour).UnixMilli())
-	now := func() time.Time { return time.UnixMilli(clock.Load()) }
 	st, err := embedded.Open(context.Background(), t.TempDir(), embedded.Options{SweepInterval: -1, Clock: now})
 	if err != nil {
 		t.Fatal(err)
@@ -564,7 +550,7 @@ func expiringDB(t *testing.T, write func(*db.DB)) (*atomic.Int64, *db.DB) {
 	settings := schema.DefaultEmbeddedSettings()
 	tables := schema.DefaultTableOptions()
 	tables.SaltBuckets = settings.SaltBuckets
-	tables.RawRetention = 72 * time.Hour
+	tables.RawRetention = rawRetention
 	schematest.CreateWith(t, st, settings, tables)
 	d, err := db.Open(context.Background(), db.Options{Store: st, Settings: settings, Now: now,
 		Rollups: tables.Rollups, RawRetention: tables.RawRetention})
@@ -572,6 +558,15 @@ func expiringDB(t *testing.T, write func(*db.DB)) (*atomic.Int64, *db.DB) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { d.Close() })
+	return st, settings, tables, d
+}
+
+func expiringDB(t *testing.T, write func(*db.DB)) (*atomic.Int64, *db.DB) {
+	t.Helper()
+	var clock atomic.Int64
+	clock.Store(rollupDay0.Add(56 * time.Hour).UnixMilli())
+	now := func() time.Time { return time.UnixMilli(clock.Load()) }
+	st, settings, tables, d := clockedDB(t, now, 72*time.Hour)
 	write(d)
 	c, err := downsample.NewCompactor(st, settings, downsample.Options{Rollups: tables.Rollups, Now: now})
 	if err != nil {

@@ -74,34 +74,8 @@ func TestCompactorsRacingOnOneSaltUndoNothing(t *testing.T) {
 		for _, step := range []string{"rollups written", "chunks written"} {
 			t.Run(b.Name+"/the other runs after "+step, func(t *testing.T) {
 				f := newFixture(t, b)
-				// h1's row of bucket day0 is the first its salt's marks name
-				// (salt, bucket, then host order).
-				ls := f.series[0]
-				salt := schema.Salt("h1", f.settings.SaltBuckets)
 				late := schema.Sample{T: day0 + 7_500, V: -1}
-				ran := false
-				slow := f.compactor(t, Options{Rollups: testRollups, BatchRows: 1, afterStep: func(s string) error {
-					if s != step || ran {
-						return nil
-					}
-					ran = true
-					// While the slow one is between two steps of its first
-					// row (the oldest bucket of h2's salt), a late sample
-					// arrives in that row and the other compactor does the
-					// whole salt.
-					f.write(t, write.Request{Series: []write.Series{{Labels: ls, Samples: []schema.Sample{late}}}})
-					if _, err := f.compactor(t, Options{Rollups: testRollups}).CompactSalt(context.Background(), salt); err != nil {
-						t.Errorf("the other compactor: %v", err)
-					}
-					return nil
-				}})
-				st, err := slow.CompactSalt(context.Background(), salt)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if !ran {
-					t.Fatal("the other compactor never ran")
-				}
+				st := f.compactRacedAfter(t, step, late, testRollups)
 				if step == "rollups written" && st.Conflicts != 1 {
 					t.Errorf("the slow compactor = %+v, want 1 conflict: its chunk cell changed under it", st)
 				}
@@ -125,6 +99,36 @@ func TestCompactorsRacingOnOneSaltUndoNothing(t *testing.T) {
 	}
 }
 
+// compactRacedAfter compacts the salt of h1 with testRollups, one row per
+// batch; while that compactor is between step and the next of its first row
+// (h1's row of bucket day0, the first its salt's marks name: salt, bucket,
+// then host order), late arrives in that row and another compactor, of
+// otherRollups, does the whole salt. It returns the first compactor's Stats.
+func (f *fixture) compactRacedAfter(t *testing.T, step string, late schema.Sample, otherRollups []schema.Rollup) Stats {
+	t.Helper()
+	salt := schema.Salt("h1", f.settings.SaltBuckets)
+	ran := false
+	slow := f.compactor(t, Options{Rollups: testRollups, BatchRows: 1, afterStep: func(s string) error {
+		if s != step || ran {
+			return nil
+		}
+		ran = true
+		f.write(t, write.Request{Series: []write.Series{{Labels: f.series[0], Samples: []schema.Sample{late}}}})
+		if _, err := f.compactor(t, Options{Rollups: otherRollups}).CompactSalt(context.Background(), salt); err != nil {
+			t.Errorf("the other compactor: %v", err)
+		}
+		return nil
+	}})
+	st, err := slow.CompactSalt(context.Background(), salt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ran {
+		t.Fatal("the other compactor never ran")
+	}
+	return st
+}
+
 // Two compactors with different resolution lists on one salt (a rolling
 // change of --rollups, a tsdb downsample started with the old list): the one
 // whose list lacks 1h, compacting a row again with a late sample between the
@@ -136,28 +140,8 @@ func TestCompactorsWithDifferentListsLeaveNoStaleCell(t *testing.T) {
 		for _, step := range []string{"rollups written", "chunks written"} {
 			t.Run(b.Name+"/the other runs after "+step, func(t *testing.T) {
 				f := newFixture(t, b)
-				ls := f.series[0]
-				salt := schema.Salt("h1", f.settings.SaltBuckets)
-				late := schema.Sample{T: day0 + 7_500, V: -1}
 				only5m := testRollups[:1]
-				ran := false
-				slow := f.compactor(t, Options{Rollups: testRollups, BatchRows: 1, afterStep: func(s string) error {
-					if s != step || ran {
-						return nil
-					}
-					ran = true
-					f.write(t, write.Request{Series: []write.Series{{Labels: ls, Samples: []schema.Sample{late}}}})
-					if _, err := f.compactor(t, Options{Rollups: only5m}).CompactSalt(context.Background(), salt); err != nil {
-						t.Errorf("the other compactor: %v", err)
-					}
-					return nil
-				}})
-				if _, err := slow.CompactSalt(context.Background(), salt); err != nil {
-					t.Fatal(err)
-				}
-				if !ran {
-					t.Fatal("the other compactor never ran")
-				}
+				f.compactRacedAfter(t, step, schema.Sample{T: day0 + 7_500, V: -1}, only5m)
 				if _, err := f.compactor(t, Options{Rollups: testRollups}).Compact(context.Background()); err != nil { // the other salts
 					t.Fatal(err)
 				}
