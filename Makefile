@@ -36,8 +36,8 @@ test-with-hbase:
 e2e: prometheus
 	@$(MAKE) --no-print-directory with-hbase-and-prometheus PKGS=./e2e/
 
-# Builds the Prometheus server binary the end-to-end tests run (once per version in
-# go.mod; later runs reuse the cached binary without network).
+# Builds the Prometheus server and promtool binaries the end-to-end tests run (once per
+# version in go.mod; later runs reuse the cached binaries without network).
 prometheus:
 	@$(PROMETHEUS) >/dev/null
 
@@ -45,11 +45,12 @@ prometheus:
 with-hbase-and-prometheus:
 	@set -e; \
 	prom=$$($(PROMETHEUS)); \
+	promtool=$$($(PROMETHEUS) promtool); \
 	trap '$(HBASE) stop' EXIT INT TERM; \
 	zk=$$($(HBASE) start); \
-	echo "HBase for tests at ZooKeeper $$zk; Prometheus $$prom"; \
+	echo "HBase for tests at ZooKeeper $$zk; Prometheus $$prom; promtool $$promtool"; \
 	TSDB_TEST_HBASE_ZK=$$zk TSDB_TEST_REQUIRE_HBASE=1 \
-	TSDB_TEST_PROMETHEUS=$$prom TSDB_TEST_REQUIRE_E2E=1 \
+	TSDB_TEST_PROMETHEUS=$$prom TSDB_TEST_PROMTOOL=$$promtool TSDB_TEST_REQUIRE_E2E=1 \
 	$(if $(E2E_DURATION),TSDB_TEST_E2E_DURATION=$(E2E_DURATION)) \
 	$(GO) test $(GOTESTFLAGS) $(PKGS)
 

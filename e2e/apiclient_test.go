@@ -25,6 +25,9 @@ type queryResult struct {
 	str string
 	// warnings and infos are the annotations of the answer, sorted.
 	warnings, infos []string
+	// stats is the answer's data.stats, when the request asked for it
+	// (stats=all), else nil.
+	stats json.RawMessage
 }
 
 // apiPost posts params as a form to base+path (a Prometheus HTTP API endpoint) and
@@ -65,6 +68,7 @@ func apiQuery(ctx context.Context, base, path string, params url.Values) (*query
 	var raw struct {
 		ResultType string          `json:"resultType"`
 		Result     json.RawMessage `json:"result"`
+		Stats      json.RawMessage `json:"stats"`
 	}
 	if err := json.Unmarshal(r.Data, &raw); err != nil {
 		return nil, fmt.Errorf("decode the query data: %w", err)
@@ -74,6 +78,7 @@ func apiQuery(ctx context.Context, base, path string, params url.Values) (*query
 		series:     seriesSet{},
 		warnings:   slices.Sorted(slices.Values(r.Warnings)),
 		infos:      slices.Sorted(slices.Values(r.Infos)),
+		stats:      raw.Stats,
 	}
 	switch raw.ResultType {
 	case "vector":
@@ -185,16 +190,17 @@ func closeEnough(want, got float64) bool {
 }
 
 // compareResults lists the differences between a reference result (Prometheus) and
-// another server's: result type, series, timestamps, values within relTolerance.
+// another server's: result type, series, timestamps, values equal by eq
+// (closeEnough: within relTolerance; sameBits: exactly, as the JSON prints them).
 // Annotations are compared too: the same engine must say the same things.
-func compareResults(want, got *queryResult) []string {
+func compareResults(want, got *queryResult, eq valueEqual) []string {
 	if want.resultType != got.resultType {
 		return []string{fmt.Sprintf("result type %s, want %s", got.resultType, want.resultType)}
 	}
 	if want.str != got.str {
 		return []string{fmt.Sprintf("string %q, want %q", got.str, want.str)}
 	}
-	diffs := compareSets(want.series, got.series, closeEnough)
+	diffs := compareSets(want.series, got.series, eq)
 	if !slices.Equal(want.warnings, got.warnings) {
 		diffs = append(diffs, fmt.Sprintf("warnings %q, want %q", got.warnings, want.warnings))
 	}

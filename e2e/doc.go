@@ -61,12 +61,26 @@
 // nothing failed, retried or dropped, and over 2.0 the counter's and the
 // histograms' samples carry the target's created timestamp as start timestamp.
 //
+// TestRollupsAnswerAsPrometheus (rollup_oracle_test.go) reaches the rollups, which
+// the runs above, seconds long, never do: two weeks of a few series at one
+// sample a minute (counters with resets, gauges, gaps, a series that starts and
+// ends inside a window) are backfilled into Prometheus by its promtool (`promtool
+// tsdb create-blocks-from openmetrics`, TSDB_TEST_PROMTOOL) and sent to tsdb by
+// remote write, which `tsdb downsample --once` then compacts into chunks and 5m and
+// 1h rollups, on both stores. query_range at 5m and 1h steps over days —
+// selectors, max/min/last/present/sum_over_time, aggregations of them, and rate,
+// increase, count_over_time and others that read raw data — must give Prometheus'
+// answer to the bit, and where a rollup serves a query, the answer's infos must
+// say which, and its read counts (stats=all: data.stats.hbtsdb) show rollup cells
+// read and no raw or chunk cell.
+//
 // One difference is Prometheus', not tsdb's: Prometheus' remote-write encoders omit a
 // sample value that compares equal to 0, so -0 reaches every receiver as +0 (see
 // onTheWire). TestHarnessWithReferenceReceiver, a control run against a minimal
 // in-memory receiver, shows that the harness passes when the receiver is exact.
 //
-// The tests need the Prometheus binary (TSDB_TEST_PROMETHEUS=<path>) and, for the HBase
+// The tests need the Prometheus binary (TSDB_TEST_PROMETHEUS=<path>; the rollup
+// comparison also promtool, TSDB_TEST_PROMTOOL=<path>) and, for the HBase
 // half, a test HBase (TSDB_TEST_HBASE_ZK, see testing/hbasetest). Without them they
 // skip and say how to get them; under `make test` (TSDB_TEST_REQUIRE_E2E=1,
 // TSDB_TEST_REQUIRE_HBASE=1) a missing one fails instead. TSDB_TEST_E2E_DURATION sets

@@ -88,19 +88,29 @@ func checkCompacted(t *testing.T, st store) {
 		t.Fatalf("open the %s store: %v", st.name, err)
 	}
 	defer s.Close()
-	sc := s.Scan(ctx, schema.TableData, nil, nil, kv.Families(schema.FamilyChunk), kv.WithFilter(kv.KeyOnlyFilter{}))
-	defer sc.Close()
-	chunks := 0
-	for sc.Next() {
-		chunks += len(sc.Row().Cells)
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatalf("scan the chunks: %v", err)
+	chunks, err := countCells(ctx, s, schema.TableData, schema.FamilyChunk)
+	if err != nil {
+		t.Fatal(err)
 	}
 	if chunks == 0 {
 		t.Fatal("tsdb compacted nothing during the run: the comparison read raw cells only")
 	}
 	t.Logf("%d buckets were compacted into chunks while the run compared", chunks)
+}
+
+// countCells counts the cells a scan returns of one family of a table, reading
+// keys only.
+func countCells(ctx context.Context, s kv.Store, table, family string) (int, error) {
+	sc := s.Scan(ctx, table, nil, nil, kv.Families(family), kv.WithFilter(kv.KeyOnlyFilter{}))
+	defer sc.Close()
+	n := 0
+	for sc.Next() {
+		n += len(sc.Row().Cells)
+	}
+	if err := sc.Err(); err != nil {
+		return 0, fmt.Errorf("scan family %s of table %s: %w", family, table, err)
+	}
+	return n, nil
 }
 
 // The cut-off time T lies cutoffMargin before the end of scraping, and Prometheus is

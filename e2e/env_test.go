@@ -16,7 +16,12 @@ const (
 	// EnvPrometheus is the path of the Prometheus server binary;
 	// testing/prometheus/prometheus.sh builds it and prints the path.
 	EnvPrometheus = "TSDB_TEST_PROMETHEUS"
-	// EnvRequire, when "1", turns a missing EnvPrometheus into a failure.
+	// EnvPromtool is the path of Prometheus' promtool, built from the same
+	// version; testing/prometheus/prometheus.sh promtool builds it and prints
+	// the path.
+	EnvPromtool = "TSDB_TEST_PROMTOOL"
+	// EnvRequire, when "1", turns a missing EnvPrometheus or EnvPromtool into
+	// a failure.
 	EnvRequire = "TSDB_TEST_REQUIRE_E2E"
 	// EnvDuration is how long Prometheus scrapes and remote-writes per run
 	// (a Go duration, default 30s).
@@ -30,14 +35,30 @@ const (
 // under EnvRequire=1) when none is configured.
 func prometheusBinary(t *testing.T) string {
 	t.Helper()
-	bin := os.Getenv(EnvPrometheus)
+	return binaryFromEnv(t, "Prometheus", "a Prometheus server binary", EnvPrometheus, "testing/prometheus/prometheus.sh")
+}
+
+// promtoolBinary returns the promtool binary to run, or skips the test (fails it
+// under EnvRequire=1) when none is configured.
+func promtoolBinary(t *testing.T) string {
+	t.Helper()
+	return binaryFromEnv(t, "promtool", "Prometheus' promtool binary", EnvPromtool, "testing/prometheus/prometheus.sh promtool")
+}
+
+// binaryFromEnv returns the executable file that the environment variable env
+// names, or skips the test (fails it under EnvRequire=1) when it names none;
+// what is a binary's name, desc what it is, and build the command that builds
+// it and prints its path.
+func binaryFromEnv(t *testing.T, what, desc, env, build string) string {
+	t.Helper()
+	bin := os.Getenv(env)
 	msg := ""
 	switch {
 	case bin == "":
-		msg = fmt.Sprintf("no Prometheus: set %s to a Prometheus server binary; `%s=$(testing/prometheus/prometheus.sh) go test ./e2e/` builds (once, cached) and uses one (make e2e does)", EnvPrometheus, EnvPrometheus)
+		msg = fmt.Sprintf("no %s: set %s to %s; `%s=$(%s) go test ./e2e/` builds (once, cached) and uses one (make e2e does)", what, env, desc, env, build)
 	default:
 		if st, err := os.Stat(bin); err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
-			msg = fmt.Sprintf("%s=%s is not an executable file (build it with testing/prometheus/prometheus.sh)", EnvPrometheus, bin)
+			msg = fmt.Sprintf("%s=%s is not an executable file (build it with %s)", env, bin, build)
 		} else {
 			return bin
 		}

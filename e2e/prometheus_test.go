@@ -56,10 +56,22 @@ type promConfig struct {
 	// extraRemoteWrite, when set, is YAML of more remote_write entries
 	// ("  - name: ..."), appended after the tsdb one.
 	extraRemoteWrite string
+	// backfilled makes a Prometheus that serves the blocks promtool wrote into
+	// its data directory, whatever their age (--storage.tsdb.retention.time
+	// is relative to the newest block, and the default 15d would delete older
+	// ones): it scrapes nothing and writes nowhere.
+	backfilled bool
 }
+
+// backfillRetention is the retention of a backfilled Prometheus: longer than any
+// history a test writes.
+const backfillRetention = "10y"
 
 func (c promConfig) yaml() string {
 	var b strings.Builder
+	if c.backfilled {
+		return "global:\n  evaluation_interval: 1m\n"
+	}
 	if c.readURL != "" {
 		fmt.Fprintf(&b, `remote_read:
   - name: tsdb
@@ -158,6 +170,9 @@ func startPrometheus(t *testing.T, bin, dir string, cfg promConfig) *promServer 
 		if cfg.protobufMsg == protoV2 {
 			// Metadata travels inside remote-write 2.0 requests only with this.
 			args = append(args, "--enable-feature=metadata-wal-records")
+		}
+		if cfg.backfilled {
+			args = append(args, "--storage.tsdb.retention.time="+backfillRetention)
 		}
 		p := startProcess(t, "prometheus", dir, bin, args...)
 		if ps := readyPrometheus(t, p, cfg.port, attempt, cfg.yaml()); ps != nil {

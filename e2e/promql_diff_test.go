@@ -246,7 +246,7 @@ func compareAnswers(ctx context.Context, t *testing.T, who, base string, reqs []
 			failed++
 			continue
 		}
-		if d := compareResults(want[i], got); len(d) > 0 {
+		if d := compareResults(want[i], got, closeEnough); len(d) > 0 {
 			t.Errorf("%s answers %s differently from Prometheus in %d places:%s", who, r.desc, len(d), summarize(d, 10))
 			failed++
 		}

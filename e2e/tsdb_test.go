@@ -205,26 +205,41 @@ func startTSDBWeb(t *testing.T, dir string, st store, web tsdbWeb) *tsdbServer {
 // /api/v1/write accepts it (2xx) and stores nothing.
 func (s *tsdbServer) checkWriteEndpoint(t *testing.T) {
 	t.Helper()
-	raw, err := (&prompb.WriteRequest{}).Marshal()
-	if err != nil {
+	code, body, err := postRemoteWrite(context.Background(), "http://"+s.addr+"/api/v1/write", &prompb.WriteRequest{})
+	switch {
+	case err != nil:
 		t.Fatal(err)
+	case code == http.StatusNotFound || code == http.StatusMethodNotAllowed:
+		t.Fatalf("tsdb serve does not serve POST /api/v1/write (%d %s): the remote-write receiver is not wired into promapi/cmd yet", code, http.StatusText(code))
+	case code/100 != 2:
+		t.Fatalf("POST /api/v1/write with an empty remote-write 1.0 request: %d %s: %s", code, http.StatusText(code), bytes.TrimSpace(body))
 	}
-	req, _ := http.NewRequest(http.MethodPost, "http://"+s.addr+"/api/v1/write", bytes.NewReader(snappy.Encode(nil, raw)))
+}
+
+// postRemoteWrite posts wr to url as Prometheus sends remote write 1.0 (protobuf,
+// snappy-compressed, the 1.0 headers) and returns the answer's status and body.
+func postRemoteWrite(ctx context.Context, url string, wr *prompb.WriteRequest) (int, []byte, error) {
+	raw, err := wr.Marshal()
+	if err != nil {
+		return 0, nil, fmt.Errorf("encode a remote-write request: %w", err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(snappy.Encode(nil, raw)))
+	if err != nil {
+		return 0, nil, err
+	}
 	req.Header.Set("Content-Type", "application/x-protobuf")
 	req.Header.Set("Content-Encoding", "snappy")
 	req.Header.Set("X-Prometheus-Remote-Write-Version", "0.1.0")
 	resp, err := httpClient.Do(req)
 	if err != nil {
-		t.Fatalf("POST /api/v1/write: %v", err)
+		return 0, nil, fmt.Errorf("POST %s: %w", url, err)
 	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	switch {
-	case resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusMethodNotAllowed:
-		t.Fatalf("tsdb serve does not serve POST /api/v1/write (%s): the remote-write receiver is not wired into promapi/cmd yet", resp.Status)
-	case resp.StatusCode/100 != 2:
-		t.Fatalf("POST /api/v1/write with an empty remote-write 1.0 request: %s: %s", resp.Status, bytes.TrimSpace(body))
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, nil, fmt.Errorf("POST %s: read the answer: %w", url, err)
 	}
+	return resp.StatusCode, body, nil
 }
 
 // metricsAddr returns the address to scrape tsdb's own metrics at, or "" when tsdb
