@@ -41,32 +41,10 @@ import (
 // panels and recording rules use, at evaluation times a rollup can serve and
 // others.
 
-// Known failures of today (issue 21). Each switch keeps the generator away
-// from one, so that the rest of the test stays useful; remove a switch (and
-// the code it guards) once the fix has landed.
-const (
-	// diffKnownExpiredSumOverTimeInexact: past the raw retention,
-	// sum_over_time is served from the windows' sums of any series (there is
-	// no raw data to fall back on) and says it is raw data's answer, which it
-	// is not to the bit (issue 21, case 2: 1e9, 0.1, -1e9 give
-	// 0.10000002384185791). While set, sum_over_time in an expired store gets
-	// only ranges that are no whole number of windows.
-	diffKnownExpiredSumOverTimeInexact = true
-	// diffKnownExpiredHistogramWindows: past the raw retention, min, max and
-	// sum_over_time of a series with native histograms say they are raw
-	// data's answer but lose what raw data said of the histograms (the sums
-	// of sum_over_time; the info "ignored histograms in a range containing
-	// both floats and histograms"), and where the range also reaches raw
-	// data, every window after the expiry point is put at the end of the
-	// window before it (query.windowSamples clamps to the lowered hi of
-	// readPlanned the windows read up to the old one). While set, those
-	// functions in an expired store select float series only.
-	diffKnownExpiredHistogramWindows = true
-)
-
 const (
 	// diffSeed is the seed TestRollupDiffAnswersAsRaw runs with (one whose
-	// stores meet each known failure above once its switch is removed);
+	// stores met each failure issue 21 fixed: stale cells after a list
+	// change, inexact sums, windows past the raw retention);
 	// FuzzRollupsAnswerAsRaw tries others.
 	diffSeed = 5
 	// diffQueries is how many random queries each store of
@@ -949,9 +927,6 @@ func (g *queryGen) leaf() string {
 		if g.aligned && g.rng.IntN(3) > 0 {
 			fn = pick(g.rng, "max_over_time", "min_over_time", "sum_over_time", "last_over_time", "present_over_time")
 		}
-		if g.expired && diffKnownExpiredHistogramWindows && slices.Contains([]string{"max_over_time", "min_over_time", "sum_over_time"}, fn) {
-			sel = g.floatSelector()
-		}
 		arg := ""
 		if fn == "quantile_over_time" {
 			arg = pick(g.rng, "0", "0.5", "0.9", "1") + ", "
@@ -980,8 +955,6 @@ func (g *queryGen) floatSelector() string {
 // when the query is aligned, anything otherwise.
 func (g *queryGen) rangeOf(fn string) string {
 	switch {
-	case fn == "sum_over_time" && g.expired && diffKnownExpiredSumOverTimeInexact:
-		return pick(g.rng, partRanges...)
 	case g.aligned || g.rng.IntN(2) == 0:
 		return pick(g.rng, wholeRanges...)
 	}

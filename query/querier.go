@@ -148,19 +148,15 @@ func (q *querier) Select(ctx context.Context, _ bool, hints *storage.SelectHints
 	f := newFetcher(ctx, cancel, q.r, sel.series, sel.mint, sel.maxt, plan)
 	f.withHistory = true
 	q.track(f)
-	ss := &seriesSet{f: f}
-	if plan.info != nil {
-		ss.warnings = annotations.New().Add(plan.info)
-	}
-	return ss
+	return &seriesSet{f: f, plan: plan}
 }
 
 // seriesSet hands out the series of a fetcher.
 type seriesSet struct {
-	f        *fetcher
-	cur      *floatSeries
-	err      error
-	warnings annotations.Annotations
+	f    *fetcher
+	plan rollupPlan
+	cur  *floatSeries
+	err  error
 }
 
 func (s *seriesSet) Next() bool {
@@ -179,9 +175,18 @@ func (s *seriesSet) Next() bool {
 	return true
 }
 
-func (s *seriesSet) At() storage.Series                { return s.cur }
-func (s *seriesSet) Err() error                        { return s.err }
-func (s *seriesSet) Warnings() annotations.Annotations { return s.warnings }
+func (s *seriesSet) At() storage.Series { return s.cur }
+func (s *seriesSet) Err() error         { return s.err }
+
+// Warnings returns the plan's info: what the reads learnt is in it once the
+// set is exhausted, as the engine asks for it.
+func (s *seriesSet) Warnings() annotations.Annotations {
+	info := s.plan.infoAfterReads()
+	if info == nil {
+		return nil
+	}
+	return annotations.New().Add(info)
+}
 
 // listSeriesSet hands out series read beforehand (the host/metric scan) or
 // without samples (hints.Func "series").

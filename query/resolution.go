@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/common/model"
@@ -234,6 +235,48 @@ type rollupPlan struct {
 	// sameAsRaw is set when info promises raw data's answer: a series whose
 	// windows cannot give it is read from raw data (needsRaw).
 	sameAsRaw bool
+	// caveat records why windows served could not give raw data's answer
+	// where raw data no longer exists; the Select's info then says so
+	// (seriesSet.Warnings). Shared by the copies of the plan.
+	caveat *planCaveat
+}
+
+// planCaveat is what a Select learns while reading that its plan's info must
+// take back: windows served for data raw data no longer holds, whose answer
+// for the function is not raw data's (sums that are not exact, histograms
+// the rollup keeps only the last of).
+type planCaveat struct {
+	reason atomic.Pointer[string]
+}
+
+// note records the first reason the windows ws served in mode give.
+func (c *planCaveat) note(ws []schema.RollupWindow, mode readMode) {
+	if c == nil || c.reason.Load() != nil {
+		return
+	}
+	var reason string
+	switch {
+	case !mode.servesHistograms() && hasHistograms(ws):
+		reason = "series holding native histograms, of which a rollup keeps only the last per window"
+	case mode == modeSum && !schema.SumsExact(ws):
+		reason = "series whose sums are not exact in floats (window sums round differently from sample sums)"
+	default:
+		return
+	}
+	c.reason.CompareAndSwap(nil, &reason)
+}
+
+// info returns the plan's info, or the one that takes its promise back.
+func (p rollupPlan) infoAfterReads() error {
+	if p.caveat == nil {
+		return p.info
+	}
+	r := p.caveat.reason.Load()
+	if r == nil {
+		return p.info
+	}
+	return fmt.Errorf("%w: served from the %s rollup where raw samples have expired, for %s: the answer may differ from raw data's",
+		annotations.PromQLInfo, model.Duration(p.rollup.Resolution), *r)
 }
 
 // chooseResolution plans a Select of [mint, maxt] (clamped) with hints.
@@ -280,7 +323,7 @@ func (r *Reader) chooseResolution(ctx context.Context, hints *storage.SelectHint
 				mode = m
 			}
 			if covers(ro) && c.shape.aligned(ro.Resolution) {
-				return rollupPlan{mode: mode, rollup: ro, rawFrom: math.MaxInt64, sameAsRaw: true, info: fmt.Errorf(
+				return rollupPlan{mode: mode, rollup: ro, rawFrom: math.MaxInt64, sameAsRaw: true, caveat: &planCaveat{}, info: fmt.Errorf(
 					"%w: served from the %s rollup (the same answer as from raw data)", annotations.PromQLInfo, model.Duration(ro.Resolution))}
 			}
 		}
@@ -317,7 +360,7 @@ func (r *Reader) chooseResolution(ctx context.Context, hints *storage.SelectHint
 			// ranges are not.
 			info += ", whose windows end at other times than the query's evaluation times: the answer over it may differ from raw data's"
 		}
-		return rollupPlan{mode: approx, rollup: ro, rawFrom: rawFrom, info: fmt.Errorf("%w: %s", annotations.PromQLInfo, info)}
+		return rollupPlan{mode: approx, rollup: ro, rawFrom: rawFrom, caveat: &planCaveat{}, info: fmt.Errorf("%w: %s", annotations.PromQLInfo, info)}
 	}
 	return rollupPlan{}
 }

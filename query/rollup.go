@@ -58,10 +58,14 @@ func (r *Reader) readPlanned(ctx context.Context, s *series, mint, maxt int64, p
 				return r.readSeries(ctx, s, mint, maxt)
 			}
 			// Raw data from the start of the window that holds the expiry
-			// point: the rollup keeps no histograms for this mode, and
-			// reading that window from both would count samples twice.
+			// point: reading that window from both would count samples
+			// twice. The windows before it are all there is.
 			from := schema.WindowEnd(expired, p.rollup.Resolution) - p.rollup.Resolution.Milliseconds() + 1
 			hi, rawFrom = min(hi, from-1), min(rawFrom, from)
+			ws = windowsEndingBy(ws, hi)
+		}
+		if len(ws) > 0 {
+			p.caveat.note(ws, p.mode)
 		}
 		if fs, hs := windowSamples(ws, p.mode, mint, hi); len(fs)+len(hs) > 0 {
 			out = append(out, bucketSamples{bucketStart: -1, samples: fs, histograms: hs})
@@ -87,6 +91,15 @@ func needsRaw(p rollupPlan, ws []schema.RollupWindow) bool {
 		return true
 	}
 	return p.mode == modeSum && p.sameAsRaw && !schema.SumsExact(ws)
+}
+
+// windowsEndingBy returns the windows of ws (ascending) that end by t.
+func windowsEndingBy(ws []schema.RollupWindow, t int64) []schema.RollupWindow {
+	n := len(ws)
+	for n > 0 && ws[n-1].End > t {
+		n--
+	}
+	return ws[:n]
 }
 
 // rawExpiry is the oldest timestamp raw data may still hold (Options.RawRetention).
