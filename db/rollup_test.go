@@ -399,7 +399,7 @@ func TestRollupSumsOnlyWhenExact(t *testing.T) {
 	for i := range 6 * 60 {
 		series["integers"] = append(series["integers"], schema.Sample{T: at(time.Duration(i+1) * time.Minute), V: float64(i % 17)})
 	}
-	_, d := expiringDB(t, func(d *db.DB) {
+	clock, d := expiringDB(t, func(d *db.DB) {
 		var req write.Request
 		for name, samples := range series {
 			req.Series = append(req.Series, write.Series{Labels: labels.FromStrings("__name__", "s", "name", name), Samples: samples})
@@ -419,8 +419,8 @@ func TestRollupSumsOnlyWhenExact(t *testing.T) {
 		if err := sameMatrix(raw, got); err != nil {
 			t.Errorf("%s: %v", expr, err)
 		}
-		if !servedFromRollup(infos) {
-			t.Errorf("%s: infos %q, want served from a rollup", expr, infos)
+		if want := "PromQL info: served from the 1h rollup (the same answer as from raw data)"; len(infos) != 1 || infos[0] != want {
+			t.Errorf("%s: infos %q, want %q", expr, infos, want)
 		}
 		if name == "integers" {
 			if read.RollupCells() == 0 || read.RawCells()+read.ChunkCells() != 0 {
@@ -436,6 +436,27 @@ func TestRollupSumsOnlyWhenExact(t *testing.T) {
 			}
 		}
 		done()
+	}
+
+	// Once raw data before 3h has expired, only the windows hold the first
+	// hours: integers still give raw data's answer, other sums say that theirs
+	// may differ.
+	before, _ := runPromQL(t, d, `sum_over_time(s{name="integers"}[2h])`, start, end, time.Hour, query.ResolutionRaw)
+	clock.Store(rollupDay0.Add(72*time.Hour + 3*time.Hour).UnixMilli())
+	got, infos := runPromQL(t, d, `sum_over_time(s{name="integers"}[2h])`, start, end, time.Hour, query.ResolutionAuto)
+	if err := sameMatrix(before, got); err != nil {
+		t.Errorf("integers after raw expiry: %v", err)
+	}
+	if want := "PromQL info: served from the 1h rollup (the same answer as from raw data)"; len(infos) != 1 || infos[0] != want {
+		t.Errorf("integers after raw expiry: infos %q, want %q", infos, want)
+	}
+	got, infos = runPromQL(t, d, `sum_over_time(s{name="tenth"}[2h])`, start, end, time.Hour, query.ResolutionAuto)
+	if want := "PromQL info: served from the 1h rollup where raw samples have expired, for series whose sums are not exact in floats " +
+		"(window sums round differently from sample sums): the answer may differ from raw data's"; len(infos) != 1 || infos[0] != want {
+		t.Errorf("tenth after raw expiry: infos %q, want %q", infos, want)
+	}
+	if len(got) != 1 || got[0].Floats[0].F != 0.10000002384185791 {
+		t.Errorf("tenth after raw expiry at 2h = %v, want the windows' 0.10000002384185791", got)
 	}
 }
 

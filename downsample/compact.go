@@ -151,7 +151,9 @@ type Stats struct {
 	Skipped int
 	// RollupCells is how many rollup cells were written: one per resolution
 	// and rewritten row, and one per resolution and skipped row (whose rollup
-	// cells are written again by every pass that finds it marked).
+	// cells are written again by every pass that finds it marked); void cells
+	// in the tables of resolutions the store has and Options.Rollups lacks
+	// count too.
 	RollupCells int
 	// Conflicts counts the rows left for the next pass because a cell this
 	// pass would have written had changed since it was read (another

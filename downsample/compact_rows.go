@@ -22,7 +22,7 @@ import (
 //  2. read the data rows: chunk and raw cells;
 //  3. check-and-put each rollup cell, expecting what step 1 read — a void one
 //     (schema.AppendVoidRollupValue) in the tables of the resolutions the
-//     store has and this compactor does not write (retiredRollups);
+//     store has and this compactor does not write (Compactor.resolutions);
 //  4. check-and-put each chunk cell, expecting what step 2 read, for the rows
 //     whose rollup cells were all written;
 //  5. delete the raw cells read, for the rows whose cells were all written:

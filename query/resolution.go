@@ -249,24 +249,19 @@ type planCaveat struct {
 	reason atomic.Pointer[string]
 }
 
-// note records the first reason the windows ws served in mode give.
+// note records the first reason the windows ws served in mode give for not
+// being raw data's answer (whyNotRaw).
 func (c *planCaveat) note(ws []schema.RollupWindow, mode readMode) {
 	if c == nil || c.reason.Load() != nil {
 		return
 	}
-	var reason string
-	switch {
-	case !mode.servesHistograms() && hasHistograms(ws):
-		reason = "series holding native histograms, of which a rollup keeps only the last per window"
-	case mode == modeSum && !schema.SumsExact(ws):
-		reason = "series whose sums are not exact in floats (window sums round differently from sample sums)"
-	default:
-		return
+	if reason := whyNotRaw(ws, mode); reason != "" {
+		c.reason.CompareAndSwap(nil, &reason)
 	}
-	c.reason.CompareAndSwap(nil, &reason)
 }
 
-// info returns the plan's info, or the one that takes its promise back.
+// infoAfterReads returns the plan's info, or, once the reads noted a caveat,
+// the info that takes its promise back.
 func (p rollupPlan) infoAfterReads() error {
 	if p.caveat == nil {
 		return p.info

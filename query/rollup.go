@@ -87,10 +87,32 @@ func (r *Reader) readPlanned(ctx context.Context, s *series, mint, maxt int64, p
 // the windows' sums are not exact (schema.SumsExact), so that adding them
 // could round differently from adding the samples.
 func needsRaw(p rollupPlan, ws []schema.RollupWindow) bool {
-	if !p.mode.servesHistograms() && hasHistograms(ws) {
+	switch whyNotRaw(ws, p.mode) {
+	case "":
+		return false
+	case whyHistograms:
 		return true
 	}
-	return p.mode == modeSum && p.sameAsRaw && !schema.SumsExact(ws)
+	return p.sameAsRaw
+}
+
+// Why windows may not give raw data's answer (whyNotRaw).
+const (
+	whyHistograms = "series holding native histograms, of which a rollup keeps only the last per window"
+	whyInexactSum = "series whose sums are not exact in floats (window sums round differently from sample sums)"
+)
+
+// whyNotRaw says why the windows ws, read in mode, cannot give raw data's
+// answer ("" when they can): they hold histograms mode does not serve, or
+// their sums are not exact (schema.SumsExact).
+func whyNotRaw(ws []schema.RollupWindow, mode readMode) string {
+	switch {
+	case !mode.servesHistograms() && hasHistograms(ws):
+		return whyHistograms
+	case mode == modeSum && !schema.SumsExact(ws):
+		return whyInexactSum
+	}
+	return ""
 }
 
 // windowsEndingBy returns the windows of ws (ascending) that end by t.
