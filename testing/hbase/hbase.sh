@@ -90,11 +90,17 @@ resolve_classpath() {
   log "classpath cached in $cpfile ($((SECONDS - t0))s)"
 }
 
-# free_port prints a TCP port on 127.0.0.1 that nothing listens on.
+# free_port prints a TCP port on 127.0.0.1 that nothing listens on, below the
+# kernel's ephemeral range: a port from inside it can be taken by any outgoing
+# connection between this check and the JVM's bind (a CI run lost its ZooKeeper port
+# that way), one below it only by another listener.
 free_port() {
-  local p
+  local p lo=20000 hi=40000 eph_lo
+  if read -r eph_lo _ </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null && [ "$eph_lo" -gt 12000 ]; then
+    lo=10000 hi=$eph_lo
+  fi
   for _ in $(seq 1 200); do
-    p=$((20000 + RANDOM % 20000))
+    p=$((lo + RANDOM % (hi - lo)))
     if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
       echo "$p"
       return 0
@@ -184,17 +190,59 @@ start() {
     # its ZooKeeper port is taken meanwhile rather than move to another one.
     zk_port=$(grep -o 'clientPort</name><value>[0-9]*' "$run/conf/hbase-site.xml" | grep -o '[0-9]*$')
     rm -f "$run/halted"
+    touch "$run/resumed"
     log "resuming halted HBase $version (ZooKeeper 127.0.0.1:$zk_port, data $run, log $run/logs/hbase.log)"
   else
     keep_crash_logs
-    rm -rf "$run"
-    local master_port rs_port
-    zk_port=$(free_port); master_port=$(free_port); rs_port=$(free_port)
-    write_conf "$zk_port" "$master_port" "$rs_port"
-    echo "127.0.0.1:$zk_port" >"$run/zk.addr"
-    log "starting HBase $version (ZooKeeper 127.0.0.1:$zk_port, data $run, log $run/logs/hbase.log)"
+    fresh_conf
   fi
+  launch_jvm
 
+  # Ready means a table can be created, written and read back by gohbase, the client
+  # hbtsdb itself uses.
+  local deadline=$((SECONDS + timeout)) probe_log="$run/logs/probe.log" port_retries=3
+  (cd "$repo" && go build -o "$run/hbaseprobe" ./testing/hbase/hbaseprobe) || die "cannot build the readiness probe"
+  until "$run/hbaseprobe" -zk "127.0.0.1:$zk_port" -timeout 20s >"$probe_log" 2>&1; do
+    if ! running; then
+      # A port picked free was taken before the JVM bound it (HBase's own ZooKeeper
+      # then refuses to move to another port): a fresh instance starts again on
+      # other ports; a resumed one cannot, its clients know its ports.
+      if [ ! -f "$run/resumed" ] && [ $port_retries -gt 0 ] &&
+        grep -q 'Could not start ZK at requested port\|BindException\|Address already in use' "$run/logs/hbase.log" "$run/logs/stdout.log" 2>/dev/null; then
+        port_retries=$((port_retries - 1))
+        log "a port was taken during start; starting again on other ports"
+        fresh_conf
+        launch_jvm
+        (cd "$repo" && go build -o "$run/hbaseprobe" ./testing/hbase/hbaseprobe) || die "cannot build the readiness probe"
+        continue
+      fi
+      tail -40 "$run/logs/stdout.log" "$run/logs/hbase.log" >&2 2>/dev/null || true
+      die "HBase exited during start; see $run/logs/ (hbase.log, stdout.log, hs_err_pid*.log if the JVM crashed)"
+    fi
+    if [ $SECONDS -ge $deadline ]; then
+      tail -20 "$probe_log" >&2 || true
+      stop_jvm
+      die "HBase not usable after ${timeout}s; see $run/logs/hbase.log (kept) and $probe_log"
+    fi
+    sleep 2
+  done
+  rm -f "$run/resumed"
+  log "HBase ready in $((SECONDS - t0))s"
+  cat "$run/zk.addr"
+}
+
+# fresh_conf wipes the run directory and writes a conf on newly picked free ports.
+fresh_conf() {
+  rm -rf "$run"
+  local master_port rs_port
+  zk_port=$(free_port); master_port=$(free_port); rs_port=$(free_port)
+  write_conf "$zk_port" "$master_port" "$rs_port"
+  echo "127.0.0.1:$zk_port" >"$run/zk.addr"
+  log "starting HBase $version (ZooKeeper 127.0.0.1:$zk_port, data $run, log $run/logs/hbase.log)"
+}
+
+# launch_jvm starts HBase's JVM in the background on the conf in $run.
+launch_jvm() {
   # setsid: the JVM gets its own session so that the caller's Ctrl-C or exit does not
   # leave it half-dead; stop() kills it by pid.
   (cd "$run" && exec setsid java -Xms256m -Xmx"$heap" -XX:+UseG1GC "${jdk_flags[@]}" \
@@ -206,25 +254,6 @@ start() {
     org.apache.hadoop.hbase.master.HMaster start \
     >>"$run/logs/stdout.log" 2>&1 </dev/null) &
   echo $! >"$run/pid"
-
-  # Ready means a table can be created, written and read back by gohbase, the client
-  # hbtsdb itself uses.
-  local deadline=$((SECONDS + timeout)) probe_log="$run/logs/probe.log"
-  (cd "$repo" && go build -o "$run/hbaseprobe" ./testing/hbase/hbaseprobe) || die "cannot build the readiness probe"
-  until "$run/hbaseprobe" -zk "127.0.0.1:$zk_port" -timeout 20s >"$probe_log" 2>&1; do
-    if ! running; then
-      tail -40 "$run/logs/stdout.log" "$run/logs/hbase.log" >&2 2>/dev/null || true
-      die "HBase exited during start; see $run/logs/ (hbase.log, stdout.log, hs_err_pid*.log if the JVM crashed)"
-    fi
-    if [ $SECONDS -ge $deadline ]; then
-      tail -20 "$probe_log" >&2 || true
-      stop_jvm
-      die "HBase not usable after ${timeout}s; see $run/logs/hbase.log (kept) and $probe_log"
-    fi
-    sleep 2
-  done
-  log "HBase ready in $((SECONDS - t0))s"
-  cat "$run/zk.addr"
 }
 
 stop_jvm() {
