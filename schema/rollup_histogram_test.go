@@ -57,24 +57,24 @@ func TestAggregateWindowsWithHistograms(t *testing.T) {
 		{
 			name: "histograms only",
 			hs:   []schema.HistogramSample{h(1, 1), h(2, 2), h(m+1, 3)},
-			want: []schema.RollupWindow{{End: m, StaleT: -1, Histograms: 2, LastH: h(2, 2)}, {End: 2 * m, StaleT: -1, Histograms: 1, LastH: h(m+1, 3)}},
+			want: []schema.RollupWindow{{End: m, StaleT: -1, HasCounters: true, Histograms: 2, LastH: h(2, 2)}, {End: 2 * m, StaleT: -1, HasCounters: true, Histograms: 1, LastH: h(m+1, 3)}},
 		},
 		{
 			name: "a histogram stale marker ends the window stale",
 			fs:   []schema.Sample{{T: 1, V: 5}},
 			hs:   []schema.HistogramSample{h(2, 1), staleH(3)},
-			want: []schema.RollupWindow{{End: m, Count: 1, Sum: 5, Min: 5, Max: 5, FirstT: 1, FirstV: 5, LastT: 1, LastV: 5, StaleT: 3, Integers: true, Histograms: 1, LastH: h(2, 1)}},
+			want: []schema.RollupWindow{{End: m, Count: 1, Sum: 5, Min: 5, Max: 5, FirstT: 1, FirstV: 5, LastT: 1, LastV: 5, StaleT: 3, Integers: true, HasCounters: true, Histograms: 1, LastH: h(2, 1)}},
 		},
 		{
 			name: "a histogram after a float stale marker",
 			fs:   []schema.Sample{{T: 1, V: 5}, {T: 2, V: staleNaN}},
 			hs:   []schema.HistogramSample{h(3, 1)},
-			want: []schema.RollupWindow{{End: m, Count: 1, Sum: 5, Min: 5, Max: 5, FirstT: 1, FirstV: 5, LastT: 1, LastV: 5, StaleT: -1, Integers: true, Histograms: 1, LastH: h(3, 1)}},
+			want: []schema.RollupWindow{{End: m, Count: 1, Sum: 5, Min: 5, Max: 5, FirstT: 1, FirstV: 5, LastT: 1, LastV: 5, StaleT: -1, Integers: true, HasCounters: true, Histograms: 1, LastH: h(3, 1)}},
 		},
 		{
 			name: "only a histogram stale marker",
 			hs:   []schema.HistogramSample{staleH(m + 5)},
-			want: []schema.RollupWindow{{End: 2 * m, StaleT: m + 5}},
+			want: []schema.RollupWindow{{End: 2 * m, StaleT: m + 5, HasCounters: true}},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -34,7 +34,9 @@ func sameWindow(a, b schema.RollupWindow) bool {
 	return a.End == b.End && a.Count == b.Count && a.FirstT == b.FirstT && a.LastT == b.LastT && a.StaleT == b.StaleT &&
 		sameFloat(a.Sum, b.Sum) && sameFloat(a.Min, b.Min) && sameFloat(a.Max, b.Max) &&
 		sameFloat(a.FirstV, b.FirstV) && sameFloat(a.LastV, b.LastV) && sameFloat(a.Resets, b.Resets) &&
-		a.Histograms == b.Histograms && sameLastH(a.LastH, b.LastH) && a.Integers == b.Integers
+		a.Histograms == b.Histograms && sameLastH(a.LastH, b.LastH) && a.Integers == b.Integers &&
+		a.HasCounters == b.HasCounters && a.Changes == b.Changes && slices.EqualFunc(a.ResetValues, b.ResetValues, sameFloat) &&
+		a.PrevT == b.PrevT && sameFloat(a.PrevV, b.PrevV)
 }
 
 // sameLastH compares two windows' last histograms by their raw cell values
@@ -69,8 +71,18 @@ func fmtWindow(w schema.RollupWindow) string {
 	if w.Histograms > 0 {
 		h = fmt.Sprintf(" Histograms:%d LastH:%d=%x", w.Histograms, w.LastH.T, schema.AppendHistogramSampleValue(nil, w.LastH))
 	}
-	return fmt.Sprintf("{End:%d Count:%d Sum:%s Min:%s Max:%s First:%d=%s Last:%d=%s Resets:%s StaleT:%d Integers:%t%s}",
-		w.End, w.Count, f(w.Sum), f(w.Min), f(w.Max), w.FirstT, f(w.FirstV), w.LastT, f(w.LastV), f(w.Resets), w.StaleT, w.Integers, h)
+	c := ""
+	if w.HasCounters {
+		rs := make([]string, len(w.ResetValues))
+		for i, v := range w.ResetValues {
+			rs[i] = f(v)
+		}
+		c = fmt.Sprintf(" Changes:%d ResetValues:[%s] Prev:%d=%s", w.Changes, strings.Join(rs, " "), w.PrevT, f(w.PrevV))
+	} else if w.Changes != 0 || w.ResetValues != nil || w.PrevT != 0 || w.PrevV != 0 {
+		c = fmt.Sprintf(" no counters but Changes:%d ResetValues:%v Prev:%d=%s", w.Changes, w.ResetValues, w.PrevT, f(w.PrevV))
+	}
+	return fmt.Sprintf("{End:%d Count:%d Sum:%s Min:%s Max:%s First:%d=%s Last:%d=%s Resets:%s StaleT:%d Integers:%t%s%s}",
+		w.End, w.Count, f(w.Sum), f(w.Min), f(w.Max), w.FirstT, f(w.FirstV), w.LastT, f(w.LastV), f(w.Resets), w.StaleT, w.Integers, c, h)
 }
 
 func fmtWindows(ws []schema.RollupWindow) string {
@@ -252,7 +264,10 @@ func TestValidateRollups(t *testing.T) {
 }
 
 func TestEncodeRollupWindowsLayout(t *testing.T) {
-	// Pinned bytes: a change of the layout breaks stored rollups.
+	// Pinned bytes: a change of the layout breaks stored rollups. These
+	// windows have no counter fields (HasCounters false: decoded from a cell
+	// written before them), so they are written as before the counter part;
+	// TestEncodeRollupCountersLayout pins the part.
 	w := schema.RollupWindow{End: 300_000, Count: 2, Sum: 3, Min: 1, Max: 2, FirstT: 1000, FirstV: 1, LastT: 300_000, LastV: 2, StaleT: -1}
 	got := schema.EncodeRollupWindows(nil, 0, 5*time.Minute, []schema.RollupWindow{w})
 	want := []byte{
@@ -516,7 +531,8 @@ func randomSeries(r *rand.Rand, from, to int64) []schema.Sample {
 // window's samples, stale markers excluded: sum_over_time (Kahan, as
 // funcSumOverTime), min/max_over_time (compareOverTime: NaN only if every sample
 // is NaN), the counter resets as extrapolatedRate adds them, and the stale
-// marker that ends the window, if any.
+// marker that ends the window, if any; and the counter fields, by the code of
+// changes() (funcChanges) and of extrapolatedRate's reset loop.
 func bruteForceWindows(samples []schema.Sample, res time.Duration) []schema.RollupWindow {
 	r := res.Milliseconds()
 	byEnd := map[int64][]schema.Sample{}
@@ -531,7 +547,7 @@ func bruteForceWindows(samples []schema.Sample, res time.Duration) []schema.Roll
 	var out []schema.RollupWindow
 	for _, end := range ends {
 		in := byEnd[end]
-		w := schema.RollupWindow{End: end, StaleT: -1}
+		w := schema.RollupWindow{End: end, StaleT: -1, HasCounters: true}
 		var floats []schema.Sample
 		for _, s := range in {
 			if !value.IsStaleNaN(s.V) {
@@ -568,8 +584,15 @@ func bruteForceWindows(samples []schema.Sample, res time.Duration) []schema.Roll
 			for _, f := range floats[1:] {
 				if f.V < prev {
 					w.Resets += prev
+					w.ResetValues = append(w.ResetValues, prev)
+				}
+				if f.V != prev && !(math.IsNaN(f.V) && math.IsNaN(prev)) {
+					w.Changes++
 				}
 				prev = f.V
+			}
+			if len(floats) >= 2 {
+				w.PrevT, w.PrevV = floats[len(floats)-2].T, floats[len(floats)-2].V
 			}
 			w.FirstT, w.FirstV = floats[0].T, floats[0].V
 			w.LastT, w.LastV = floats[len(floats)-1].T, floats[len(floats)-1].V
@@ -610,26 +633,35 @@ func TestAggregateWindowsCases(t *testing.T) {
 		want    []schema.RollupWindow
 	}{
 		{"max and min skip NaN", []schema.Sample{{T: 1, V: math.NaN()}, {T: 2, V: 5}, {T: 3, V: nanPayload}, {T: 4, V: 3}},
-			[]schema.RollupWindow{{End: m, Count: 4, Sum: math.NaN(), Min: 3, Max: 5, FirstT: 1, FirstV: math.NaN(), LastT: 4, LastV: 3, StaleT: -1}}},
+			[]schema.RollupWindow{{End: m, Count: 4, Sum: math.NaN(), Min: 3, Max: 5, FirstT: 1, FirstV: math.NaN(), LastT: 4, LastV: 3, StaleT: -1,
+				HasCounters: true, Changes: 3, PrevT: 3, PrevV: nanPayload}}},
 		{"all NaN: the last NaN, as max_over_time", []schema.Sample{{T: 1, V: math.NaN()}, {T: 2, V: nanPayload}},
-			[]schema.RollupWindow{{End: m, Count: 2, Sum: math.NaN(), Min: nanPayload, Max: nanPayload, FirstT: 1, FirstV: math.NaN(), LastT: 2, LastV: nanPayload, StaleT: -1}}},
+			[]schema.RollupWindow{{End: m, Count: 2, Sum: math.NaN(), Min: nanPayload, Max: nanPayload, FirstT: 1, FirstV: math.NaN(), LastT: 2, LastV: nanPayload, StaleT: -1,
+				HasCounters: true, PrevT: 1, PrevV: math.NaN()}}}, // NaN after NaN: no change
 		{"only a stale marker", []schema.Sample{{T: m + 5, V: staleNaN}},
-			[]schema.RollupWindow{{End: 2 * m, StaleT: m + 5}}},
+			[]schema.RollupWindow{{End: 2 * m, StaleT: m + 5, HasCounters: true}}},
 		{"stale markers in the middle are skipped, the reset counted across them",
 			[]schema.Sample{{T: 1, V: 10}, {T: 2, V: staleNaN}, {T: 3, V: 4}, {T: m, V: staleNaN}},
-			[]schema.RollupWindow{{End: m, Count: 2, Sum: 14, Min: 4, Max: 10, FirstT: 1, FirstV: 10, LastT: 3, LastV: 4, Resets: 10, StaleT: m, Integers: true}}},
+			[]schema.RollupWindow{{End: m, Count: 2, Sum: 14, Min: 4, Max: 10, FirstT: 1, FirstV: 10, LastT: 3, LastV: 4, Resets: 10, StaleT: m, Integers: true,
+				HasCounters: true, Changes: 1, ResetValues: []float64{10}, PrevT: 1, PrevV: 10}}},
 		{"a sample after a stale marker clears it", []schema.Sample{{T: 1, V: staleNaN}, {T: 2, V: 1}},
-			[]schema.RollupWindow{{End: m, Count: 1, Sum: 1, Min: 1, Max: 1, FirstT: 2, FirstV: 1, LastT: 2, LastV: 1, StaleT: -1, Integers: true}}},
+			[]schema.RollupWindow{{End: m, Count: 1, Sum: 1, Min: 1, Max: 1, FirstT: 2, FirstV: 1, LastT: 2, LastV: 1, StaleT: -1, Integers: true, HasCounters: true}}},
 		{"-0 and +0: the first is kept", []schema.Sample{{T: 1, V: negZero}, {T: 2, V: 0}},
-			[]schema.RollupWindow{{End: m, Count: 2, Sum: 0, Min: negZero, Max: negZero, FirstT: 1, FirstV: negZero, LastT: 2, LastV: 0, StaleT: -1, Integers: true}}},
+			[]schema.RollupWindow{{End: m, Count: 2, Sum: 0, Min: negZero, Max: negZero, FirstT: 1, FirstV: negZero, LastT: 2, LastV: 0, StaleT: -1, Integers: true,
+				HasCounters: true, PrevT: 1, PrevV: negZero}}}, // +0 after -0: no change
 		{"Inf in the sum", []schema.Sample{{T: 1, V: 1}, {T: 2, V: math.Inf(1)}, {T: m, V: 2}},
-			[]schema.RollupWindow{{End: m, Count: 3, Sum: math.Inf(1), Min: 1, Max: math.Inf(1), FirstT: 1, FirstV: 1, LastT: m, LastV: 2, Resets: math.Inf(1), StaleT: -1}}},
+			[]schema.RollupWindow{{End: m, Count: 3, Sum: math.Inf(1), Min: 1, Max: math.Inf(1), FirstT: 1, FirstV: 1, LastT: m, LastV: 2, Resets: math.Inf(1), StaleT: -1,
+				HasCounters: true, Changes: 2, ResetValues: []float64{math.Inf(1)}, PrevT: 2, PrevV: math.Inf(1)}}},
 		{"windows are closed on the right, empty ones absent", []schema.Sample{{T: 0, V: 1}, {T: 1, V: 2}, {T: 3 * m, V: 3}},
 			[]schema.RollupWindow{
-				{End: 0, Count: 1, Sum: 1, Min: 1, Max: 1, FirstT: 0, FirstV: 1, LastT: 0, LastV: 1, StaleT: -1, Integers: true},
-				{End: m, Count: 1, Sum: 2, Min: 2, Max: 2, FirstT: 1, FirstV: 2, LastT: 1, LastV: 2, StaleT: -1, Integers: true},
-				{End: 3 * m, Count: 1, Sum: 3, Min: 3, Max: 3, FirstT: 3 * m, FirstV: 3, LastT: 3 * m, LastV: 3, StaleT: -1, Integers: true},
+				{End: 0, Count: 1, Sum: 1, Min: 1, Max: 1, FirstT: 0, FirstV: 1, LastT: 0, LastV: 1, StaleT: -1, Integers: true, HasCounters: true},
+				{End: m, Count: 1, Sum: 2, Min: 2, Max: 2, FirstT: 1, FirstV: 2, LastT: 1, LastV: 2, StaleT: -1, Integers: true, HasCounters: true},
+				{End: 3 * m, Count: 1, Sum: 3, Min: 3, Max: 3, FirstT: 3 * m, FirstV: 3, LastT: 3 * m, LastV: 3, StaleT: -1, Integers: true, HasCounters: true},
 			}},
+		{"equal values are no change, a reset to the same value no reset",
+			[]schema.Sample{{T: 1, V: 2}, {T: 2, V: 2}, {T: 3, V: 5}, {T: 4, V: 1}, {T: 5, V: 1}, {T: 6, V: 0}},
+			[]schema.RollupWindow{{End: m, Count: 6, Sum: 11, Min: 0, Max: 5, FirstT: 1, FirstV: 2, LastT: 6, LastV: 0, Resets: 6, StaleT: -1, Integers: true,
+				HasCounters: true, Changes: 3, ResetValues: []float64{5, 1}, PrevT: 5, PrevV: 1}}},
 	} {
 		got := schema.AggregateWindows(tc.samples, nil, time.Minute)
 		if len(got) != len(tc.want) {
@@ -695,13 +727,20 @@ func closeEnough(got, want, bound float64) bool {
 	return math.Abs(got-want) <= bound
 }
 
-// checkMerged fails t unless merged equals whole: exactly but for Sum and
-// Resets, which must be within the tolerances of merging p parts of samples.
+// checkMerged fails t unless merged equals whole: exactly but for Sum, and
+// Resets when the windows have no counter fields, which must be within the
+// tolerances of merging p parts of samples. (With counter fields, Resets is
+// added again in order from the reset values: the whole's to the bit.)
 func checkMerged(t *testing.T, what string, merged, whole schema.RollupWindow, samples []schema.Sample, p int) {
 	t.Helper()
 	sumBound, resetBound := tolerances(samples, p)
 	exact := merged
-	exact.Sum, exact.Resets = whole.Sum, whole.Resets
+	exact.Sum = whole.Sum
+	if !merged.HasCounters {
+		// Merged parts without counter fields add their Resets, not the
+		// whole's reset values in order.
+		exact.Resets = whole.Resets
+	}
 	if !sameWindow(exact, whole) || !closeEnough(merged.Sum, whole.Sum, sumBound) || !closeEnough(merged.Resets, whole.Resets, resetBound) {
 		t.Fatalf("%s:\n got %s\nwant %s (sum within %g, resets within %g)\nsamples %v", what, fmtWindow(merged), fmtWindow(whole),
 			sumBound, resetBound, samples)
