@@ -135,6 +135,10 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 // samples, metadata).
 func (db *DB) Reader() *query.Reader { return db.reader }
 
+// QueryReader is Reader for query.Engine (query.ReaderSource), which serves
+// range functions from rollups through it.
+func (db *DB) QueryReader() (*query.Reader, error) { return db.reader, nil }
+
 // Write stores req through the write pipeline (write.Writer.Write); it is
 // refused with kv.ErrClosed after Close.
 func (db *DB) Write(ctx context.Context, req *write.Request) (write.Result, error) {

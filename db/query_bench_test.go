@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/prometheus/storage"
 
 	"github.com/hbtsdb/hbtsdb/db"
+	"github.com/hbtsdb/hbtsdb/query"
 	"github.com/hbtsdb/hbtsdb/schema"
 	"github.com/hbtsdb/hbtsdb/schema/schematest"
 	"github.com/hbtsdb/hbtsdb/write"
@@ -192,8 +193,8 @@ func mustWrite(b *testing.B, d *db.DB, req *write.Request) {
 
 // benchEngine is the PromQL engine of the query benchmarks: limits far above
 // what they ask, so that only the store's speed shows.
-func benchEngine() *promql.Engine {
-	return promql.NewEngine(promql.EngineOpts{
+func benchEngine() *query.Engine {
+	return query.NewEngine(promql.EngineOpts{
 		MaxSamples:           50_000_000,
 		Timeout:              5 * time.Minute,
 		LookbackDelta:        5 * time.Minute,
@@ -206,7 +207,7 @@ func benchEngine() *promql.Engine {
 // withQuery evaluates expr on q — an instant query at end when step is 0, else
 // a range query from start to end — fails tb on any error, and hands the result
 // to use before the query is closed (the engine reuses its memory after).
-func withQuery(tb testing.TB, ctx context.Context, eng *promql.Engine, q storage.Queryable, expr string,
+func withQuery(tb testing.TB, ctx context.Context, eng promql.QueryEngine, q storage.Queryable, expr string,
 	start, end time.Time, step time.Duration, use func(parser.Value)) {
 	tb.Helper()
 	var (

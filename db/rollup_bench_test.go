@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"strconv"
 	"testing"
 	"time"
 
@@ -18,20 +20,27 @@ import (
 	"github.com/hbtsdb/hbtsdb/write"
 )
 
-// BenchmarkRollupQuery30d: a 30-day Grafana panel at a 1h step, from rollups
-// (auto) and from raw data, on compacted data (10 series × 30 days at 15 s,
-// 1.7 M samples, counters and gauges):
+// BenchmarkRollupQuery30d: 30-day Grafana panels at a 1h step and a 7-day
+// one at a 5m step, from rollups (auto) and from raw data, on compacted data
+// (10 series × 30 days at 15 s, 1.7 M samples, counters and gauges;
+// TSDB_BENCH_ROLLUP_SERIES=1000 for 1 000 series):
 //
 //	go test -run '^$' -bench BenchmarkRollupQuery30d -benchtime 10x ./db/
 //	TSDB_TEST_HBASE_ZK=127.0.0.1:29983 go test -run '^$' -bench BenchmarkRollupQuery30d -benchtime 10x ./db/
 //
-// It reports ms/query and the points the answer holds; rate reads raw data
-// either way (see query/resolution.go).
+// It reports ms/query and the points the answer holds. rate and increase
+// are computed by the store from the windows when served from a rollup
+// (query/rollupfunc.go).
 func BenchmarkRollupQuery30d(b *testing.B) {
-	const (
-		series = 10
-		days   = 30
-	)
+	const days = 30
+	series := 10
+	if v := os.Getenv("TSDB_BENCH_ROLLUP_SERIES"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			b.Fatalf("TSDB_BENCH_ROLLUP_SERIES=%q is not a number of series", v)
+		}
+		series = n
+	}
 	day0 := time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC)
 	now := day0.Add(days*24*time.Hour + 3*time.Hour)
 	for _, be := range schematest.Backends() {
@@ -54,22 +63,29 @@ func BenchmarkRollupQuery30d(b *testing.B) {
 			rng := rand.New(rand.NewPCG(1, 2))
 			vals := make([]float64, series)
 			for day := range days {
-				var req write.Request
-				for s := range series {
-					kind := []string{"counter", "gauge"}[s%2]
-					ws := write.Series{Labels: labels.FromStrings("__name__", "x", "instance", fmt.Sprintf("h%d", s), "kind", kind)}
-					for i := range 5760 {
-						if kind == "counter" {
-							vals[s] += float64(rng.IntN(100))
-						} else {
-							vals[s] = float64(rng.IntN(1000)) / 10
+				// A day of all series, in requests of at most 100 series.
+				for lo := 0; lo < series; lo += 100 {
+					var req write.Request
+					for s := lo; s < min(lo+100, series); s++ {
+						kind := []string{"counter", "gauge"}[s%2]
+						ws := write.Series{Labels: labels.FromStrings("__name__", "x", "instance", fmt.Sprintf("h%d", s),
+							"job", fmt.Sprintf("j%d", s%10), "kind", kind)}
+						for i := range 5760 {
+							if kind == "counter" {
+								vals[s] += float64(rng.IntN(100))
+							} else {
+								vals[s] = float64(rng.IntN(1000)) / 10
+							}
+							ws.Samples = append(ws.Samples, schema.Sample{T: day0.Add(time.Duration(day)*24*time.Hour).UnixMilli() + int64(i)*15_000, V: vals[s]})
 						}
-						ws.Samples = append(ws.Samples, schema.Sample{T: day0.Add(time.Duration(day)*24*time.Hour).UnixMilli() + int64(i)*15_000, V: vals[s]})
+						req.Series = append(req.Series, ws)
 					}
-					req.Series = append(req.Series, ws)
+					if _, err := d.Write(ctx, &req); err != nil {
+						b.Fatal(err)
+					}
 				}
-				if _, err := d.Write(ctx, &req); err != nil {
-					b.Fatal(err)
+				if series >= 100 {
+					b.Logf("loaded day %d of %d (%s)", day+1, days, time.Since(loadStart).Round(time.Second))
 				}
 			}
 			c, err := downsample.NewCompactor(st, settings, downsample.Options{Rollups: schema.DefaultRollups(), Now: func() time.Time { return now }})
@@ -87,15 +103,26 @@ func BenchmarkRollupQuery30d(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.Logf("loaded and compacted %d samples in %s", stats.Samples, time.Since(loadStart).Round(time.Second))
-			start, end := day0.Add(24*time.Hour), day0.Add(days*24*time.Hour)
-			for _, expr := range []string{"x", "max_over_time(x[1h])", "rate(x[1h])"} {
+			end := day0.Add(days * 24 * time.Hour)
+			panels := []struct {
+				expr  string
+				start time.Time
+				step  time.Duration
+			}{
+				{"x", day0.Add(24 * time.Hour), time.Hour},
+				{"max_over_time(x[1h])", day0.Add(24 * time.Hour), time.Hour},
+				{"sum by (job) (rate(x[1h]))", day0.Add(24 * time.Hour), time.Hour},
+				{"increase(x[1d])", day0.Add(24 * time.Hour), time.Hour},
+				{"rate(x[5m])", end.Add(-7 * 24 * time.Hour), 5 * time.Minute},
+			}
+			for _, p := range panels {
 				for _, res := range []query.Resolution{query.ResolutionRaw, query.ResolutionAuto} {
-					b.Run(fmt.Sprintf("%s/%s", expr, res), func(b *testing.B) {
+					b.Run(fmt.Sprintf("%s/step=%s/%s", p.expr, p.step, res), func(b *testing.B) {
 						points := 0
 						var infos []string
 						for b.Loop() {
 							var m promql.Matrix
-							m, infos = runPromQL(b, d, expr, start, end, time.Hour, res)
+							m, infos = runPromQL(b, d, p.expr, p.start, end, p.step, res)
 							points = 0
 							for _, s := range m {
 								points += len(s.Floats)
@@ -103,7 +130,7 @@ func BenchmarkRollupQuery30d(b *testing.B) {
 						}
 						b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/query")
 						b.ReportMetric(float64(points), "points")
-						b.Logf("%s, resolution=%s: %q", expr, res, infos)
+						b.Logf("%s, resolution=%s: %q", p.expr, res, infos)
 					})
 				}
 			}

@@ -529,18 +529,20 @@ func (s *diffStore) compareQueries(t *testing.T, n int) {
 	for i, c := range checks {
 		s.compare(t, i, c, raw[i], &tally)
 	}
-	t.Logf("seed %d, %s store: %d queries (%d checks), %d with data; %d served from a rollup as raw's answer (compared), %d said they may differ, %d read raw data",
-		s.seed, s.style, n, len(checks), tally.withData, tally.same, tally.differ, tally.raw)
+	t.Logf("seed %d, %s store: %d queries (%d checks), %d with data; %d served from a rollup as raw's answer (compared; %d with range functions computed from windows), %d said they may differ, %d read raw data",
+		s.seed, s.style, n, len(checks), tally.withData, tally.same, tally.funcs, tally.differ, tally.raw)
 	if t.Failed() {
 		t.Logf("the store's history (times: day of the month, UTC):\n  %s", strings.Join(s.history, "\n  "))
 	}
-	if n >= 100 && (tally.same < n/10 || tally.withData < n/2) {
+	if n >= 100 && (tally.same < n/10 || tally.withData < n/2 || tally.funcs < n/40) {
 		t.Errorf("the queries reached the rollups too seldom to prove anything: %+v", tally)
 	}
 }
 
 // diffTally counts the checks of a comparison by how they were answered.
-type diffTally struct{ withData, same, differ, raw int }
+// funcs counts those of same whose range functions the store computed
+// from windows (query/rollupfunc.go).
+type diffTally struct{ withData, same, funcs, differ, raw int }
 
 // diffCheck is one query compared. shapeOnly says that the engine's answer
 // to it is not reproducible to the bit, even from raw data: it aggregates
@@ -628,8 +630,14 @@ func (s *diffStore) compare(t *testing.T, i int, c diffCheck, raw *promql.Result
 		if n := stats.RollupCells(); n > 0 {
 			fail("no rollup info, but %d rollup cells read", n)
 		}
+		if n := stats.FuncSeries(); n > 0 {
+			fail("no rollup info, but a range function computed from the windows of %d series", n)
+		}
 	case claimSameAsRaw:
 		tally.same++
+		if stats.FuncSeries() > 0 {
+			tally.funcs++
+		}
 		// In a tidy or expired store every bucket has its rollup cells: an
 		// answer served from them read some.
 		if s.style != diffMessy && len(answerOf(auto.Value)) > 0 && stats.RollupCells() == 0 {
@@ -915,12 +923,16 @@ func (g *queryGen) subquery() string {
 // or a range function of it.
 func (g *queryGen) leaf() string {
 	sel := g.selector()
+	rangeFuncsFrom := 9
+	if g.aligned {
+		rangeFuncsFrom = 6 // more of the range functions computed from windows
+	}
 	switch n := g.rng.IntN(12); {
 	case n < 3:
 		return sel + g.modifiers()
 	case n < 4:
 		return pick(g.rng, "timestamp", "histogram_count", "abs") + "(" + sel + g.modifiers() + ")"
-	case n < 9:
+	case n < rangeFuncsFrom:
 		// Aligned queries get mostly the functions a rollup serves.
 		fn := pick(g.rng, "max_over_time", "min_over_time", "sum_over_time", "avg_over_time", "count_over_time",
 			"last_over_time", "present_over_time", "stddev_over_time", "quantile_over_time")
@@ -933,7 +945,7 @@ func (g *queryGen) leaf() string {
 		}
 		return fn + "(" + arg + sel + "[" + g.rangeOf(fn) + "]" + g.modifiers() + ")"
 	default:
-		fn := pick(g.rng, "rate", "increase", "irate", "delta", "idelta", "changes", "resets")
+		fn := pick(g.rng, "rate", "increase", "irate", "delta", "idelta", "changes", "resets", "count_over_time")
 		return fn + "(" + sel + "[" + g.rangeOf(fn) + "]" + g.modifiers() + ")"
 	}
 }

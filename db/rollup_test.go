@@ -172,10 +172,21 @@ var rollupQueries = []struct {
 	{"x offset 1h", true, false},
 	{"max_over_time(x[1h] offset 1h)", true, false},
 	{"sum(max_over_time(x[1h]))", true, false},
-	{"rate(x[5m])", false, false},
-	{"increase(x[1h])", false, false},
+	// Computed by the store from the windows (query/rangefunc.go).
+	{"rate(x[5m])", true, false},
+	{"increase(x[1h])", true, false},
+	{"rate(x[1d])", true, true},
+	{"delta(x[2h])", true, false},
+	{"irate(x[1h])", true, false},
+	{"idelta(x[1h])", true, false},
+	{"changes(x[1h])", true, false},
+	{"resets(x[1h])", true, false},
+	{"count_over_time(x[1h])", true, false},
+	{"sum by (job) (rate(x[1h] offset 1h))", true, false},
+	{"increase(x[1h]) / 3600 - rate(x[1h])", true, false},
+	{`rate({__name__=~"x"}[1h])`, false, false}, // one metric name is what rollups serve
+	{"rate(x[61m])", false, false},
 	{"stddev_over_time(x[1h])", false, false},
-	{"count_over_time(x[1h])", false, false},
 	{"avg_over_time(x[1h])", false, false},
 	{"x offset 7m", false, false},
 	{"max_over_time(x[1h:5m])", false, false},
@@ -188,7 +199,7 @@ var rollupQueries = []struct {
 // API does. The result is valid until done is called.
 func execPromQL(ctx context.Context, t testing.TB, d *db.DB, expr string, start, end time.Time, step time.Duration, res query.Resolution) (r *promql.Result, done func()) {
 	t.Helper()
-	eng := promql.NewEngine(promql.EngineOpts{MaxSamples: 50_000_000, Timeout: time.Minute, LookbackDelta: 5 * time.Minute,
+	eng := query.NewEngine(promql.EngineOpts{MaxSamples: 50_000_000, Timeout: time.Minute, LookbackDelta: 5 * time.Minute,
 		EnableAtModifier: true, EnableNegativeOffset: true, Parser: parser.NewParser(parser.Options{})})
 	parsed, err := parser.NewParser(parser.Options{}).ParseExpr(expr)
 	if err != nil {
@@ -530,8 +541,9 @@ func TestThanosCases(t *testing.T) {
 			// number of raw samples per window.
 			{"922-sum-at-1h-step", "sum(x)", rollupDay0.Add(2 * time.Hour), rollupDay0.Add(rollupWindow), time.Hour, true},
 			// Thanos #1115: rate(x[5m]) over 5m-resolution data returned
-			// nothing. Here it reads raw data (rate needs every sample).
-			{"1115-rate-5m-at-5m-step", "rate(x[5m])", rollupDay0.Add(2 * time.Hour), rollupDay0.Add(rollupWindow), 5 * time.Minute, false},
+			// nothing. Here the store computes it from the 5m windows, with
+			// raw data's answer.
+			{"1115-rate-5m-at-5m-step", "rate(x[5m])", rollupDay0.Add(2 * time.Hour), rollupDay0.Add(rollupWindow), 5 * time.Minute, true},
 			// Thanos #6573: instant queries on downsampled data failed.
 			{"6573-instant-query", "max_over_time(x[1d])", rollupDay0.Add(28 * time.Hour), rollupDay0.Add(28 * time.Hour), 0, true},
 			// Thanos #7404: stddev_over_time and others read count and sum and

@@ -257,7 +257,8 @@ type oracleQuery struct {
 	window time.Duration
 	// rollup: rollups serve the query, where the step allows
 	// (query/resolution.go: selectors, max/min/last/present/sum_over_time
-	// over whole windows, and aggregations of them); else it reads raw data.
+	// over whole windows, rate & co. computed from the windows, and
+	// aggregations of them); else it reads raw data.
 	rollup bool
 }
 
@@ -286,15 +287,22 @@ var oracleQueries = []oracleQuery{
 	{expr: `max(last_over_time(oracle_requests_total[1h]))`, window: time.Hour, rollup: true},
 	{expr: `min by (job) (min_over_time(oracle_temperature[15m]))`, window: 15 * time.Minute, rollup: true},
 	{expr: `max(oracle_temperature)`, rollup: true},
+	// Computed by tsdb from the windows (query/rollupfunc.go).
+	{expr: `rate(oracle_requests_total[1h])`, window: time.Hour, rollup: true},
+	{expr: `increase(oracle_requests_total[1h])`, window: time.Hour, rollup: true},
+	{expr: `sum by (job) (rate(oracle_requests_total[1h]))`, window: time.Hour, rollup: true},
+	{expr: `increase(oracle_requests_total[1d])`, window: 24 * time.Hour, rollup: true},
+	{expr: `rate(oracle_requests_total[5m])`, window: 5 * time.Minute, rollup: true},
+	{expr: `irate(oracle_requests_total[1h])`, window: time.Hour, rollup: true},
+	{expr: `delta(oracle_temperature[2h])`, window: 2 * time.Hour, rollup: true},
+	{expr: `idelta(oracle_ratio[1h])`, window: time.Hour, rollup: true},
+	{expr: `resets(oracle_requests_total[1d])`, window: 24 * time.Hour, rollup: true},
+	{expr: `count_over_time(oracle_temperature[1h])`, window: time.Hour, rollup: true},
+	{expr: `count_over_time(oracle_requests_total[5m])`, window: 5 * time.Minute, rollup: true},
+	{expr: `changes(oracle_temperature[1h])`, window: time.Hour, rollup: true},
 	// Raw data.
-	{expr: `rate(oracle_requests_total[1h])`, window: time.Hour},
-	{expr: `increase(oracle_requests_total[1h])`, window: time.Hour},
-	{expr: `sum by (job) (rate(oracle_requests_total[1h]))`, window: time.Hour},
-	{expr: `resets(oracle_requests_total[1d])`, window: 24 * time.Hour},
-	{expr: `count_over_time(oracle_temperature[1h])`, window: time.Hour},
-	{expr: `count_over_time(oracle_requests_total[5m])`, window: 5 * time.Minute},
 	{expr: `avg_over_time(oracle_ratio[1h])`, window: time.Hour},
-	{expr: `changes(oracle_temperature[1h])`, window: time.Hour},
+	{expr: `rate({__name__="oracle_requests_total"}[1h:5m])`, window: time.Hour},
 }
 
 // oracleResolutions are the store's rollups (the default --rollups), coarsest

@@ -16,6 +16,8 @@ import (
 	"github.com/prometheus/prometheus/promql"
 	"github.com/prometheus/prometheus/promql/parser"
 	"github.com/prometheus/prometheus/storage"
+
+	"github.com/hbtsdb/hbtsdb/query"
 	v1 "github.com/prometheus/prometheus/web/api/v1"
 )
 
@@ -185,8 +187,11 @@ var prometheusAPIPaths = []struct {
 
 // newPromQLEngine is the real PromQL engine with opts' limits. The Prometheus
 // 3 defaults that are no longer flags there (@ modifier, negative offsets) are on.
-func newPromQLEngine(opts QueryOptions, reg prometheus.Registerer, logger *slog.Logger) *promql.Engine {
-	return promql.NewEngine(promql.EngineOpts{
+//
+// It is query.Engine: Prometheus' engine, with rate & co. served from rollups
+// where they give raw data's answer.
+func newPromQLEngine(opts QueryOptions, reg prometheus.Registerer, logger *slog.Logger) *query.Engine {
+	return query.NewEngine(promql.EngineOpts{
 		Logger:               logger,
 		Reg:                  reg,
 		MaxSamples:           opts.MaxSamples,

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/prometheus/storage"
 
 	"github.com/hbtsdb/hbtsdb/kv"
+	"github.com/hbtsdb/hbtsdb/query"
 )
 
 // Store is what every data endpoint serves from: writes, PromQL, the series and
@@ -64,6 +65,19 @@ func (q queryable) Querier(mint, maxt int64) (storage.Querier, error) {
 		return nil, err
 	}
 	return s.Querier(mint, maxt)
+}
+
+// QueryReader is the read path of the Store the Provider hands out now, for
+// query.Engine; nil when that Store has none (a Store other than *db.DB).
+func (q queryable) QueryReader() (*query.Reader, error) {
+	s, err := q.p.store()
+	if err != nil {
+		return nil, err
+	}
+	if src, ok := s.(query.ReaderSource); ok {
+		return src.QueryReader()
+	}
+	return nil, nil
 }
 
 func (q queryable) ChunkQuerier(mint, maxt int64) (storage.ChunkQuerier, error) {

@@ -3,10 +3,12 @@ package query
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 
 	"github.com/prometheus/prometheus/model/labels"
+	promschema "github.com/prometheus/prometheus/schema"
 	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 	"github.com/prometheus/prometheus/util/annotations"
@@ -117,6 +119,9 @@ type querier struct{ base }
 // outside the range. Errors, limit errors (ErrLimitExceeded)
 // included, come from the set's Err.
 func (q *querier) Select(ctx context.Context, _ bool, hints *storage.SelectHints, ms ...*labels.Matcher) storage.SeriesSet {
+	if p, rest, ok := funcPlanOf(ctx, ms); ok {
+		return q.selectFunc(ctx, p, rest)
+	}
 	ctx, cancel := q.r.withTimeout(ctx)
 	var plan rollupPlan
 	if mint, maxt, ok := q.selectRange(hints); ok {
@@ -151,6 +156,23 @@ func (q *querier) Select(ctx context.Context, _ bool, hints *storage.SelectHints
 	return &seriesSet{f: f, plan: plan}
 }
 
+// selectFunc returns the series matching ms with p's function's values
+// computed from a rollup (rollupfunc.go), without their metric name, as the
+// function returns them.
+func (q *querier) selectFunc(ctx context.Context, p *funcPlan, ms []*labels.Matcher) storage.SeriesSet {
+	ctx, cancel := q.r.withTimeout(ctx)
+	mint, maxt := p.readRange()
+	ss, err := q.r.selectSeries(ctx, mint, maxt, 0, ms)
+	if err != nil {
+		cancel()
+		return storage.ErrSeriesSet(err)
+	}
+	plan := rollupPlan{mode: modeFunc, rollup: p.rollup, rawFrom: math.MaxInt64, sameAsRaw: true, info: funcInfo(p), fn: p}
+	f := newFetcher(ctx, cancel, q.r, ss, mint, maxt, plan)
+	q.track(f)
+	return &seriesSet{f: f, plan: plan}
+}
+
 // seriesSet hands out the series of a fetcher.
 type seriesSet struct {
 	f    *fetcher
@@ -168,7 +190,12 @@ func (s *seriesSet) Next() bool {
 		s.err = err
 		return false
 	}
-	if s.cur, s.err = newFloatSeries(ser.labels, s.f.history, rows); s.err != nil {
+	ls := ser.labels
+	if s.plan.mode == modeFunc {
+		// As the engine drops them from a function's output.
+		ls = ls.DropReserved(promschema.IsMetadataLabel)
+	}
+	if s.cur, s.err = newFloatSeries(ls, s.f.history, rows); s.err != nil {
 		s.f.close()
 		return false
 	}
@@ -181,11 +208,16 @@ func (s *seriesSet) Err() error         { return s.err }
 // Warnings returns the plan's info: what the reads learnt is in it once the
 // set is exhausted, as the engine asks for it.
 func (s *seriesSet) Warnings() annotations.Annotations {
-	info := s.plan.infoAfterReads()
-	if info == nil {
-		return nil
+	var as annotations.Annotations
+	if info := s.plan.infoAfterReads(); info != nil {
+		as.Add(info)
 	}
-	return annotations.New().Add(info)
+	if s.plan.fn != nil {
+		if info := s.plan.fn.nonCounterInfo(); info != nil {
+			as.Add(info)
+		}
+	}
+	return as
 }
 
 // listSeriesSet hands out series read beforehand (the host/metric scan) or

@@ -15,7 +15,7 @@ import (
 // The counts are safe for concurrent use (a query's Selects read in
 // parallel).
 type ReadStats struct {
-	raw, chunk, rollup atomic.Int64
+	raw, chunk, rollup, funcSeries atomic.Int64
 }
 
 // RawCells is the number of raw cells (family r of the data table) read.
@@ -28,6 +28,10 @@ func (s *ReadStats) ChunkCells() int64 { return s.chunk.Load() }
 // of any resolution) read and used: a cell passed over for the data row
 // (its bucket has raw cells) does not count.
 func (s *ReadStats) RollupCells() int64 { return s.rollup.Load() }
+
+// FuncSeries is the number of series whose range function values the store
+// computed from rollup windows (rollupfunc.go) for the engine.
+func (s *ReadStats) FuncSeries() int64 { return s.funcSeries.Load() }
 
 type readStatsKey struct{}
 
@@ -68,4 +72,12 @@ func countRollupCells(ctx context.Context, n int) {
 	if s := ReadStatsFrom(ctx); s != nil {
 		s.rollup.Add(int64(n))
 	}
+}
+
+// add adds the counts of o to s.
+func (s *ReadStats) add(o *ReadStats) {
+	s.raw.Add(o.raw.Load())
+	s.chunk.Add(o.chunk.Load())
+	s.rollup.Add(o.rollup.Load())
+	s.funcSeries.Add(o.funcSeries.Load())
 }

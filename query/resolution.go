@@ -54,10 +54,13 @@ import (
 // gets each window's last histogram for instant selectors, last_over_time and
 // present_over_time, and nothing of its histograms for the other functions.
 //
-// Everything else (rate, increase, count_over_time, avg_over_time, quantiles,
-// stddev, ...) reads raw data: their answer depends on every sample (rate's
-// extrapolation uses the sample count and the first value of each range),
-// which no fixed set of per-window aggregates reproduces through the engine.
+// rate, increase, delta, irate, idelta, changes, resets and count_over_time
+// depend on more than one sample per window can carry through the engine
+// (rate's extrapolation uses the sample count and the first value of each
+// range): the store computes them itself from the windows and the engine
+// gets their values (rollupfunc.go, rangefunc.go), under the same conditions
+// (evaluation times and ranges of whole windows). Everything else
+// (avg_over_time, quantiles, stddev, ...) reads raw data.
 //
 // Whether the evaluation times are window ends is a property of the whole
 // query (its start, step, offsets, @ modifiers, subqueries), which a Select's
@@ -213,6 +216,7 @@ const (
 	modeMax                // max at the window end
 	modeMin                // min at the window end
 	modeSum                // sum at the window end
+	modeFunc               // a range function's value at each evaluation time (rollupfunc.go)
 )
 
 // rangeModes are the range functions a rollup answers as raw data does, and
@@ -239,6 +243,8 @@ type rollupPlan struct {
 	// where raw data no longer exists; the Select's info then says so
 	// (seriesSet.Warnings). Shared by the copies of the plan.
 	caveat *planCaveat
+	// fn is the rewritten call a modeFunc Select computes.
+	fn *funcPlan
 }
 
 // planCaveat is what a Select learns while reading that its plan's info must

@@ -41,14 +41,17 @@ import (
 // sums are not exact when the plan promises sum_over_time raw data's answer
 // (needsRaw).
 func (r *Reader) readPlanned(ctx context.Context, s *series, mint, maxt int64, p rollupPlan) ([]bucketSamples, error) {
-	if p.mode == modeRaw {
+	switch p.mode {
+	case modeRaw:
 		return r.readSeries(ctx, s, mint, maxt)
+	case modeFunc:
+		return r.readFunc(ctx, s, mint, maxt, p.fn)
 	}
 	hi := min(maxt, p.rawFrom-1)
 	rawFrom := p.rawFrom
 	var out []bucketSamples
 	if mint <= hi {
-		ws, err := r.readWindows(ctx, s, p.rollup, mint, hi)
+		ws, err := r.readWindows(ctx, s, p.rollup, mint, hi, false)
 		if err != nil {
 			return nil, fmt.Errorf("query: read series %d (%s) from the %s rollup: %w", s.id, s.labels, schema.RollupTable(p.rollup.Resolution), err)
 		}
@@ -197,8 +200,10 @@ func windowSamples(ws []schema.RollupWindow, mode readMode, mint, maxt int64) ([
 
 // readWindows returns the windows of resolution ro of series s that hold a
 // timestamp in [mint, maxt] (mint >= 0), ascending by end, each whole (all its
-// samples, also those outside [mint, maxt]).
-func (r *Reader) readWindows(ctx context.Context, s *series, ro schema.Rollup, mint, maxt int64) ([]schema.RollupWindow, error) {
+// samples, also those outside [mint, maxt]). With counters, a rollup cell
+// written before windows kept their counter fields (HasCounters) is
+// replaced by its bucket's data row where that still exists.
+func (r *Reader) readWindows(ctx context.Context, s *series, ro schema.Rollup, mint, maxt int64, counters bool) ([]schema.RollupWindow, error) {
 	width := r.settings.BucketWidth
 	res := ro.Resolution
 	firstEnd, lastEnd := schema.WindowEnd(mint, res), schema.WindowEnd(maxt, res)
@@ -218,6 +223,9 @@ func (r *Reader) readWindows(ctx context.Context, s *series, ro schema.Rollup, m
 		ws    []schema.RollupWindow
 	}
 	var buckets []bucketWindows
+	// Cells without counter fields, when asked for them: kept for a bucket
+	// whose data row is gone.
+	var legacy []bucketWindows
 
 	// Compacted buckets: the rollup table, one row per day, newest first.
 	start, stop := schema.SeriesRowRange(s.salt, s.host, s.metric, s.id, schema.RollupRowStart(firstBucket), schema.RollupRowStart(lastBucket))
@@ -246,8 +254,12 @@ func (r *Reader) readWindows(ctx context.Context, s *series, ro schema.Rollup, m
 				sc.Close()
 				return nil, err
 			}
-			buckets = append(buckets, bucketWindows{b, ws})
 			countRollupCells(ctx, 1)
+			if counters && !hasCounters(ws) {
+				legacy = append(legacy, bucketWindows{b, ws})
+				continue
+			}
+			buckets = append(buckets, bucketWindows{b, ws})
 		}
 	}
 	err = sc.Err()
@@ -263,6 +275,7 @@ func (r *Reader) readWindows(ctx context.Context, s *series, ro schema.Rollup, m
 	for _, b := range buckets {
 		rolled[b.start] = true
 	}
+	// A legacy cell's bucket is not in buckets: its data row is read.
 	for b := firstBucket; b <= lastBucket; b += width.Milliseconds() {
 		if !rolled[b] && !isDirty[b] {
 			dirty = append(dirty, b)
@@ -284,6 +297,9 @@ func (r *Reader) readWindows(ctx context.Context, s *series, ro schema.Rollup, m
 		}
 		for i, row := range rows {
 			if len(row.Cells) == 0 {
+				if j := slices.IndexFunc(legacy, func(l bucketWindows) bool { return l.start == batch[i] }); j >= 0 {
+					buckets = append(buckets, legacy[j])
+				}
 				continue
 			}
 			countDataRow(ctx, row)
@@ -331,4 +347,15 @@ func (r *Reader) bucketsWithRaw(ctx context.Context, s *series, first, last int6
 	}
 	slices.Sort(out)
 	return out, nil
+}
+
+// hasCounters reports whether the windows with float samples of ws keep the
+// counter fields (a cell written before them decodes without).
+func hasCounters(ws []schema.RollupWindow) bool {
+	for _, w := range ws {
+		if w.Count > 0 && !w.HasCounters {
+			return false
+		}
+	}
+	return true
 }
