@@ -602,22 +602,30 @@ func bruteForceWindows(samples []schema.Sample, res time.Duration) []schema.Roll
 	return out
 }
 
+// aggregateAsBruteForce returns AggregateWindows' windows of resolution res
+// for samples (series i of a test), failing t unless they are
+// bruteForceWindows'.
+func aggregateAsBruteForce(t *testing.T, samples []schema.Sample, res time.Duration, i int) []schema.RollupWindow {
+	t.Helper()
+	got := schema.AggregateWindows(samples, nil, res)
+	want := bruteForceWindows(samples, res)
+	if len(got) != len(want) {
+		t.Fatalf("%s series %d: %d windows, want %d", res, i, len(got), len(want))
+	}
+	for j := range want {
+		if !sameAggregate(got[j], want[j]) {
+			t.Fatalf("%s series %d window %d:\n got %s\nwant %s", res, i, j, fmtWindow(got[j]), fmtWindow(want[j]))
+		}
+	}
+	return got
+}
+
 func TestAggregateWindowsMatchesBruteForce(t *testing.T) {
 	r := newRand()
 	const from = int64(1_700_000_000_000 / 86_400_000 * 86_400_000)
 	for _, res := range []time.Duration{time.Minute, 5 * time.Minute, time.Hour, 24 * time.Hour} {
 		for i := range 300 {
-			samples := randomSeries(r, from, from+6*3_600_000)
-			got := schema.AggregateWindows(samples, nil, res)
-			want := bruteForceWindows(samples, res)
-			if len(got) != len(want) {
-				t.Fatalf("%s series %d: %d windows, want %d", res, i, len(got), len(want))
-			}
-			for j := range want {
-				if !sameAggregate(got[j], want[j]) {
-					t.Fatalf("%s series %d window %d:\n got %s\nwant %s", res, i, j, fmtWindow(got[j]), fmtWindow(want[j]))
-				}
-			}
+			aggregateAsBruteForce(t, randomSeries(r, from, from+6*3_600_000), res, i)
 		}
 	}
 	if got := schema.AggregateWindows(nil, nil, time.Minute); got != nil {
