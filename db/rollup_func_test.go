@@ -20,7 +20,7 @@ import (
 	"github.com/hbtsdb/hbtsdb/write"
 )
 
-// TestRangeFunctionsFromRollups: issue 21's part 3. rate, increase, delta,
+// TestRangeFunctionsFromRollups: rate, increase, delta,
 // irate, idelta, changes, resets and count_over_time at aligned steps over
 // whole windows are computed by the store from a compacted store's rollup
 // windows (query/rollupfunc.go): raw data's answer to the bit and raw data's

@@ -172,7 +172,8 @@
 //
 // Served by Prometheus' own handlers (web/api/v1.NewAPI, as Mimir does) over
 // db.DB as a storage.SampleAndChunkQueryable and the real engine
-// (promql.NewEngine with --query.* limits), rather than by a router of our own
+// (promql.NewEngine with --query.* limits, wrapped by query.Engine, which
+// hands it rate & co. computed from rollups), rather than by a router of our own
 // on top of promql and Prometheus' codecs. The handlers are where the contract
 // lives: parameter parsing (times as RFC 3339 or float seconds, durations,
 // step, the 11 000-points limit, match[], limit with its "results truncated"
