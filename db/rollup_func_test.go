@@ -20,10 +20,9 @@ import (
 	"github.com/hbtsdb/hbtsdb/write"
 )
 
-// TestRangeFunctionsFromRollups: rate, increase, delta,
-// irate, idelta, changes, resets and count_over_time at aligned steps over
-// whole windows are computed by the store from a compacted store's rollup
-// windows (query/rollupfunc.go): raw data's answer to the bit and raw data's
+// TestRangeFunctionsFromRollups: rate, increase, delta, irate, idelta,
+// changes, resets and count_over_time at aligned steps over whole windows
+// are computed by the store from a compacted store's rollup windows (query/rollupfunc.go): raw data's answer to the bit and raw data's
 // annotations (the engine's "might not be a counter" info of rate over a
 // gauge, at the same position), having read rollup cells only; over native
 // histograms (but count_over_time) the query runs again as written, from raw
