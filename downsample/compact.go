@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/hbtsdb/hbtsdb/internal/optcheck"
 	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/schema"
 )
@@ -61,12 +62,10 @@ type Options struct {
 // NewCompactor checks it and Grace against the store's).
 func (o Options) Validate() error {
 	var errs []error
-	if o.Grace < 0 {
-		errs = append(errs, fmt.Errorf("downsample: Options.Grace must not be negative (0 means the default, %s), got %s", DefaultGrace, o.Grace))
-	}
-	if o.BatchRows < 0 {
-		errs = append(errs, fmt.Errorf("downsample: Options.BatchRows must not be negative (0 means the default, %d), got %d", DefaultBatchRows, o.BatchRows))
-	}
+	errs = append(errs,
+		optcheck.NotNegative("downsample: Options.Grace", o.Grace, optcheck.Default(DefaultGrace)),
+		optcheck.NotNegative("downsample: Options.BatchRows", o.BatchRows, optcheck.Default(DefaultBatchRows)),
+	)
 	if err := o.validateRollups(0); err != nil {
 		errs = append(errs, err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/hbtsdb/hbtsdb/internal/optcheck"
 	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/schema"
 )
@@ -66,15 +67,11 @@ type WorkerOptions struct {
 // short to renew, a missing or unusable Owner, invalid Compact options.
 func (o WorkerOptions) Validate() error {
 	var errs []error
-	if o.Interval < 0 {
-		errs = append(errs, fmt.Errorf("downsample: WorkerOptions.Interval must not be negative (0 means the default, %s), got %s", DefaultInterval, o.Interval))
-	}
+	errs = append(errs, optcheck.NotNegative("downsample: WorkerOptions.Interval", o.Interval, optcheck.Default(DefaultInterval)))
 	if o.LeaseTTL < 0 || o.LeaseTTL > 0 && o.LeaseTTL < MinLeaseTTL {
 		errs = append(errs, fmt.Errorf("downsample: WorkerOptions.LeaseTTL must be at least %s (0 means the default, %s), got %s", MinLeaseTTL, DefaultLeaseTTL, o.LeaseTTL))
 	}
-	if o.ProgressInterval < 0 {
-		errs = append(errs, fmt.Errorf("downsample: WorkerOptions.ProgressInterval must not be negative (0 means the default, %s), got %s", DefaultProgressInterval, o.ProgressInterval))
-	}
+	errs = append(errs, optcheck.NotNegative("downsample: WorkerOptions.ProgressInterval", o.ProgressInterval, optcheck.Default(DefaultProgressInterval)))
 	if err := schema.ValidLeaseOwner(o.Owner); err != nil {
 		errs = append(errs, fmt.Errorf("downsample: WorkerOptions.Owner: %w", err))
 	}

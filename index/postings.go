@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/hbtsdb/hbtsdb/index/lru"
+	"github.com/hbtsdb/hbtsdb/internal/optcheck"
 	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/schema"
 )
@@ -32,11 +33,7 @@ type PostingsOptions struct {
 // SeenSize is valid and disables the set). NewPostings cannot return an error, so
 // db.Open calls it; NewPostings treats what Validate refuses as zero.
 func (o PostingsOptions) Validate() error {
-	if o.MaxBatch < 0 {
-		return fmt.Errorf("index: PostingsOptions.MaxBatch must not be negative (0 means the default, %d), got %d",
-			DefaultMaxBatch, o.MaxBatch)
-	}
-	return nil
+	return optcheck.NotNegative("index: PostingsOptions.MaxBatch", o.MaxBatch, optcheck.Default(DefaultMaxBatch))
 }
 
 func (o PostingsOptions) withDefaults() PostingsOptions {

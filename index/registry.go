@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/hbtsdb/hbtsdb/index/lru"
+	"github.com/hbtsdb/hbtsdb/internal/optcheck"
 	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/schema"
 )
@@ -73,14 +74,10 @@ func (o RegistryOptions) Validate() error {
 		errs = append(errs, fmt.Errorf("index: RegistryOptions.FormatVersion must be 1 to %d (0 reads it from the store), got %d: %w",
 			schema.CurrentFormatVersion, o.FormatVersion, schema.ErrUnsupportedFormat))
 	}
-	if o.IDBlockSize < 0 {
-		errs = append(errs, fmt.Errorf("index: RegistryOptions.IDBlockSize must not be negative (0 means the default, %d), got %d",
-			DefaultIDBlockSize, o.IDBlockSize))
-	}
-	if o.RegisterParallelism < 0 {
-		errs = append(errs, fmt.Errorf("index: RegistryOptions.RegisterParallelism must not be negative (0 means the default, %d), got %d",
-			DefaultRegisterParallelism, o.RegisterParallelism))
-	}
+	errs = append(errs,
+		optcheck.NotNegative("index: RegistryOptions.IDBlockSize", o.IDBlockSize, optcheck.Default(DefaultIDBlockSize)),
+		optcheck.NotNegative("index: RegistryOptions.RegisterParallelism", o.RegisterParallelism, optcheck.Default(DefaultRegisterParallelism)),
+	)
 	return errors.Join(errs...)
 }
 

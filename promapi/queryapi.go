@@ -3,7 +3,6 @@ package promapi
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 	"github.com/prometheus/prometheus/storage"
 
+	"github.com/hbtsdb/hbtsdb/internal/optcheck"
 	"github.com/hbtsdb/hbtsdb/query"
 	v1 "github.com/prometheus/prometheus/web/api/v1"
 )
@@ -154,13 +154,11 @@ func setDefault[T comparable](v *T, def T) {
 	}
 }
 
-// notNegative is the error of a field whose zero value takes the default and
-// whose negative values mean nothing.
+// notNegative is the error of a field of QueryOptions or WriteLimits whose zero
+// value takes the default and whose negative values mean nothing
+// (optcheck.NotNegative with promapi's prefix and zero clause).
 func notNegative[T int | int64 | time.Duration](field string, v T) error {
-	if v >= 0 {
-		return nil
-	}
-	return fmt.Errorf("promapi: %s must not be negative (0 takes the default), got %v", field, v)
+	return optcheck.NotNegative("promapi: "+field, v, "0 takes the default")
 }
 
 // BuildInfo is what GET /api/v1/status/buildinfo answers (Prometheus' shape).

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/hbtsdb/hbtsdb/internal/optcheck"
 	"github.com/hbtsdb/hbtsdb/schema"
 )
 
@@ -97,23 +98,17 @@ func (o Options) Validate() error {
 		name, zero string
 		v          int64
 	}{
-		{"MaxSeries", "0 means no limit", int64(o.MaxSeries)},
-		{"MaxSamples", "0 means no limit", int64(o.MaxSamples)},
-		{"Concurrency", fmt.Sprintf("0 means the default, %d", DefaultConcurrency), int64(o.Concurrency)},
+		{"MaxSeries", optcheck.NoLimit, int64(o.MaxSeries)},
+		{"MaxSamples", optcheck.NoLimit, int64(o.MaxSamples)},
+		{"Concurrency", optcheck.Default(DefaultConcurrency), int64(o.Concurrency)},
 	} {
-		if f.v < 0 {
-			errs = append(errs, fmt.Errorf("query: Options.%s must not be negative (%s), got %d", f.name, f.zero, f.v))
-		}
+		errs = append(errs, optcheck.NotNegative("query: Options."+f.name, f.v, f.zero))
 	}
-	if o.Timeout < 0 {
-		errs = append(errs, fmt.Errorf("query: Options.Timeout must not be negative (0 means no timeout but the caller's), got %s", o.Timeout))
-	}
-	if o.RawRetention < 0 {
-		errs = append(errs, fmt.Errorf("query: Options.RawRetention must not be negative (0 means forever), got %s", o.RawRetention))
-	}
-	if o.RollupMinBuckets < 0 {
-		errs = append(errs, fmt.Errorf("query: Options.RollupMinBuckets must not be negative (0 means the default, %d), got %d", DefaultRollupMinBuckets, o.RollupMinBuckets))
-	}
+	errs = append(errs,
+		optcheck.NotNegative("query: Options.Timeout", o.Timeout, "0 means no timeout but the caller's"),
+		optcheck.NotNegative("query: Options.RawRetention", o.RawRetention, "0 means forever"),
+		optcheck.NotNegative("query: Options.RollupMinBuckets", o.RollupMinBuckets, optcheck.Default(DefaultRollupMinBuckets)),
+	)
 	// A caller that knows the store's rollups checks the resolution against
 	// them (db.Open does); without them there is nothing to check.
 	if err := o.Resolution.Validate(o.Rollups); err != nil && o.Rollups != nil {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hbtsdb/hbtsdb/internal/optcheck"
 	"github.com/hbtsdb/hbtsdb/schema"
 	"github.com/prometheus/prometheus/model/exemplar"
 	"github.com/prometheus/prometheus/model/labels"
@@ -94,9 +95,7 @@ func (l Limits) Validate() error {
 		{"MaxLabelValueLength", l.MaxLabelValueLength},
 		{"MaxHistogramBuckets", l.MaxHistogramBuckets},
 	} {
-		if f.value < 0 {
-			errs = append(errs, fmt.Errorf("write: Limits.%s must not be negative (0 means no limit), got %d", f.name, f.value))
-		}
+		errs = append(errs, optcheck.NotNegative("write: Limits."+f.name, f.value, optcheck.NoLimit))
 	}
 	for _, f := range []struct {
 		name  string
@@ -105,9 +104,7 @@ func (l Limits) Validate() error {
 		{"MaxFutureSkew", l.MaxFutureSkew},
 		{"MaxAge", l.MaxAge},
 	} {
-		if f.value < 0 {
-			errs = append(errs, fmt.Errorf("write: Limits.%s must not be negative (0 means no limit), got %s", f.name, f.value))
-		}
+		errs = append(errs, optcheck.NotNegative("write: Limits."+f.name, f.value, optcheck.NoLimit))
 	}
 	return errors.Join(errs...)
 }

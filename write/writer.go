@@ -15,6 +15,7 @@ import (
 
 	"github.com/hbtsdb/hbtsdb/index"
 	"github.com/hbtsdb/hbtsdb/index/lru"
+	"github.com/hbtsdb/hbtsdb/internal/optcheck"
 	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/schema"
 )
@@ -64,12 +65,10 @@ type Options struct {
 // cache. New calls Validate before it fills in the defaults.
 func (o Options) Validate() error {
 	errs := []error{o.Limits.Validate()}
-	if o.MaxBatch < 0 {
-		errs = append(errs, fmt.Errorf("write: Options.MaxBatch must not be negative (0 means the default, %d), got %d", DefaultMaxBatch, o.MaxBatch))
-	}
-	if o.ApplyParallelism < 0 {
-		errs = append(errs, fmt.Errorf("write: Options.ApplyParallelism must not be negative (0 means the default, %d), got %d", DefaultApplyParallelism, o.ApplyParallelism))
-	}
+	errs = append(errs,
+		optcheck.NotNegative("write: Options.MaxBatch", o.MaxBatch, optcheck.Default(DefaultMaxBatch)),
+		optcheck.NotNegative("write: Options.ApplyParallelism", o.ApplyParallelism, optcheck.Default(DefaultApplyParallelism)),
+	)
 	if err := o.validateExemplars(); err != nil {
 		errs = append(errs, err)
 	}
