@@ -28,7 +28,8 @@ import (
 //     by series ID, ready to intersect.
 //   - neither name nor value is empty: Prometheus treats a label with an empty value
 //     as absent, and such a label is never indexed.
-//   - the index family's TTL is the raw retention plus one day (see Tables), and
+//   - the index family's TTL is a day longer than the longest retention of raw
+//     data and rollups (TableOptions.IndexRetention), and
 //     postings are written with a timestamp no earlier than DayStart(day), so a
 //     posting outlives every sample of its day.
 

@@ -26,8 +26,8 @@ const (
 const (
 	// FamilyRaw (data table): raw samples, see raw.go.
 	FamilyRaw = "r"
-	// FamilyChunk (data table): a sealed bucket as compressed chunks, see chunk.go
-	// (read where present; compaction, which will write it, is planned).
+	// FamilyChunk (data table): a sealed bucket as compressed chunks, see chunk.go;
+	// written by compaction (downsample/), read where present.
 	FamilyChunk = "c"
 	// FamilyTags (data table): the series' labels promoted to columns; qualifier =
 	// label name, value = label value, so a ColumnValueFilter can select rows by tag.

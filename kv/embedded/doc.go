@@ -1,11 +1,11 @@
-// Package embedded is the storage.Store implementation on a local Pebble LSM
+// Package embedded is the kv.Store implementation on a local Pebble LSM
 // (github.com/cockroachdb/pebble/v2): what `tsdb serve` uses on a laptop, with no
 // HBase at all (`--storage embedded:./data`). It owns the on-disk layout of a store
 // directory, the directory lock, the table catalog, HBase's read semantics (versions,
 // TTL, time ranges, filters) re-implemented over sorted keys, and the background
 // sweeper that removes what those semantics hide.
 //
-// Only storage/ and cmd/ wiring may import this package; nothing above storage/
+// Only kv/ and cmd/ wiring may import this package; nothing above kv/
 // (write, query, index, downsample, promapi, db) imports it or Pebble. It must
 // never import gohbase.
 //
@@ -43,7 +43,7 @@
 //
 // # Semantics
 //
-// Reads follow storage/doc.go and the HBase book. Versions of a column are visited
+// Reads follow kv/doc.go and the HBase book. Versions of a column are visited
 // newest first: a version is visible when it is one of the family's newest
 // MaxVersions versions and not expired (timestamp + TTL < now hides it, with now from
 // Options.Clock); a read then keeps the visible versions inside its TimeRange and

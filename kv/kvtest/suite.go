@@ -1,6 +1,6 @@
 // Package kvtest is the one conformance suite that every kv.Store
 // implementation must pass: the embedded store and the real HBase run the same cases,
-// so the layers above storage/ can rely on identical behaviour. Each case states one
+// so the layers above kv/ can rely on identical behaviour. Each case states one
 // rule of storage's contract and asserts exact keys, values and errors.
 package kvtest
 
@@ -462,7 +462,7 @@ func testDeleteThenNewerPut(t *testing.T, st kv.Store) {
 	equalStrings(t, "after delete", cellStrings(get(t, st, "r", kv.MaxVersions(5))),
 		[]string{`a:"late"@50="other column"`, `a:"q"@2000="newer"`})
 	// What compaction relies on: a sample written later at a newer timestamp, or
-	// at another qualifier with an older one, is visible (storage/doc.go, Deletes).
+	// at another qualifier with an older one, is visible (kv/doc.go, Deletes).
 	apply(t, st, put("r", "a", "q", 1001, "just after"), put("r", "a", "late2", 10, "another column"))
 	equalStrings(t, "puts after delete", cellStrings(get(t, st, "r", kv.MaxVersions(5))), []string{
 		`a:"late"@50="other column"`,
