@@ -1,4 +1,4 @@
-// Command compare is the side-by-side benchmark of issue 10: it loads tsdb (embedded
+// Command compare is the side-by-side benchmark: it loads tsdb (embedded
 // store), a Prometheus server (remote-write receiver) and a VictoriaMetrics single-node
 // server with the same remote-write 1.0 load and measures, per server, what that load
 // costs and how fast the same PromQL queries answer afterwards.
@@ -38,7 +38,7 @@
 // prompb.TimeSeries per sample, protobuf + snappy, one request at a time per sender.
 // The request bodies are encoded before the timed ingest starts.
 //
-// With -load histograms (issue 11), every series is a native histogram instead: an
+// With -load histograms, every series is a native histogram instead: an
 // integer histogram of schema 3 with a zero bucket and -buckets populated buckets (30)
 // in two spans, every bucket growing by 0 to 4 observations per step; -hosts defaults
 // to 10, so 1 000 series × 240 samples = 240 000 histogram samples. Series 0 is `h`,

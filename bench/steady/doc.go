@@ -1,4 +1,4 @@
-// Command steady is the steady-state benchmark of issue 20: tsdb serve with
+// Command steady is the steady-state benchmark: tsdb serve with
 // compaction on and one-minute buckets (sixty "hours" in an hour) under a
 // real-time remote-write load, with range queries all along, on the embedded
 // store and on HBase, and VictoriaMetrics beside it under the same load. It
