@@ -10,6 +10,8 @@ import (
 
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/value"
+	"github.com/prometheus/prometheus/promql"
+	"github.com/prometheus/prometheus/promql/parser"
 	"github.com/prometheus/prometheus/tsdb/tsdbutil"
 
 	"github.com/hbtsdb/hbtsdb/db"
@@ -155,4 +157,38 @@ func funcDB(t *testing.T, b schematest.Backend) *db.DB {
 		t.Fatal(err)
 	}
 	return d
+}
+
+// TestRangeFunctionsWithStartTimestampsReadRaw: windows keep no start
+// timestamps, so with the engine using them (--query.use-start-timestamps)
+// rate is not computed from windows: raw data answers, and no info says
+// otherwise.
+func TestRangeFunctionsWithStartTimestampsReadRaw(t *testing.T) {
+	b := schematest.Backends()[0]
+	d := funcDB(t, b)
+	expr := "rate(c_total[1h])"
+	start, end := rollupDay0.Add(3*time.Hour), rollupDay0.Add(24*time.Hour)
+	for _, useST := range []bool{false, true} {
+		eng := query.NewEngine(promql.EngineOpts{MaxSamples: 50_000_000, Timeout: time.Minute, LookbackDelta: 5 * time.Minute,
+			UseStartTimestamps: useST, Parser: parser.NewParser(parser.Options{})})
+		parsed, err := parser.NewParser(parser.Options{}).ParseExpr(expr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, read := query.WithReadStats(query.WithPromQL(context.Background(), parsed, start, end, time.Hour))
+		q, err := eng.NewRangeQuery(ctx, d, nil, expr, start, end, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := q.Exec(ctx)
+		if r.Err != nil {
+			t.Fatal(r.Err)
+		}
+		_, infos := r.Warnings.AsStrings(expr, 0, 0)
+		q.Close()
+		if got, want := servedFromRollup(infos), !useST; got != want || (read.FuncSeries() > 0) != want {
+			t.Errorf("use start timestamps %v: served from a rollup = %v (infos %q), %d series computed from windows; want %v",
+				useST, got, infos, read.FuncSeries(), want)
+		}
+	}
 }

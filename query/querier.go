@@ -167,7 +167,7 @@ func (q *querier) selectFunc(ctx context.Context, p *funcPlan, ms []*labels.Matc
 		cancel()
 		return storage.ErrSeriesSet(err)
 	}
-	plan := rollupPlan{mode: modeFunc, rollup: p.rollup, rawFrom: math.MaxInt64, sameAsRaw: true, info: funcInfo(p), fn: p}
+	plan := rollupPlan{mode: modeFunc, rollup: p.rollup, rawFrom: math.MaxInt64, sameAsRaw: true, info: sameAsRawInfo(p.rollup), fn: p}
 	f := newFetcher(ctx, cancel, q.r, ss, mint, maxt, plan)
 	q.track(f)
 	return &seriesSet{f: f, plan: plan}

@@ -280,6 +280,21 @@ func (p rollupPlan) infoAfterReads() error {
 		annotations.PromQLInfo, model.Duration(p.rollup.Resolution), *r)
 }
 
+// sameAsRawInfo is the info of an answer served from rollup ro with raw
+// data's answer.
+func sameAsRawInfo(ro schema.Rollup) error {
+	return fmt.Errorf("%w: served from the %s rollup (the same answer as from raw data)", annotations.PromQLInfo, model.Duration(ro.Resolution))
+}
+
+// resolutionOf is what a query under ctx is served from: the resolution the
+// user asked for (WithResolution), else Options.Resolution.
+func (r *Reader) resolutionOf(ctx context.Context) Resolution {
+	if c, _ := ctx.Value(resolutionKey{}).(resolutionChoice); c.set {
+		return c.res
+	}
+	return r.opts.Resolution
+}
+
 // chooseResolution plans a Select of [mint, maxt] (clamped) with hints.
 func (r *Reader) chooseResolution(ctx context.Context, hints *storage.SelectHints, mint, maxt int64) rollupPlan {
 	rollups := r.opts.Rollups
@@ -287,10 +302,7 @@ func (r *Reader) chooseResolution(ctx context.Context, hints *storage.SelectHint
 		return rollupPlan{}
 	}
 	c, _ := ctx.Value(resolutionKey{}).(resolutionChoice)
-	res := r.opts.Resolution
-	if c.set {
-		res = c.res
-	}
+	res := r.resolutionOf(ctx)
 	if res.raw {
 		return rollupPlan{}
 	}
@@ -324,8 +336,7 @@ func (r *Reader) chooseResolution(ctx context.Context, hints *storage.SelectHint
 				mode = m
 			}
 			if covers(ro) && c.shape.aligned(ro.Resolution) {
-				return rollupPlan{mode: mode, rollup: ro, rawFrom: math.MaxInt64, sameAsRaw: true, caveat: &planCaveat{}, info: fmt.Errorf(
-					"%w: served from the %s rollup (the same answer as from raw data)", annotations.PromQLInfo, model.Duration(ro.Resolution))}
+				return rollupPlan{mode: mode, rollup: ro, rawFrom: math.MaxInt64, sameAsRaw: true, caveat: &planCaveat{}, info: sameAsRawInfo(ro)}
 			}
 		}
 	}

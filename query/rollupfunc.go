@@ -13,7 +13,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/value"
 	"github.com/prometheus/prometheus/promql"
@@ -115,11 +114,7 @@ func funcPlanOf(ctx context.Context, ms []*labels.Matcher) (*funcPlan, []*labels
 // ms) every call planFunc serves from a rollup by its vector selector,
 // naming each by token and an index.
 func (r *Reader) rewriteFuncs(ctx context.Context, expr parser.Expr, start, end, step int64, token string) (parser.Expr, map[string]*funcPlan) {
-	c, _ := ctx.Value(resolutionKey{}).(resolutionChoice)
-	res := r.opts.Resolution
-	if c.set {
-		res = c.res
-	}
+	res := r.resolutionOf(ctx)
 	if res.raw || res.width > 0 || len(r.opts.Rollups) == 0 {
 		return expr, nil
 	}
@@ -426,8 +421,3 @@ func (q *funcQuery) Exec(ctx context.Context) *promql.Result {
 
 // String returns the query as written.
 func (q *funcQuery) String() string { return q.qs }
-
-// funcInfo is the info of a Select of precomputed values.
-func funcInfo(p *funcPlan) error {
-	return fmt.Errorf("%w: served from the %s rollup (the same answer as from raw data)", annotations.PromQLInfo, model.Duration(p.rollup.Resolution))
-}
