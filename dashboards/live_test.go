@@ -98,7 +98,7 @@ func TestPanelQueriesReturnData(t *testing.T) {
 
 // onlyAfterFailure are the overview's metrics that have no series until
 // something fails (the panels fall back to 0 for them).
-var onlyAfterFailure = map[string]bool{"hbtsdb_storage_operation_errors_total": true}
+var onlyAfterFailure = map[string]bool{"hbtsdb_kv_operation_errors_total": true}
 
 const (
 	// scrapeBudget is how many self-scrapes a query may wait for its data.

@@ -54,9 +54,9 @@ func Overview() (dashboard.Dashboard, error) {
 	writes := self("hbtsdb_write_requests_total")
 	requests := self("hbtsdb_http_requests_total")
 	reqBucket := self("hbtsdb_http_request_duration_seconds_bucket")
-	storeBucket := self("hbtsdb_storage_operation_duration_seconds_bucket")
-	storeCount := self("hbtsdb_storage_operation_duration_seconds_count")
-	storeErrors := self("hbtsdb_storage_operation_errors_total")
+	storeBucket := self("hbtsdb_kv_operation_duration_seconds_bucket")
+	storeCount := self("hbtsdb_kv_operation_duration_seconds_count")
+	storeErrors := self("hbtsdb_kv_operation_errors_total")
 	lastCompaction := self("hbtsdb_compaction_last_success_timestamp_seconds")
 
 	d.row("Summary")

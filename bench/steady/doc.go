@@ -74,12 +74,12 @@
 //     hbtsdb_compaction_last_success_timestamp_seconds);
 //   - disk bytes per sample acknowledged so far;
 //   - p50 and p99 latency of each query;
-//   - what the work cost the store (kv/kvmetrics: hbtsdb_storage_read_*_total
+//   - what the work cost the store (kv/kvmetrics: hbtsdb_kv_read_*_total
 //     by job): keys Pebble's iterators stepped over (embedded only) and cells
 //     returned, per sample in the queries' reach (one series per host, every
 //     sample from the start of the bucket of start − range to the end) and per
 //     compacted row; tombstones per compacted sample where the build exports
-//     hbtsdb_storage_tombstones_total.
+//     hbtsdb_kv_tombstones_total.
 //
 // A last ÷ first row under each table says what is flat and what grows. After
 // the load, it waits (-drain, 10m) until compaction has compacted the last

@@ -213,10 +213,10 @@ func workTable(r *runResult, ps []part) string {
 	var b strings.Builder
 	writeTable(&b, header, rows)
 	b.WriteString("\nLatencies: wall time to the last byte (the last ÷ first row divides the p99s). Keys: internal keys the " +
-		"store's iterators stepped over for the job's reads (hbtsdb_storage_read_internal_keys_total; embedded only), cells: " +
-		"cells its reads returned (hbtsdb_storage_read_cells_total); per sample in the queries' reach (one series per host, " +
+		"store's iterators stepped over for the job's reads (hbtsdb_kv_read_internal_keys_total; embedded only), cells: " +
+		"cells its reads returned (hbtsdb_kv_read_cells_total); per sample in the queries' reach (one series per host, " +
 		"every sample acknowledged from the start of the bucket of start − range to the end) and per compacted row. " +
-		"Tombstones: hbtsdb_storage_tombstones_total, where the build exports it.")
+		"Tombstones: hbtsdb_kv_tombstones_total, where the build exports it.")
 	if failed > 0 {
 		fmt.Fprintf(&b, " **%d queries failed.**", failed)
 	}

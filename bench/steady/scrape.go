@@ -14,7 +14,7 @@ import (
 )
 
 // readWork is what a job's reads returned and cost the store so far
-// (hbtsdb_storage_read_*_total, summed over operations).
+// (hbtsdb_kv_read_*_total, summed over operations).
 type readWork struct {
 	rows, cells, keys, keysDeleted, seeks float64
 }
@@ -34,9 +34,9 @@ type serverMetrics struct {
 	// rowsRead and cellsRead are the worker's own count of what its rounds
 	// read (hbtsdb_compaction_{rows,cells}_read_total), where it exports them.
 	rowsRead, cellsRead float64
-	// tombstones is hbtsdb_storage_tombstones_total by kind, where exported.
+	// tombstones is hbtsdb_kv_tombstones_total by kind, where exported.
 	tombstones map[string]float64
-	// read is hbtsdb_storage_read_* by job (kv.JobOf: ingest, query, compaction, other).
+	// read is hbtsdb_kv_read_* by job (kv.JobOf: ingest, query, compaction, other).
 	read map[string]readWork
 }
 
@@ -96,17 +96,17 @@ func parseMetrics(r io.Reader) (serverMetrics, error) {
 		h := f.GetMetric()[0].GetHistogram()
 		m.roundSeconds, m.roundCount = h.GetSampleSum(), float64(h.GetSampleCount())
 	}
-	if f := families["hbtsdb_storage_tombstones_total"]; f != nil {
+	if f := families["hbtsdb_kv_tombstones_total"]; f != nil {
 		for _, metric := range f.GetMetric() {
 			m.tombstones[labelMap(metric)["kind"]] += value(metric)
 		}
 	}
 	for name, add := range map[string]func(*readWork, float64){
-		"hbtsdb_storage_read_rows_total":                  func(w *readWork, v float64) { w.rows += v },
-		"hbtsdb_storage_read_cells_total":                 func(w *readWork, v float64) { w.cells += v },
-		"hbtsdb_storage_read_internal_keys_total":         func(w *readWork, v float64) { w.keys += v },
-		"hbtsdb_storage_read_internal_keys_deleted_total": func(w *readWork, v float64) { w.keysDeleted += v },
-		"hbtsdb_storage_read_internal_seeks_total":        func(w *readWork, v float64) { w.seeks += v },
+		"hbtsdb_kv_read_rows_total":                  func(w *readWork, v float64) { w.rows += v },
+		"hbtsdb_kv_read_cells_total":                 func(w *readWork, v float64) { w.cells += v },
+		"hbtsdb_kv_read_internal_keys_total":         func(w *readWork, v float64) { w.keys += v },
+		"hbtsdb_kv_read_internal_keys_deleted_total": func(w *readWork, v float64) { w.keysDeleted += v },
+		"hbtsdb_kv_read_internal_seeks_total":        func(w *readWork, v float64) { w.seeks += v },
 	} {
 		f := families[name]
 		if f == nil {

@@ -72,15 +72,15 @@ hbtsdb_compaction_round_duration_seconds_count 13
 # TYPE hbtsdb_samples_written_total counter
 hbtsdb_samples_written_total{protocol="remote_write_v1"} 1000
 hbtsdb_samples_written_total{protocol="put"} 5
-# TYPE hbtsdb_storage_read_internal_keys_total counter
-hbtsdb_storage_read_internal_keys_total{backend="embedded",job="compaction",operation="scan"} 70
-hbtsdb_storage_read_internal_keys_total{backend="embedded",job="compaction",operation="get_rows"} 30
-hbtsdb_storage_read_internal_keys_total{backend="embedded",job="query",operation="scan"} 9
-# TYPE hbtsdb_storage_read_cells_total counter
-hbtsdb_storage_read_cells_total{backend="embedded",job="compaction",operation="get_rows"} 20
-# TYPE hbtsdb_storage_tombstones_total counter
-hbtsdb_storage_tombstones_total{backend="embedded",kind="point"} 3
-hbtsdb_storage_tombstones_total{backend="embedded",kind="range"} 4
+# TYPE hbtsdb_kv_read_internal_keys_total counter
+hbtsdb_kv_read_internal_keys_total{backend="embedded",job="compaction",operation="scan"} 70
+hbtsdb_kv_read_internal_keys_total{backend="embedded",job="compaction",operation="get_rows"} 30
+hbtsdb_kv_read_internal_keys_total{backend="embedded",job="query",operation="scan"} 9
+# TYPE hbtsdb_kv_read_cells_total counter
+hbtsdb_kv_read_cells_total{backend="embedded",job="compaction",operation="get_rows"} 20
+# TYPE hbtsdb_kv_tombstones_total counter
+hbtsdb_kv_tombstones_total{backend="embedded",kind="point"} 3
+hbtsdb_kv_tombstones_total{backend="embedded",kind="range"} 4
 `
 	m, err := parseMetrics(strings.NewReader(text))
 	if err != nil {

@@ -94,7 +94,7 @@ func TestMetricsMoveUnderLoad(t *testing.T) {
 	s.waitFor(t, "/-/ready", 200)
 	before := scrape(t, s)
 	for _, name := range []string{"go_goroutines", "process_resident_memory_bytes", "hbtsdb_build_info",
-		"hbtsdb_series_created_total", "prometheus_engine_queries", "hbtsdb_storage_operation_duration_seconds"} {
+		"hbtsdb_series_created_total", "prometheus_engine_queries", "hbtsdb_kv_operation_duration_seconds"} {
 		if _, ok := before[name]; !ok {
 			t.Errorf("/metrics lacks %s", name)
 		}
@@ -165,8 +165,8 @@ func TestMetricsMoveUnderLoad(t *testing.T) {
 			t.Errorf("%s%v went from %v to %v; want +%v", tc.name, tc.pairs, was, now, tc.delta)
 		}
 	}
-	if was, _ := value(before, "hbtsdb_storage_operation_duration_seconds", "backend", "embedded", "operation", "apply"); true {
-		now, _ := value(after, "hbtsdb_storage_operation_duration_seconds", "backend", "embedded", "operation", "apply")
+	if was, _ := value(before, "hbtsdb_kv_operation_duration_seconds", "backend", "embedded", "operation", "apply"); true {
+		now, _ := value(after, "hbtsdb_kv_operation_duration_seconds", "backend", "embedded", "operation", "apply")
 		if now <= was {
 			t.Errorf("storage applies observed went from %v to %v; want more after two writes", was, now)
 		}

@@ -7,15 +7,15 @@
 // Metrics (registered on the Registerer given to New; Wrap instruments a store
 // with them, as often as a store is opened again):
 //
-//	hbtsdb_storage_operation_duration_seconds{backend, operation}  histogram
-//	hbtsdb_storage_operation_errors_total{backend, operation}      counter
-//	hbtsdb_storage_batch_mutations{backend}                        histogram of Apply's batch sizes
-//	hbtsdb_storage_read_rows_total{backend, operation, job}         rows reads returned
-//	hbtsdb_storage_read_cells_total{backend, operation, job}        cells reads returned
-//	hbtsdb_storage_read_internal_keys_total{backend, operation, job}          keys the store iterated over (kv.ReadWork)
-//	hbtsdb_storage_read_internal_keys_deleted_total{backend, operation, job}  of those, covered by range tombstones
-//	hbtsdb_storage_read_internal_seeks_total{backend, operation, job}         iterator seeks
-//	hbtsdb_storage_tombstones_total{backend, kind}                 tombstones deletes left behind (kv.Tombstones)
+//	hbtsdb_kv_operation_duration_seconds{backend, operation}  histogram
+//	hbtsdb_kv_operation_errors_total{backend, operation}      counter
+//	hbtsdb_kv_batch_mutations{backend}                        histogram of Apply's batch sizes
+//	hbtsdb_kv_read_rows_total{backend, operation, job}         rows reads returned
+//	hbtsdb_kv_read_cells_total{backend, operation, job}        cells reads returned
+//	hbtsdb_kv_read_internal_keys_total{backend, operation, job}          keys the store iterated over (kv.ReadWork)
+//	hbtsdb_kv_read_internal_keys_deleted_total{backend, operation, job}  of those, covered by range tombstones
+//	hbtsdb_kv_read_internal_seeks_total{backend, operation, job}         iterator seeks
+//	hbtsdb_kv_tombstones_total{backend, kind}                 tombstones deletes left behind (kv.Tombstones)
 //
 // operation is apply, get, get_rows, scan (from Scan to Close), increment,
 // check_and_put, ping. A context cancelled by the caller is not an error of the
@@ -71,23 +71,23 @@ type Metrics struct {
 	tombs *tombstoneSum
 }
 
-// New registers the storage metrics of backend (embedded, hbase: the backend
+// New registers the store metrics of backend (embedded, hbase: the backend
 // label) on reg; one reg takes one New.
 func New(backend string, reg prometheus.Registerer) *Metrics {
 	constLabels := prometheus.Labels{"backend": backend}
 	duration := prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:        "hbtsdb_storage_operation_duration_seconds",
-		Help:        "Time one storage operation took (a scan: from its start to its Close), by operation.",
+		Name:        "hbtsdb_kv_operation_duration_seconds",
+		Help:        "Time one store operation took (a scan: from its start to its Close), by operation.",
 		Buckets:     []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
 		ConstLabels: constLabels,
 	}, []string{"operation"})
 	errs := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name:        "hbtsdb_storage_operation_errors_total",
-		Help:        "Storage operations that failed (not those the caller cancelled), by operation.",
+		Name:        "hbtsdb_kv_operation_errors_total",
+		Help:        "Store operations that failed (not those the caller cancelled), by operation.",
 		ConstLabels: constLabels,
 	}, []string{"operation"})
 	batch := prometheus.NewHistogram(prometheus.HistogramOpts{
-		Name:        "hbtsdb_storage_batch_mutations",
+		Name:        "hbtsdb_kv_batch_mutations",
 		Help:        "Mutations per Apply (one write batch to the store).",
 		Buckets:     prometheus.ExponentialBuckets(1, 4, 10),
 		ConstLabels: constLabels,
@@ -99,16 +99,16 @@ func New(backend string, reg prometheus.Registerer) *Metrics {
 		reg.MustRegister(c)
 		return c
 	}
-	m.readRows = readCounter("hbtsdb_storage_read_rows_total",
+	m.readRows = readCounter("hbtsdb_kv_read_rows_total",
 		"Rows returned by reads (get, get_rows, scan), by operation and by the job (pprof label hbtsdb_job) that read them.")
-	m.readCells = readCounter("hbtsdb_storage_read_cells_total",
+	m.readCells = readCounter("hbtsdb_kv_read_cells_total",
 		"Cells returned by reads, by operation and job.")
-	m.readKeys = readCounter("hbtsdb_storage_read_internal_keys_total",
+	m.readKeys = readCounter("hbtsdb_kv_read_internal_keys_total",
 		"Keys the store iterated over to answer reads, skipped ones included (deleted, shadowed, out of range); "+
 			"embedded store only (Pebble's iterator statistics), 0 on HBase. By operation and job.")
-	m.readKeysDeleted = readCounter("hbtsdb_storage_read_internal_keys_deleted_total",
-		"Of hbtsdb_storage_read_internal_keys_total, the keys range tombstones covered.")
-	m.readSeeks = readCounter("hbtsdb_storage_read_internal_seeks_total",
+	m.readKeysDeleted = readCounter("hbtsdb_kv_read_internal_keys_deleted_total",
+		"Of hbtsdb_kv_read_internal_keys_total, the keys range tombstones covered.")
+	m.readSeeks = readCounter("hbtsdb_kv_read_internal_seeks_total",
 		"Iterator seeks of reads; embedded store only, 0 on HBase. By operation and job.")
 	reg.MustRegister(duration, errs, batch)
 	m.tombs = &tombstoneSum{open: make(map[*store]struct{})}
@@ -120,7 +120,7 @@ func New(backend string, reg prometheus.Registerer) *Metrics {
 		{"range", func(t kv.Tombstones) int64 { return t.Range }},
 	} {
 		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "hbtsdb_storage_tombstones_total",
+			Name: "hbtsdb_kv_tombstones_total",
 			Help: "Tombstones the store's deletes left behind (kv.Tombstones), by kind: point (one column or cell version; " +
 				"embedded: Pebble point deletions, HBase: DeleteColumn markers) or range (many cells; embedded: Pebble " +
 				"range deletions, HBase: DeleteFamily markers and row deletes).",

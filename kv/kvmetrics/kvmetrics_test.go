@@ -63,11 +63,11 @@ func TestInstrumentCountsOperationsAndErrors(t *testing.T) {
 		}
 	}
 	wantErrors := `
-# HELP hbtsdb_storage_operation_errors_total Storage operations that failed (not those the caller cancelled), by operation.
-# TYPE hbtsdb_storage_operation_errors_total counter
-hbtsdb_storage_operation_errors_total{backend="embedded",operation="apply"} 1
+# HELP hbtsdb_kv_operation_errors_total Store operations that failed (not those the caller cancelled), by operation.
+# TYPE hbtsdb_kv_operation_errors_total counter
+hbtsdb_kv_operation_errors_total{backend="embedded",operation="apply"} 1
 `
-	if err := testutil.GatherAndCompare(reg, strings.NewReader(wantErrors), "hbtsdb_storage_operation_errors_total"); err != nil {
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(wantErrors), "hbtsdb_kv_operation_errors_total"); err != nil {
 		t.Error(err)
 	}
 	if n := histogramCount(t, st.(*store).m.batch.(prometheus.Histogram)); n != 2 {

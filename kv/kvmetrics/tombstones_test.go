@@ -36,12 +36,12 @@ func TestTombstonesAreExportedAndPassedThrough(t *testing.T) {
 	want := func(point, rng int) {
 		t.Helper()
 		exp := fmt.Sprintf(`
-# HELP hbtsdb_storage_tombstones_total Tombstones the store's deletes left behind (kv.Tombstones), by kind: point (one column or cell version; embedded: Pebble point deletions, HBase: DeleteColumn markers) or range (many cells; embedded: Pebble range deletions, HBase: DeleteFamily markers and row deletes).
-# TYPE hbtsdb_storage_tombstones_total counter
-hbtsdb_storage_tombstones_total{backend="embedded",kind="point"} %d
-hbtsdb_storage_tombstones_total{backend="embedded",kind="range"} %d
+# HELP hbtsdb_kv_tombstones_total Tombstones the store's deletes left behind (kv.Tombstones), by kind: point (one column or cell version; embedded: Pebble point deletions, HBase: DeleteColumn markers) or range (many cells; embedded: Pebble range deletions, HBase: DeleteFamily markers and row deletes).
+# TYPE hbtsdb_kv_tombstones_total counter
+hbtsdb_kv_tombstones_total{backend="embedded",kind="point"} %d
+hbtsdb_kv_tombstones_total{backend="embedded",kind="range"} %d
 `, point, rng)
-		if err := testutil.GatherAndCompare(reg, strings.NewReader(exp), "hbtsdb_storage_tombstones_total"); err != nil {
+		if err := testutil.GatherAndCompare(reg, strings.NewReader(exp), "hbtsdb_kv_tombstones_total"); err != nil {
 			t.Fatal(err)
 		}
 	}
