@@ -294,7 +294,7 @@ func TestPostings(t *testing.T) {
 				{day, "empty", "", nil},
 				{day + 1, "__name__", "up", nil},
 			} {
-				got, err := p.Postings(ctx, tc.day, tc.name, tc.value)
+				got, err := p.Equal(ctx, tc.day, tc.name, tc.value)
 				if err != nil || !slices.Equal(got, tc.want) {
 					t.Errorf("Postings(%d, %s=%q) = %v, %v; want %v", tc.day-day, tc.name, tc.value, got, err, tc.want)
 				}
@@ -358,7 +358,7 @@ func TestPostings(t *testing.T) {
 			if n, err := p.Write(ctx, e); err != nil || n != 1 {
 				t.Errorf("Write after the failure = %d, %v; want 1", n, err)
 			}
-			if got, err := p.Postings(ctx, day, "job", "node"); err != nil || !slices.Equal(got, []uint64{42}) {
+			if got, err := p.Equal(ctx, day, "job", "node"); err != nil || !slices.Equal(got, []uint64{42}) {
 				t.Errorf("Postings after the retry = %v, %v", got, err)
 			}
 		})

@@ -9,11 +9,11 @@ import (
 	"github.com/hbtsdb/hbtsdb/schema"
 )
 
-// PostingsOf returns the IDs of the series that had label name with any of
+// AnyOf returns the IDs of the series that had label name with any of
 // values on day, ascending and without duplicates. It reads the values' rows in
 // one batched get (kv.Store.GetRows), not one round trip per value. Empty
 // values are never indexed and select nothing.
-func (p *Postings) PostingsOf(ctx context.Context, day uint32, name string, values []string) ([]uint64, error) {
+func (p *Postings) AnyOf(ctx context.Context, day uint32, name string, values []string) ([]uint64, error) {
 	if name == "" {
 		return nil, nil
 	}
@@ -22,7 +22,7 @@ func (p *Postings) PostingsOf(ctx context.Context, day uint32, name string, valu
 	case 0:
 		return nil, nil
 	case 1:
-		return p.Postings(ctx, day, name, values[0])
+		return p.Equal(ctx, day, name, values[0])
 	}
 	keys := make([][]byte, len(values))
 	for i, v := range values {
@@ -42,11 +42,11 @@ func (p *Postings) PostingsOf(ctx context.Context, day uint32, name string, valu
 	return slices.Compact(ids), nil
 }
 
-// PostingsMatching returns the IDs of the series that had label name on day with
+// Matching returns the IDs of the series that had label name on day with
 // a value that begins with prefix and for which match returns true, ascending
 // and without duplicates. It scans the label's value range from prefix (one scan,
 // keys only); the empty prefix scans every value of the label.
-func (p *Postings) PostingsMatching(ctx context.Context, day uint32, name, prefix string, match func(value string) bool) ([]uint64, error) {
+func (p *Postings) Matching(ctx context.Context, day uint32, name, prefix string, match func(value string) bool) ([]uint64, error) {
 	if name == "" {
 		return nil, nil
 	}

@@ -128,9 +128,9 @@ func (p *Postings) Write(ctx context.Context, entries []Entry) (int, error) {
 	return len(written), nil
 }
 
-// Postings returns the IDs of the series that had the label pair name=value on day,
+// Equal returns the IDs of the series that had the label pair name=value on day,
 // ascending.
-func (p *Postings) Postings(ctx context.Context, day uint32, name, value string) ([]uint64, error) {
+func (p *Postings) Equal(ctx context.Context, day uint32, name, value string) ([]uint64, error) {
 	if name == "" || value == "" {
 		return nil, nil // never indexed
 	}

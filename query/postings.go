@@ -93,9 +93,9 @@ func (r *Reader) matching(ctx context.Context, day uint32, m *labels.Matcher) ([
 	)
 	switch {
 	case m.Type == labels.MatchEqual:
-		ids, err = r.postings.Postings(ctx, day, m.Name, m.Value)
+		ids, err = r.postings.Equal(ctx, day, m.Name, m.Value)
 	case m.Type == labels.MatchRegexp && len(m.SetMatches()) > 0:
-		ids, err = r.postings.PostingsOf(ctx, day, m.Name, m.SetMatches())
+		ids, err = r.postings.AnyOf(ctx, day, m.Name, m.SetMatches())
 	case m.Type == labels.MatchNotEqual && m.Value == "", m.Type == labels.MatchRegexp && m.Value == ".+":
 		ids, err = r.postings.LabelSeries(ctx, day, m.Name)
 	default:
@@ -103,7 +103,7 @@ func (r *Reader) matching(ctx context.Context, day uint32, m *labels.Matcher) ([
 		if m.Type == labels.MatchRegexp {
 			prefix = m.Prefix()
 		}
-		ids, err = r.postings.PostingsMatching(ctx, day, m.Name, prefix, m.Matches)
+		ids, err = r.postings.Matching(ctx, day, m.Name, prefix, m.Matches)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("query: series matching %s: %w", m, err)
@@ -122,15 +122,15 @@ func (r *Reader) notMatching(ctx context.Context, day uint32, m *labels.Matcher)
 	case m.Type == labels.MatchRegexp && m.Value == ".*":
 		return nil, nil
 	case m.Type == labels.MatchNotEqual:
-		ids, err = r.postings.Postings(ctx, day, m.Name, m.Value)
+		ids, err = r.postings.Equal(ctx, day, m.Name, m.Value)
 	case m.Type == labels.MatchEqual: // ="": every series with the label
 		ids, err = r.postings.LabelSeries(ctx, day, m.Name)
 	case m.Type == labels.MatchNotRegexp && len(m.SetMatches()) > 0:
-		ids, err = r.postings.PostingsOf(ctx, day, m.Name, m.SetMatches())
+		ids, err = r.postings.AnyOf(ctx, day, m.Name, m.SetMatches())
 	case m.Type == labels.MatchNotRegexp:
-		ids, err = r.postings.PostingsMatching(ctx, day, m.Name, m.Prefix(), func(v string) bool { return !m.Matches(v) })
+		ids, err = r.postings.Matching(ctx, day, m.Name, m.Prefix(), func(v string) bool { return !m.Matches(v) })
 	default:
-		ids, err = r.postings.PostingsMatching(ctx, day, m.Name, "", func(v string) bool { return !m.Matches(v) })
+		ids, err = r.postings.Matching(ctx, day, m.Name, "", func(v string) bool { return !m.Matches(v) })
 	}
 	if err != nil {
 		return nil, fmt.Errorf("query: series not matching %s: %w", m, err)

@@ -545,14 +545,14 @@ func TestTagsPostingsAndMetadataAreWrittenOncePerProcess(t *testing.T) {
 		}
 		for _, day := range []uint32{schema.Day(today), schema.Day(yesterday)} {
 			lbls.Range(func(l labels.Label) {
-				got, err := p.Postings(ctx, day, l.Name, l.Value)
+				got, err := p.Equal(ctx, day, l.Name, l.Value)
 				if err != nil || !slices.Equal(got, ids) {
 					t.Errorf("postings of %s=%q on day %d = %v, %v; want %v", l.Name, l.Value, day, got, err, ids)
 				}
 			})
 		}
 		if day := schema.Day(today) + 1; day != schema.Day(yesterday) {
-			if got, _ := p.Postings(ctx, day, "job", "node"); len(got) != 0 {
+			if got, _ := p.Equal(ctx, day, "job", "node"); len(got) != 0 {
 				t.Errorf("postings on a day without samples: %v", got)
 			}
 		}
