@@ -42,18 +42,18 @@ type callKey struct {
 	ts   int64
 }
 
-// linearCells is the most cells of a put call that plan searches one by one for
+// linearCells is the most cells of a put call that groupIntoCalls searches one by one for
 // an earlier version of the same cell; past it, the call gets a map. A
 // remote-write request carries one sample of most series, so most rows get one
 // cell (and the first write of a row its few tag cells), and a map per row cost
-// more than the rest of plan.
+// more than the rest of groupIntoCalls.
 const linearCells = 8
 
-// callBlock is the fewest calls plan allocates at once (more as the batch's calls
+// callBlock is the fewest calls groupIntoCalls allocates at once (more as the batch's calls
 // grow, never more than its mutations left).
 const callBlock = 16
 
-// plan groups a batch into calls, in the order of each call's first mutation: one
+// groupIntoCalls groups a batch into calls, in the order of each call's first mutation: one
 // for all the puts of a row, one per (row, kind, timestamp) for deletes. Two puts
 // of the same cell version share a call, in which the later value wins, as it does
 // on the embedded store.
@@ -63,7 +63,7 @@ const callBlock = 16
 // hides every version <= T of what it covers whatever the order, and leaves newer
 // versions alone, so the order of puts and deletes in a batch does not change the
 // outcome.
-func plan(muts []kv.Mutation) []*mutateCall {
+func groupIntoCalls(muts []kv.Mutation) []*mutateCall {
 	var (
 		calls   []*mutateCall
 		putRows = make(map[string]*mutateCall, len(muts))
@@ -179,7 +179,7 @@ func (c *mutateCall) mutate(ctx context.Context, table []byte) (hrpc.Call, error
 }
 
 // Apply writes the mutations to table. Each row's mutations are applied atomically
-// by HBase, the batch as a whole is not (see plan).
+// by HBase, the batch as a whole is not (see groupIntoCalls).
 // A batch with an invalid mutation is rejected whole, before anything is sent.
 func (s *Store) Apply(ctx context.Context, table string, mutations []kv.Mutation) error {
 	ctx, done, err := s.beginCall(ctx)
@@ -203,9 +203,9 @@ func (s *Store) Apply(ctx context.Context, table string, mutations []kv.Mutation
 
 	// Puts go as one Multi RPC per region (sendPuts); deletes, and the puts HBase
 	// refused there, through gohbase's SendBatch, which retries what it can and
-	// says which rows failed why. The order does not matter (see plan).
+	// says which rows failed why. The order does not matter (see groupIntoCalls).
 	var puts, rest []*mutateCall
-	for _, c := range plan(mutations) {
+	for _, c := range groupIntoCalls(mutations) {
 		if c.kind == kv.KindPut {
 			puts = append(puts, c)
 		} else {

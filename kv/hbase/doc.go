@@ -36,7 +36,7 @@
 // locates for a request's first row decides which rows it carries, so a stale
 // guess costs a request more, never a wrong one. The deletes, and any put HBase
 // answered with an exception, go through SendBatch, at most Options.MaxBatchCalls
-// at a time (see plan), which retries what can be retried. Get is an hrpc.Get, GetRows a SendBatch of Gets, Scan an
+// at a time (see groupIntoCalls), which retries what can be retried. Get is an hrpc.Get, GetRows a SendBatch of Gets, Scan an
 // hrpc.Scan over [start, stop) whose pieces of a row gohbase joins into whole rows;
 // families, time range and versions map to the request's own fields, and filters
 // to SingleColumnValueFilter (latest version only), KeyOnlyFilter and

@@ -196,7 +196,7 @@ func TestPlanGroupsPutsByRowAndDeletesByTimestamp(t *testing.T) {
 		kv.DeleteRow(r1, 100),
 		kv.DeleteFamily(r1, "f", 100),
 	}
-	calls := plan(muts)
+	calls := groupIntoCalls(muts)
 	var got []string
 	for _, c := range calls {
 		got = append(got, fmt.Sprintf("%s:%s@%d%v", c.kind, c.row, c.ts, c.idx))
@@ -206,7 +206,7 @@ func TestPlanGroupsPutsByRowAndDeletesByTimestamp(t *testing.T) {
 		"delete-row:r1@100[7]", "delete-family:r1@100[8]",
 	}
 	if !slices.Equal(got, want) {
-		t.Errorf("plan:\n got %v\nwant %v", got, want)
+		t.Errorf("groupIntoCalls:\n got %v\nwant %v", got, want)
 	}
 	var cells []string
 	for _, c := range calls[0].cells {
@@ -971,9 +971,9 @@ func TestPlanReplacesAnEarlierVersionOfACellInALongRow(t *testing.T) {
 		kv.Put([]byte("s"), "f", []byte{1}, 5, []byte("x")), // another row between
 		kv.Put(row, "f", []byte{1}, 6, []byte("newer")),     // another version: a cell of its own
 	)
-	calls := plan(muts)
+	calls := groupIntoCalls(muts)
 	if len(calls) != 2 || len(calls[0].cells) != 2*linearCells+1 || len(calls[0].idx) != 2*linearCells+2 {
-		t.Fatalf("plan: %d calls, first with %d cells and %d mutations", len(calls), len(calls[0].cells), len(calls[0].idx))
+		t.Fatalf("groupIntoCalls: %d calls, first with %d cells and %d mutations", len(calls), len(calls[0].cells), len(calls[0].idx))
 	}
 	if c := calls[0].cells[1]; string(c.value) != "early" || c.ts != 5 {
 		t.Errorf("cell 1 = %s@%d, want the later value early@5", c.value, c.ts)

@@ -39,7 +39,7 @@ func TestMarkersOfABatch(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got kv.Tombstones
-			for _, c := range plan(tc.muts) {
+			for _, c := range groupIntoCalls(tc.muts) {
 				m := c.markers()
 				got.Point += m.Point
 				got.Range += m.Range

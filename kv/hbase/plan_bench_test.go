@@ -27,7 +27,7 @@ func BenchmarkPlan(b *testing.B) {
 	table := []byte("tsdb-bench")
 	b.ReportAllocs()
 	for b.Loop() {
-		for _, c := range plan(muts) {
+		for _, c := range groupIntoCalls(muts) {
 			if _, err := c.mutate(context.Background(), table); err != nil {
 				b.Fatal(err)
 			}
@@ -50,7 +50,7 @@ func BenchmarkPlanRemoteWrite(b *testing.B) {
 	reg := region.NewInfo(1, nil, table, []byte("tsdb-bench,,1"), nil, nil)
 	b.ReportAllocs()
 	for b.Loop() {
-		calls := plan(muts)
+		calls := groupIntoCalls(muts)
 		slices.SortFunc(calls, func(a, b *mutateCall) int { return bytes.Compare(a.row, b.row) })
 		rp, err := newRegionPuts(context.Background(), table, calls)
 		if err != nil {

@@ -21,7 +21,7 @@ import (
 // gohbase's SendBatch makes every row a call of its own and joins them into a
 // multi request per region server; for a remote-write request, whose 2 000 samples
 // are 2 000 rows, the per-call work (region lookup, result channel, request and
-// response bookkeeping) was, with plan's map per row, about half of tsdb's CPU
+// response bookkeeping) was, with groupIntoCalls' map per row, about half of tsdb's CPU
 // (docs/benchmarks.md). A regionPuts is one gohbase call for a region's rows:
 // gohbase locates the region of its first row (Key) and sends it unbatched;
 // SerializeCellBlocks then writes the rows that region holds (the longest prefix
