@@ -121,8 +121,8 @@
 //     cell and summarise the bucket from its data row. The nonce makes every
 //     void write a new value, so a compactor with the resolution, expecting
 //     the value it read before that write (void or not), fails its
-//     check-and-put and leaves the row. We chose this over the alternatives
-//     issue 21 names: workers that refuse to compact while their list differs
+//     check-and-put and leaves the row. We chose this over two
+//     alternatives: workers that refuse to compact while their list differs
 //     from the recorded one still race with a list changed under a pass, and
 //     leave a resolution removed and added back with stale cells; a
 //     generation per resolution would drop every cell written before a
