@@ -394,8 +394,9 @@ func TestRollupSumExact(t *testing.T) {
 	})
 }
 
-// TestRollupSumsOnlyWhenExact: window sums are added instead of samples only for series whose samples are integers summing
-// exactly (schema.SumsExact); a series of 1e9, 0.1 and, an hour later, -1e9
+// TestRollupSumsOnlyWhenExact: window sums are added instead of samples
+// only for series whose samples are integers summing exactly
+// (schema.SumsExact); a series of 1e9, 0.1 and, an hour later, -1e9
 // (0.10000002384185791 from window sums) or of 1e308s that cancel (+Inf) is
 // read from raw data, and the answer is raw data's to the bit. The read
 // counts say which tables answered.
