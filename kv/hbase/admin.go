@@ -38,7 +38,7 @@ func (s *Store) tableName(name string) ([]byte, error) {
 //
 // NEW_VERSION_BEHAVIOR (HBASE-15968) is deliberately not set: it would make a put
 // written after a delete visible whatever its timestamp, but it made scans 3-6x
-// slower here (storage/doc.go says what callers do instead).
+// slower here (kv/doc.go says what callers do instead).
 func familyAttributes(f kv.FamilySpec) []attribute {
 	attrs := []attribute{
 		{"VERSIONS", strconv.Itoa(f.Versions()), true},
