@@ -66,8 +66,7 @@
 // # Imports
 //
 // write depends on kv, schema, index, index/lru and internal/optcheck, and on
-// Prometheus' labels and
-// model types. It must never import a kv backend (kv/hbase,
-// kv/embedded, gohbase, Pebble) nor a package above it (query, db, promapi,
-// cmd).
+// Prometheus' labels and model types. It must never import a kv backend
+// (kv/hbase, kv/embedded, gohbase, Pebble) nor a package above it (query, db,
+// promapi, cmd).
 package write
