@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-func TestLoadDefaultsAreTheIssuesLoad(t *testing.T) {
+func TestLoadDefaultsAreTheDocumentedLoad(t *testing.T) {
 	c, err := parseFlags(nil)
 	if err != nil {
 		t.Fatal(err)
