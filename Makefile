@@ -78,14 +78,14 @@ bench:
 	zk=$$($(HBASE) start); \
 	TSDB_TEST_HBASE_ZK=$$zk TSDB_TEST_REQUIRE_HBASE=1 $(GO) test -run '^$$' -bench . -benchtime 3x ./kv/... ./schema/...
 
-# The side-by-side benchmark (bench/compare, issue 10): tsdb (embedded), Prometheus
+# The side-by-side benchmark (bench/compare): tsdb (embedded), Prometheus
 # and VictoriaMetrics (bench/victoriametrics.sh builds it once from the module proxy)
 # under the same remote-write load, in interleaved rounds; prints a Markdown table (also
 # written to BENCH_COMPARE_OUT when set). BENCH_COMPARE_FLAGS=-quick for a smoke run.
 bench-compare:
 	$(GO) run ./bench/compare $(if $(BENCH_COMPARE_OUT),-out $(abspath $(BENCH_COMPARE_OUT))) $(BENCH_COMPARE_FLAGS)
 
-# The steady-state benchmark (bench/steady, issue 20): tsdb serve with compaction on and
+# The steady-state benchmark (bench/steady): tsdb serve with compaction on and
 # one-minute buckets under a real-time remote-write load (5 000 samples/s) with range
 # queries all along, for STEADY_DURATION (default 60m) on the embedded store and then on
 # a standalone HBase that it starts like bench/compare -hbase (in STEADY_HBASE_RUN,
@@ -100,7 +100,7 @@ steady:
 	$(GO) run ./bench/steady -hbase -duration $(STEADY_DURATION) $(if $(STEADY_HBASE_RUN),-hbase-run $(abspath $(STEADY_HBASE_RUN))) \
 		$(if $(STEADY_OUT),-out $(abspath $(STEADY_OUT))) $(STEADY_FLAGS)
 
-# The Grafana dashboards (dashboards/, issue 12): regenerates dashboards/json/*.json
+# The Grafana dashboards (dashboards/): regenerates dashboards/json/*.json
 # from the Go in dashboards/ (Grafana's foundation SDK). Run it after changing a
 # dashboard and commit dashboards/json; a test fails while the JSON differs.
 dashboards:

@@ -189,7 +189,7 @@ func overlap(a, b panelJSON) bool {
 }
 
 // overviewMetrics are the metric names the overview may use: the /metrics
-// contract of tsdb serve (issue 12) — hbtsdb's own, the PromQL engine's, Go's
+// contract of tsdb serve — hbtsdb's own, the PromQL engine's, Go's
 // and the process's.
 var overviewMetrics = []string{
 	"hbtsdb_http_requests_total",

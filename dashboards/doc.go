@@ -29,5 +29,6 @@
 // The dashboards use the SDK's v1 dashboard model (the classic dashboard JSON,
 // schemaVersion 42, that file provisioning and "Import dashboard" load), not
 // its v2 model, which only Grafana 12's new dashboard API reads. This package
-// imports only the SDK and the standard library; nothing in hbtsdb imports it.
+// imports only the SDK and the standard library; only its command
+// dashboards/gen imports it.
 package dashboards

@@ -211,7 +211,7 @@ func (a *appender) AppendExemplars(ref storage.SeriesRef, ls labels.Labels, exem
 // Commit writes the buffered samples, histograms, exemplars and metadata and
 // returns when the store acknowledged them. An error means nothing of the
 // transaction counts as written: a store failure (wrapping
-// storage.ErrUnavailable where the store said so) or, which Append's checks
+// kv.ErrUnavailable where the store said so) or, which Append's checks
 // make all but impossible, a rejected series or sample (wrapping
 // write.ErrInvalid; a histogram at the timestamp of a float sample of its
 // series in the same transaction is one). Exemplars the writer leaves out

@@ -54,7 +54,8 @@
 //
 // # Old samples
 //
-// Samples are stored with their own timestamps as cell timestamps, so the data
+// Samples are stored with their own timestamps as cell timestamps (a late
+// sample with its bucket's last millisecond, schema/late.go), so the data
 // family's TTL (schema.TableOptions.RawRetention) hides those older than the
 // retention at once. Servers set write.Limits.MaxAge to the raw retention so that
 // such samples are rejected rather than silently invisible; tests that load data

@@ -23,7 +23,7 @@ import (
 )
 
 // BenchmarkHistogramBytesPerSample is BenchmarkBytesPerSample for native histograms
-// (issue 11's histogram-heavy load): what a native histogram sample occupies on
+// (on a histogram-heavy load): what a native histogram sample occupies on
 // disk on each backend, raw (one cell per sample) and compacted into Prometheus'
 // histogram chunks, and how fast db.DB.Write stores them.
 //

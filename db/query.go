@@ -13,7 +13,7 @@ var _ storage.Storage = (*DB)(nil)
 
 // Querier returns a Prometheus querier of the samples in [mint, maxt]
 // (inclusive, milliseconds); see query.Reader.Querier. It fails with
-// storage.ErrClosed (ours) after Close.
+// kv.ErrClosed after Close.
 func (db *DB) Querier(mint, maxt int64) (storage.Querier, error) {
 	if db.closed.Load() {
 		return nil, fmt.Errorf("db: querier: %w", kv.ErrClosed)

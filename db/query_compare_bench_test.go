@@ -24,7 +24,7 @@ import (
 	"github.com/hbtsdb/hbtsdb/write"
 )
 
-// BenchmarkQueryCompare runs the queries of bench/compare (issue 10) on the
+// BenchmarkQueryCompare runs the queries of bench/compare on the
 // data shape it loads, through the real PromQL engine, without HTTP:
 //
 //	go test -run '^$' -bench BenchmarkQueryCompare -benchtime 20x -benchmem ./db/

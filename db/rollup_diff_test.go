@@ -43,8 +43,8 @@ import (
 
 const (
 	// diffSeed is the seed TestRollupDiffAnswersAsRaw runs with (one whose
-	// stores met each failure issue 21 fixed: stale cells after a list
-	// change, inexact sums, windows past the raw retention);
+	// stores met each failure the rollup checks guard against: stale cells
+	// after a list change, inexact sums, windows past the raw retention);
 	// FuzzRollupsAnswerAsRaw tries others.
 	diffSeed = 5
 	// diffQueries is how many random queries each store of
@@ -257,7 +257,7 @@ func diffSeriesOf(rng *rand.Rand, i int, kind string, from, to int64) write.Seri
 			}
 		case "extreme":
 			v = diffExtremes[rng.IntN(len(diffExtremes))]
-		case "big-small": // issue 21's case 2, hour by hour
+		case "big-small": // sums that are not exact from windows, hour by hour
 			switch (ts - from) / hour % 3 {
 			case 0:
 				v = []float64{1e9, 0.1}[rng.IntN(2)]

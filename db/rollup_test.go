@@ -394,9 +394,9 @@ func TestRollupSumExact(t *testing.T) {
 	})
 }
 
-// TestRollupSumsOnlyWhenExact: issue 21's case 2. Window sums are added
-// instead of samples only for series whose samples are integers summing
-// exactly (schema.SumsExact); a series of 1e9, 0.1 and, an hour later, -1e9
+// TestRollupSumsOnlyWhenExact: window sums are added instead of samples
+// only for series whose samples are integers summing exactly
+// (schema.SumsExact); a series of 1e9, 0.1 and, an hour later, -1e9
 // (0.10000002384185791 from window sums) or of 1e308s that cancel (+Inf) is
 // read from raw data, and the answer is raw data's to the bit. The read
 // counts say which tables answered.
@@ -471,10 +471,9 @@ func TestRollupSumsOnlyWhenExact(t *testing.T) {
 	}
 }
 
-// TestRollupResolutionRemovedAndAddedBack: issue 21's case 1. A bucket
-// compacted again (late samples) by a compactor whose list lacks a resolution
-// the store has must not leave that resolution's cell of fewer samples
-// behind: it is made void, and a process with the resolution back in its list
+// TestRollupResolutionRemovedAndAddedBack: a bucket compacted again (late
+// samples) by a compactor whose list lacks a resolution the store has must
+// not leave that resolution's cell of fewer samples behind: it is made void, and a process with the resolution back in its list
 // summarises the bucket from its data row (max 1000, not the stale 1). The
 // same holds for two processes compacting one store with different lists.
 func TestRollupResolutionRemovedAndAddedBack(t *testing.T) {
@@ -537,18 +536,18 @@ func TestThanosCases(t *testing.T) {
 			step       time.Duration
 			fromRollup bool
 		}{
-			// Thanos #922: sum(x) on auto-downsampled data was inflated by the
+			// Thanos: sum(x) on auto-downsampled data was inflated by the
 			// number of raw samples per window.
-			{"922-sum-at-1h-step", "sum(x)", rollupDay0.Add(2 * time.Hour), rollupDay0.Add(rollupWindow), time.Hour, true},
-			// Thanos #1115: rate(x[5m]) over 5m-resolution data returned
-			// nothing. Here the store computes it from the 5m windows, with
-			// raw data's answer.
-			{"1115-rate-5m-at-5m-step", "rate(x[5m])", rollupDay0.Add(2 * time.Hour), rollupDay0.Add(rollupWindow), 5 * time.Minute, true},
-			// Thanos #6573: instant queries on downsampled data failed.
-			{"6573-instant-query", "max_over_time(x[1d])", rollupDay0.Add(28 * time.Hour), rollupDay0.Add(28 * time.Hour), 0, true},
-			// Thanos #7404: stddev_over_time and others read count and sum and
+			{"sum-at-1h-step-not-inflated", "sum(x)", rollupDay0.Add(2 * time.Hour), rollupDay0.Add(rollupWindow), time.Hour, true},
+			// Thanos: rate(x[5m]) over 5m-resolution data returned nothing.
+			// Here the store computes it from the 5m windows, with raw
+			// data's answer.
+			{"rate-5m-at-5m-step-not-empty", "rate(x[5m])", rollupDay0.Add(2 * time.Hour), rollupDay0.Add(rollupWindow), 5 * time.Minute, true},
+			// Thanos: instant queries on downsampled data failed.
+			{"instant-query-on-rollup", "max_over_time(x[1d])", rollupDay0.Add(28 * time.Hour), rollupDay0.Add(28 * time.Hour), 0, true},
+			// Thanos: stddev_over_time and others read count and sum and
 			// returned the average. Here they read raw data.
-			{"7404-stddev", "stddev_over_time(x[1h])", rollupDay0.Add(2 * time.Hour), rollupDay0.Add(rollupWindow), time.Hour, false},
+			{"stddev-reads-raw", "stddev_over_time(x[1h])", rollupDay0.Add(2 * time.Hour), rollupDay0.Add(rollupWindow), time.Hour, false},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				want, _ := runPromQL(t, d, tc.expr, tc.start, tc.end, tc.step, query.ResolutionRaw)
@@ -655,9 +654,9 @@ func TestRetentionServedFromRollups(t *testing.T) {
 // TestRetentionBoundaryCountsEachSampleOnce: a range that crosses the raw
 // retention's expiry point is served from the rollup up to the end of the
 // window holding that point, and from raw data after it: the samples of that
-// window that raw data still holds are not counted again (issue 21, case 3).
-// A range function no rollup answers says that its answer over the expired
-// part differs from raw data's (case 4).
+// window that raw data still holds are not counted again. A range function
+// no rollup answers says that its answer over the expired part differs from
+// raw data's.
 func TestRetentionBoundaryCountsEachSampleOnce(t *testing.T) {
 	m := labels.FromStrings("__name__", "m", "instance", "h")
 	clock, d := expiringDB(t, func(d *db.DB) {

@@ -1,7 +1,9 @@
 // Package downsample holds the background work on stored data: the compaction
 // of sealed buckets into chunks and, from the same read, their rollups
 // (compact.go), and the worker that shares that work between processes
-// (worker.go, lease.go). The retention sweeps of the design are not built yet.
+// (worker.go, lease.go). Retention needs no work here: every table's TTL (the
+// raw retention for data and pending, each resolution's own for its rollup
+// table; schema/tables.go) expires old cells on both backends.
 //
 // # Compaction
 //
@@ -104,7 +106,9 @@
 //     worker's) cannot lower it, and recording it again changes nothing. A
 //     salt left part way records none.
 //   - Rollups are written only from raw cells: a bucket compacted before its
-//     resolution was configured is not rolled up (there is no backfill yet).
+//     resolution was configured is not rolled up (nothing backfills a new
+//     resolution from chunks; readers summarise such a bucket from its data
+//     row).
 //   - A rollup cell is from the same samples as the bucket's chunk, or void.
 //     A compactor writes the cells of its own list (Options.Rollups), but the
 //     store may have tables of other resolutions: one removed from the list
@@ -121,8 +125,8 @@
 //     cell and summarise the bucket from its data row. The nonce makes every
 //     void write a new value, so a compactor with the resolution, expecting
 //     the value it read before that write (void or not), fails its
-//     check-and-put and leaves the row. We chose this over the alternatives
-//     issue 21 names: workers that refuse to compact while their list differs
+//     check-and-put and leaves the row. We chose this over two
+//     alternatives: workers that refuse to compact while their list differs
 //     from the recorded one still race with a list changed under a pass, and
 //     leave a resolution removed and added back with stale cells; a
 //     generation per resolution would drop every cell written before a
@@ -182,7 +186,8 @@
 //   - A salt left part way (lease lost, store error, stop) is safe by the
 //     invariants above, and the next round, by whichever worker, finishes it.
 //
-// downsample imports kv, schema and Prometheus' chunk encoding (through schema);
+// downsample imports kv, schema, internal/optcheck and Prometheus' chunk
+// encoding (through schema);
 // it must never import a backend (kv/hbase, kv/embedded) nor a package above it
 // (query, db, promapi, cmd).
 package downsample

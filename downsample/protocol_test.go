@@ -133,7 +133,7 @@ func (f *fixture) compactRacedAfter(t *testing.T, step string, late schema.Sampl
 // change of --rollups, a tsdb downsample started with the old list): the one
 // whose list lacks 1h, compacting a row again with a late sample between the
 // other's steps, makes the 1h cells of the rows it compacts void instead of
-// leaving the other's cell of fewer samples behind (issue 21, case 1); every
+// leaving the other's cell of fewer samples behind; every
 // cell not void is made from all of its bucket's samples.
 func TestCompactorsWithDifferentListsLeaveNoStaleCell(t *testing.T) {
 	for _, b := range schematest.Backends() {

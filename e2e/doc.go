@@ -52,8 +52,8 @@
 // buckets, NHCB, by a second job), a counter with a created timestamp, exemplars on
 // counters and observations. Prometheus keeps exemplars and start timestamps
 // (exemplar-storage, st-storage) and remote-writes with 1.0 and 2.0 to four tsdb
-// (both stores; the 2.0 ones compact into histogram chunks as they run); the raw series, 28 histogram expressions (histogram_quantile,
-// _count, _sum, _avg, _stddev, _stdvar, _fraction, rate, increase, resets,
+// (both stores; the 2.0 ones compact into histogram chunks as they run); the
+// raw series, 28 histogram expressions (histogram_quantile, _count, _sum, _avg, _stddev, _stdvar, _fraction, rate, increase, resets,
 // aggregation; instant and range), remote read SAMPLES and STREAMED_XOR_CHUNKS and
 // /api/v1/query_exemplars must equal Prometheus' own answers — the query API's JSON
 // text to the byte, remote read's histograms field by field (histcompare_test.go

@@ -1,9 +1,11 @@
 // Package promapi is hbtsdb's HTTP surface: the operational endpoints (/-/healthy,
-// /-/ready), the write endpoints (Prometheus remote write on POST /api/v1/write,
-// OpenTSDB's POST /api/put), remote read, the Prometheus HTTP API and the
-// native JSON API (/api/v1/last). It decodes requests, hands them to the
-// layers below (a Writer: write.Writer or db.DB) and answers with their
-// results; it holds no storage logic and never imports a storage backend.
+// /-/ready, /metrics), the write endpoints (Prometheus remote write on POST
+// /api/v1/write, OpenTSDB's POST /api/put), remote read, the Prometheus HTTP
+// API, the native JSON API (/api/v1/last, /api/v1/metadata) and the query page
+// at / (web/ui). It decodes requests, hands them to the layers below (the
+// Store a Provider hands out for the request: a *db.DB in tsdb serve) and
+// answers with their results; it holds no storage logic and never imports a
+// storage backend.
 //
 // # Where things live
 //
@@ -18,7 +20,14 @@
 //   - Read endpoints: readhandler.go, last.go, metadata.go, respond.go (ours, in
 //     Prometheus' envelope), queryapi.go (Prometheus' web/api/v1), remoteread.go
 //     (Prometheus' storage/remote read handler), read_bounds.go (the read
-//     side's bounds), resolution.go (rollup resolution of PromQL queries).
+//     side's bounds), resolution.go (rollup resolution of PromQL queries),
+//     exemplars.go (query_exemplars from the exemplar table), memory_guard.go
+//     (the heap guard over every query and remote read), readstats.go (the
+//     cells a query read, in its stats and in /metrics).
+//   - Around them: router.go (NewRouter: the routes, recoverPanics), store.go
+//     (Store, Provider), joblabel.go (each request's pprof
+//     job label), metrics.go and ingest_stats.go (the HTTP surface's metrics
+//     and the ingest counts tsdb serve logs), errors.go (statusOf).
 //
 // # Errors and status codes
 //

@@ -10,7 +10,7 @@ import (
 	"github.com/hbtsdb/hbtsdb/query"
 )
 
-// What a query read, by table (issue 21): every PromQL query and remote read
+// What a query read, by table: every PromQL query and remote read
 // counts the cells its Selects read (query.ReadStats) into
 // hbtsdb_query_cells_read_total{source}; a PromQL query asked for stats
 // (stats=true or stats=all, as in Prometheus) also answers them in its

@@ -1,6 +1,6 @@
 package promapi
 
-// Tests of the write path's memory and slot bounds (issue 9): slow senders hold
+// Tests of the write path's memory and slot bounds: slow senders hold
 // no concurrency slot, bodies have a read deadline, the bytes of bodies in flight
 // are bounded, Content-Length is never allocated up front and a snappy block's
 // length claim is checked against what the block can hold.

@@ -1,5 +1,6 @@
 // Package query owns the read path: series selection through the tag index and
-// the series registry, row reads, chunk decoding and Prometheus' interfaces.
+// the series registry, row reads, chunk and rollup decoding, resolution choice,
+// the PromQL engine and Prometheus' interfaces.
 //
 // # What exists
 //
@@ -11,6 +12,13 @@
 // series selected as below, then one scan of each one's exemplar rows).
 // Options (options.go) tune it; Options.Validate
 // checks options that come from a user, which Reader.WithOptions does not.
+// Engine (rollupfunc.go) is Prometheus' PromQL engine behind a parser that
+// takes rewritten expressions: it replaces rate, increase, delta, irate,
+// idelta, changes, resets and count_over_time over whole rollup windows by a
+// vector selector with a per-query matcher, whose Select returns the
+// function's value per evaluation time computed from the windows
+// (rangefunc.go). ReadStats (readstats.go) counts the raw, chunk and rollup
+// cells a query's Selects read.
 //
 // A Select is first planned by resolution (resolution.go, rollup.go): from a
 // rollup when the query's evaluation times (WithPromQL, set by the HTTP layer)

@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-func TestLoadDefaultsAreTheIssuesLoad(t *testing.T) {
+func TestLoadDefaultsAreTheDocumentedLoad(t *testing.T) {
 	c, err := parseFlags(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -14,7 +14,7 @@ func TestLoadDefaultsAreTheIssuesLoad(t *testing.T) {
 		t.Errorf("default load has %d samples, want 2 400 000", got)
 	}
 	if c.load.Span() != 239*15*time.Second || c.load.RequestSize != 2000 || c.load.Senders != 4 || c.rounds != 3 {
-		t.Errorf("defaults %+v rounds %d, want the issue's load: 240 samples at 15 s, 2 000 per request, 4 senders, 3 rounds", c.load, c.rounds)
+		t.Errorf("defaults %+v rounds %d, want the documented load: 240 samples at 15 s, 2 000 per request, 4 senders, 3 rounds", c.load, c.rounds)
 	}
 }
 

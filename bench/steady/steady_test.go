@@ -88,8 +88,8 @@ func testTSDB(t *testing.T) string {
 	return tsdbBin
 }
 
-// TestSteadyStateCostsStayFlatAsTheStoreAges is the short steady state of issue
-// 20 on both backends: tsdb serve with compaction on and one-minute buckets
+// TestSteadyStateCostsStayFlatAsTheStoreAges is a short bench/steady run on
+// both backends: tsdb serve with compaction on and one-minute buckets
 // under a real-time remote-write load and queries all along, until four
 // buckets have been compacted after the first. It fails when a unit of work
 // costs the store more than costGrowthFactor times as much at the end as at

@@ -1,10 +1,10 @@
 // Command tsdb is hbtsdb: a Prometheus-compatible time-series store on Apache HBase
 // (or, on a laptop, on an embedded store in a local directory).
 //
-//	tsdb serve                    run the server (remote write/read, PromQL API)
-//	tsdb downsample [--once]      compact sealed buckets into chunks
+//	tsdb serve                    run the server (remote write/read, PromQL API) and the compaction worker
+//	tsdb downsample [--once]      compact sealed buckets into chunks and rollups, alone
 //	tsdb schema create [--print]  create the tables and the schema meta row
-//	tsdb schema check             check the tables and schema settings of a store
+//	tsdb schema check [--print]   check the tables and schema settings of a store
 //	tsdb version, tsdb --version  print the version
 //
 // Every flag has an environment twin: --storage is TSDB_STORAGE, --schema.salt-buckets

@@ -64,7 +64,7 @@ func (f *gateFile) ReadAt(p []byte, off int64) (int, error) {
 	return f.File.ReadAt(p, off)
 }
 
-// Issue 20: a store full of range deletions did not exit within 3 minutes of
+// A store full of range deletions did not exit within 3 minutes of
 // SIGTERM, busy in Pebble's table statistics, which DB.Close waits for and
 // nothing cancels (tuning.go). The store turns them off; then, once the last
 // write is flushed, nothing reads a table any more, so Close has nothing to wait

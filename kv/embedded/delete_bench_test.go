@@ -14,7 +14,7 @@ import (
 	"github.com/hbtsdb/hbtsdb/kv"
 )
 
-// The shape of compaction's deletes (issue 20): a sealed bucket of a series is a
+// The shape of compaction's deletes: a sealed bucket of a series is a
 // row of deleteCells raw cells of family r (15 s samples over an hour), which
 // compaction rewrites as one chunk and then deletes with one DeleteFamily up to
 // the bucket's end - 2 ms, plus one DeleteColumn per late cell (at the bucket's
@@ -40,9 +40,9 @@ func deleteRowKey(series int, bucketStart int64) []byte {
 // BenchmarkCompactionDeletes applies compaction-shaped delete batches (one
 // op: the raw cells of deleteRows rows of deleteCells raw cells) to a store
 // loaded with at least 2.4 M raw cells and compacted (sealed buckets sit in the
-// lower levels). shape=family is compaction's shape since issue 20: one
-// DeleteFamily per row and a DeleteColumn per late cell; shape=columns the
-// shape before it, a DeleteColumn per raw cell up to its timestamp.
+// lower levels). shape=family is compaction's shape: one DeleteFamily per
+// row and a DeleteColumn per late cell; shape=columns its former shape, a
+// DeleteColumn per raw cell up to its timestamp.
 //
 // It reports the tombstones per op; lock-ms/op, how long each op held the
 // store's exclusive lock (reading the rows and inserting the batch into the
@@ -206,7 +206,7 @@ func benchCompactionDeletes(b *testing.B, columns, ingest bool) {
 	if err != nil || len(row.Cells) != 1 || row.Cells[0].Family != "c" {
 		b.Fatalf("row 0 after the deletes: %d cells, %v; want its chunk alone", len(row.Cells), err)
 	}
-	// Close once the tombstones are flushed (issue 20): it waits for the
+	// Close once the tombstones are flushed: it waits for the
 	// compactions under way.
 	if err := st.db.Flush(); err != nil {
 		b.Fatal(err)

@@ -5,7 +5,8 @@
 // TTL, time ranges, filters) re-implemented over sorted keys, and the background
 // sweeper that removes what those semantics hide.
 //
-// Only kv/ and cmd/ wiring may import this package; nothing above kv/
+// Only kv/backend (which opens a --storage address) and test code
+// (schema/schematest, tests) import this package; no non-test code above kv/
 // (write, query, index, downsample, promapi, db) imports it or Pebble. It must
 // never import gohbase.
 //
@@ -30,7 +31,7 @@
 //     esc(a)+x < esc(b)+y for all suffixes x, y. So rows iterate in the byte order of
 //     their keys, including keys that contain 0x00 or 0xFF and keys that are prefixes
 //     of others; within a row, cells come ordered by family, qualifier, then timestamp
-//     newest first — exactly the order storage.Row promises.
+//     newest first — exactly the order kv.Row promises.
 //   - Prefix freedom: no esc(a) is a proper prefix of an esc(b), so the keys of one row
 //     are exactly the keys with prefix 0x02|tableID|esc(row) (a "row prefix"), and the
 //     keys of one column those with prefix rowPrefix|esc(family)|esc(qualifier).

@@ -17,7 +17,7 @@ import (
 	"github.com/hbtsdb/hbtsdb/write"
 )
 
-// The load of issue 10's ingest measurement, shaped like node exporters scraped
+// The load of the ingest measurement in docs/performance.md, shaped like node exporters scraped
 // by Prometheus and remote-written: ingestHosts × ingestSeriesPerHost series,
 // ingestSteps samples each at 15 s, sent by ingestSenders goroutines sharded by
 // series as Prometheus' queue manager shards them, each request one sample per

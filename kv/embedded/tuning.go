@@ -47,8 +47,8 @@ const (
 const memTableReservation = memTableSize * (memTableStopWritesThreshold + 1)
 
 // disableTableStats turns off Pebble's table statistics [Pebble: on], so that
-// Close never waits for them (issue 20: a store full of range deletions did not
-// exit within 3 minutes of SIGTERM, with 75 % of its CPU in Pebble's
+// Close never waits for them (a store full of range deletions did not exit
+// within 3 minutes of SIGTERM, with 75 % of its CPU in Pebble's
 // loadTableRangeDelStats).
 //
 // What Pebble v2.1.7 does with them: after every flush and compaction (and, at

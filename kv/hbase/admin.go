@@ -36,9 +36,9 @@ func (s *Store) tableName(name string) ([]byte, error) {
 // familyAttributes is the HBase column family schema of f, as the attribute map
 // that HBase's ColumnFamilyDescriptor keeps (and `hbase shell` prints).
 //
-// NEW_VERSION_BEHAVIOR (HBASE-15968) is deliberately not set: it would make a put
-// written after a delete visible whatever its timestamp, but it made scans 3-6x
-// slower here (storage/doc.go says what callers do instead).
+// HBase's NEW_VERSION_BEHAVIOR family attribute is deliberately not set: it
+// would make a put written after a delete visible whatever its timestamp, but
+// it made scans 3-6x slower here (kv/doc.go says what callers do instead).
 func familyAttributes(f kv.FamilySpec) []attribute {
 	attrs := []attribute{
 		{"VERSIONS", strconv.Itoa(f.Versions()), true},

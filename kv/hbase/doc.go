@@ -1,13 +1,15 @@
-// Package hbase implements storage.Store on Apache HBase (2.x) through gohbase
-// (github.com/tsuna/gohbase), the only package of hbtsdb that imports gohbase:
-// nothing above storage/ may import it, or know that HBase is underneath.
+// Package hbase implements kv.Store on Apache HBase (2.x) through gohbase
+// (github.com/tsuna/gohbase), the only package of hbtsdb that imports gohbase
+// apart from the test tool testing/hbase/hbaseprobe: nothing above kv/ may
+// import it, or know that HBase is underneath (cmd/tsdb and kv/backend open it,
+// testing/hbasestore opens it for tests).
 //
 // # Mapping
 //
 // A logical table "data" is the HBase table "<TablePrefix>data" ("tsdb-data") in
 // the default namespace; gohbase can neither create namespaces nor address tables
 // in other ones. ListTables reports the tables carrying the prefix, without it.
-// A storage.FamilySpec becomes a column family with VERSIONS, TTL (in seconds;
+// A kv.FamilySpec becomes a column family with VERSIONS, TTL (in seconds;
 // zero is FOREVER), COMPRESSION, DATA_BLOCK_ENCODING and BLOOMFILTER;
 // TableSpec.SplitKeys pre-split the table. ShellCommands prints the same schema as
 // `hbase shell` create commands. gohbase's NewCreateTable silently drops family
@@ -15,10 +17,10 @@
 // the families rewritten (createTableCall) and waits for the master's procedure
 // itself.
 //
-// Families are created without NEW_VERSION_BEHAVIOR (HBASE-15968). It would make a
-// put written after a delete visible whatever its timestamp, as on the embedded
-// store, but with it a scan of 100k cells took 590 ms instead of 100 ms before a
-// flush and 586 ms instead of 219 ms after one. storage/doc.go (Deletes) says how
+// Families are created without HBase's NEW_VERSION_BEHAVIOR attribute. It
+// would make a put written after a delete visible whatever its timestamp, as on
+// the embedded store, but with it a scan of 100k cells took 590 ms instead of 100 ms before a
+// flush and 586 ms instead of 219 ms after one. kv/doc.go (Deletes) says how
 // callers avoid depending on the difference.
 //
 // All the puts of a row in one Apply become one HBase Put whose cells keep their
@@ -49,20 +51,20 @@
 //
 // HBase applies all the mutations of one row in one call atomically, and each
 // call of a batch independently: an Apply that fails may have stored any subset of
-// its rows (storage.BatchError names the mutations that failed or were not sent).
+// its rows (kv.BatchError names the mutations that failed or were not sent).
 // Callers retry the whole batch, which puts with explicit timestamps make safe.
 // Increment and CheckAndPut are atomic with every other write to their row. A
 // batch with an invalid mutation is rejected before anything is sent.
 //
 // # Errors
 //
-// Errors wrap storage's sentinels (see classify): gohbase.TableNotFound and
-// TableNotFoundException are storage.ErrTableNotFound; NoSuchColumnFamilyException
+// Errors wrap kv's sentinels (see classify): gohbase.TableNotFound and
+// TableNotFoundException are kv.ErrTableNotFound; NoSuchColumnFamilyException
 // and HBase's other DoNotRetryIOExceptions (a cell not 8 bytes wide for Increment,
-// an unknown compression, ...) are storage.ErrInvalidArgument; gohbase's
+// an unknown compression, ...) are kv.ErrInvalidArgument; gohbase's
 // retryable, region and server errors, unreachable region servers and an expired
-// context are storage.ErrUnavailable; a cancelled context is context.Canceled; any
-// call after Close, or interrupted by it, is storage.ErrClosed. Messages are one
+// context are kv.ErrUnavailable; a cancelled context is context.Canceled; any
+// call after Close, or interrupted by it, is kv.ErrClosed. Messages are one
 // line: a Java exception is cut to its class and message, without the stack.
 //
 // gohbase retries a region it cannot locate or reach until the call's context
@@ -70,14 +72,14 @@
 // Every Apply, Increment, CheckAndPut, Get, GetRows and Ping whose context has no
 // earlier deadline therefore gets Options.CallTimeout (by default the region
 // lookup or read timeout, whichever is larger) and then fails with
-// storage.ErrUnavailable: a write during an outage is answered 503, which the
+// kv.ErrUnavailable: a write during an outage is answered 503, which the
 // sender retries, instead of hanging.
 //
 // # Lifecycle
 //
 // Open checks, under its context's deadline, that ZooKeeper names a master and an
 // hbase:meta region server that accept connections, that the master lists tables
-// and that hbase:meta can be read; otherwise it fails with storage.ErrUnavailable
+// and that hbase:meta can be read; otherwise it fails with kv.ErrUnavailable
 // and the ZooKeeper address. It checks ZooKeeper before handing the address to
 // gohbase because gohbase retries a missing ZooKeeper or master forever, in
 // goroutines no Close stops. Close cancels the operations in flight, waits for

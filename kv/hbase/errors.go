@@ -12,7 +12,7 @@ import (
 	"github.com/hbtsdb/hbtsdb/kv"
 )
 
-// classifiedError is an error from gohbase or HBase with the storage sentinel it
+// classifiedError is an error from gohbase or HBase with the kv sentinel it
 // maps to. Error() is a one-line summary (a Java exception's stack trace is cut to
 // its first line); Unwrap exposes both the sentinel and the original error.
 type classifiedError struct {
@@ -87,7 +87,7 @@ func simpleName(class string) string {
 }
 
 // classify maps an error of a gohbase call made under ctx (the operation's context,
-// see Store.begin) to one that wraps the storage sentinel callers branch on:
+// see Store.begin) to one that wraps the kv sentinel callers branch on:
 //
 //   - the store was closed meanwhile: ErrClosed;
 //   - ctx was cancelled: ctx.Err() (context.Canceled);

@@ -21,7 +21,7 @@ import (
 
 // The tests talk to a real HBase; testing/hbase/hbase.sh starts one:
 //
-//	TSDB_TEST_HBASE_ZK=$(testing/hbase/hbase.sh start) go test -race ./storage/hbase/
+//	TSDB_TEST_HBASE_ZK=$(testing/hbase/hbase.sh start) go test -race ./kv/hbase/
 //
 // Without it they skip, unless TSDB_TEST_REQUIRE_HBASE=1 (make test, CI), where they
 // fail (see testing/hbasetest).
@@ -431,7 +431,7 @@ func TestEnsureTableRejects(t *testing.T) {
 }
 
 // TestDeleteHidesOlderPutsWrittenLater pins HBase's delete semantics that
-// storage/doc.go documents: without NEW_VERSION_BEHAVIOR, a delete up to T hides a
+// kv/doc.go documents: without NEW_VERSION_BEHAVIOR, a delete up to T hides a
 // put at a timestamp <= T written after it (until a major compaction), and leaves
 // a later put at a newer timestamp visible.
 func TestDeleteHidesOlderPutsWrittenLater(t *testing.T) {

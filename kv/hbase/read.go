@@ -41,7 +41,7 @@ func queryOptions(o kv.ReadOptions) ([]func(hrpc.Call) error, error) {
 	return opts, nil
 }
 
-// toFilter converts storage filters to one gohbase filter: a FilterList that must
+// toFilter converts kv filters to one gohbase filter: a FilterList that must
 // pass all of them when there are several. Value filters come first and KeyOnly
 // last, so that no filter looks at a value KeyOnly emptied.
 func toFilter(fs []kv.Filter) (filter.Filter, error) {

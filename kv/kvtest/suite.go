@@ -1,7 +1,7 @@
 // Package kvtest is the one conformance suite that every kv.Store
 // implementation must pass: the embedded store and the real HBase run the same cases,
 // so the layers above kv/ can rely on identical behaviour. Each case states one
-// rule of storage's contract and asserts exact keys, values and errors.
+// rule of kv's contract and asserts exact keys, values and errors.
 package kvtest
 
 import (
