@@ -349,7 +349,7 @@ func testCreateRejectsInvalidSettings(t *testing.T, newStore func(*testing.T) kv
 	}
 }
 
-// TestTheLayoutInARealStore writes raw samples under data row keys and reads them
+// testTheLayoutInARealStore writes raw samples under data row keys and reads them
 // back the way readers will: the newest row of a series first, values bit-exact.
 func testTheLayoutInARealStore(t *testing.T, newStore func(*testing.T) kv.Store) {
 	ctx := context.Background()

@@ -333,8 +333,8 @@ func testRemovingAResolutionKeepsItsTable(e *rollupEnv) {
 
 // The tag index's TTL is fixed when the table is created (from the first
 // list: 1826d for 1h:5y) and recorded in m:index_ttl; a list that needs less
-// than that, after one that needed even less, is no reason to warn (issue
-// 21, case 6: the warning compared with the previous list), and one that
+// than that, after one that needed even less, is no reason to warn (it once
+// compared with the previous list instead of the table's TTL), and one that
 // needs more is.
 func testTheIndexTTLWarningReadsTheTablesTTL(e *rollupEnv) {
 	st := e.store()
