@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/textparse"
 	"github.com/prometheus/prometheus/prompb"
@@ -197,5 +198,28 @@ func TestDecodeStreamedFramesChecksumsAndSeriesAcrossFrames(t *testing.T) {
 	}})...)
 	if err := decodeStreamed(bytes.NewReader(swapped), 1000, 5000, &remoteReadAnswer{set: seriesSet{}}); err == nil || !strings.Contains(err.Error(), "label order") {
 		t.Errorf("series out of order decoded with error %v", err)
+	}
+}
+
+// TestHintDiffToleratesOnlyUnknownAgainstNotAReset: the one counter-reset hint
+// difference compareHistSets lets pass is "unknown" against "not a reset"
+// (either way: where a chunk starts differs between stores); a gauge against
+// anything else, or a reset against "unknown", is a difference.
+func TestHintDiffToleratesOnlyUnknownAgainstNotAReset(t *testing.T) {
+	hints := []histogram.CounterResetHint{histogram.UnknownCounterReset, histogram.CounterReset,
+		histogram.NotCounterReset, histogram.GaugeType}
+	for _, want := range hints {
+		for _, got := range hints {
+			tolerated := want == got ||
+				want == histogram.UnknownCounterReset && got == histogram.NotCounterReset ||
+				want == histogram.NotCounterReset && got == histogram.UnknownCounterReset
+			d := hintDiff(want, got)
+			if (d == "") != tolerated {
+				t.Errorf("hintDiff(want %s, got %s) = %q, want a difference: %v", hintName(want), hintName(got), d, !tolerated)
+			}
+		}
+	}
+	if d := hintDiff(histogram.UnknownCounterReset, histogram.CounterReset); d != "counter-reset hint CounterReset, want UnknownCounterReset" {
+		t.Errorf("hintDiff says %q", d)
 	}
 }
