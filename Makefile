@@ -28,6 +28,7 @@ vet:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) vet -tags soak ./cmd/tsdb/
 
 # Unit tests only: fast, no HBase (the HBase suites skip and say so; the report lists
 # the skipped tests).
@@ -115,7 +116,7 @@ steady:
 dashboards:
 	$(GO) run ./dashboards/gen -out dashboards/json
 
-# The soak test (cmd/tsdb TestSoak): tsdb serve with --web.enable-pprof under a
+# The soak test (cmd/tsdb TestSoak, built only with -tags soak): tsdb serve with --web.enable-pprof under a
 # remote-write load of 300,000 series (TSDB_TEST_SOAK_SERIES) with churn and a few
 # queries, for SOAK_DURATION on the embedded store and then on HBase (started like
 # `make test`), its heap, goroutines, open files and RSS sampled every 10s; fails
@@ -131,7 +132,7 @@ soak:
 	echo "HBase for the soak at ZooKeeper $$zk"; \
 	TSDB_TEST_HBASE_ZK=$$zk TSDB_TEST_REQUIRE_HBASE=1 TSDB_TEST_SOAK_DURATION=$(SOAK_DURATION) \
 	$(if $(SOAK_OUT),TSDB_TEST_SOAK_OUT=$(abspath $(SOAK_OUT))) \
-	$(GO) test -count=1 -timeout 3h -v -run '^TestSoak$$' ./cmd/tsdb/
+	$(GO) test -tags soak -count=1 -timeout 3h -v -run '^TestSoak$$' ./cmd/tsdb/
 
 # Every fuzz target of the module (schema/ codecs, promapi/wire decoders of
 # untrusted network input, ...), each for FUZZTIME (default 20s); the first

@@ -239,3 +239,9 @@ func parallel(n int, f func(i int)) {
 	}
 	wg.Wait()
 }
+
+// procStatusBytes reads a "kB" field of /proc/<pid>/status (VmRSS, VmHWM) in bytes.
+func procStatusBytes(pid int, field string) (uint64, error) {
+	kb, err := procKBField(fmt.Sprintf("/proc/%d/status", pid), field)
+	return kb * 1024, err
+}
