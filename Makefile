@@ -4,14 +4,21 @@
 # end-to-end tests (e2e/) with a real Prometheus server that
 # testing/prometheus/prometheus.sh builds from the Go module proxy at the version in
 # go.mod (cached under ~/.cache/hbtsdb/prometheus-<version>). HBase is stopped again
-# even when a test fails. Under `make test` no HBase or end-to-end test may skip:
-# TSDB_TEST_REQUIRE_HBASE=1 and TSDB_TEST_REQUIRE_E2E=1 turn a missing HBase or
-# Prometheus into a failure.
+# even when a test fails. Under `make test` no test may skip: TSDB_TEST_REQUIRE_HBASE=1
+# and TSDB_TEST_REQUIRE_E2E=1 turn a missing HBase, Prometheus or browser into a
+# failure, TSDB_TEST_REQUIRE_TMPFS=1 a tmpfs that cannot be mounted (the full-disk
+# tests; they need root, as CI has) and TSDB_TEST_REQUIRE_CLEAR_REFS=1 a peak RSS that
+# cannot be reset (the abuse test; /proc/<pid>/clear_refs). The tests run with -json
+# through testing/testreport, which prints the packages' ok lines, the output of failed
+# tests only, and at the end the failed and the skipped tests ("skipped tests: none");
+# with -fail-on-skip, as here, a test that skipped all the same fails the run.
 
 GO          ?= go
 HBASE       := testing/hbase/hbase.sh
 PROMETHEUS  := testing/prometheus/prometheus.sh
 GOTESTFLAGS ?= -race -count=1 -timeout 45m
+# Runs `go test -json ...` and reports it (testing/testreport).
+TESTREPORT  := $(GO) run ./testing/testreport
 
 .PHONY: test vet unit test-with-hbase e2e prometheus hbase-start hbase-stop build bench fuzz soak bench-compare steady dashboards ui
 
@@ -21,10 +28,12 @@ vet:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) vet -tags soak ./cmd/tsdb/
 
-# Unit tests only: fast, no HBase (the HBase suites skip and say so).
+# Unit tests only: fast, no HBase (the HBase suites skip and say so; the report lists
+# the skipped tests).
 unit:
-	$(GO) test $(GOTESTFLAGS) ./...
+	$(TESTREPORT) $(GO) test -json $(GOTESTFLAGS) ./...
 
 # Every test, once, with HBase and Prometheus; HBase is stopped even on failure.
 test-with-hbase:
@@ -51,8 +60,9 @@ with-hbase-and-prometheus:
 	echo "HBase for tests at ZooKeeper $$zk; Prometheus $$prom; promtool $$promtool"; \
 	TSDB_TEST_HBASE_ZK=$$zk TSDB_TEST_REQUIRE_HBASE=1 \
 	TSDB_TEST_PROMETHEUS=$$prom TSDB_TEST_PROMTOOL=$$promtool TSDB_TEST_REQUIRE_E2E=1 \
+	TSDB_TEST_REQUIRE_TMPFS=1 TSDB_TEST_REQUIRE_CLEAR_REFS=1 \
 	$(if $(E2E_DURATION),TSDB_TEST_E2E_DURATION=$(E2E_DURATION)) \
-	$(GO) test $(GOTESTFLAGS) $(PKGS)
+	$(TESTREPORT) -fail-on-skip $(GO) test -json $(GOTESTFLAGS) $(PKGS)
 
 hbase-start:
 	@$(HBASE) start
@@ -106,7 +116,7 @@ steady:
 dashboards:
 	$(GO) run ./dashboards/gen -out dashboards/json
 
-# The soak test (cmd/tsdb TestSoak): tsdb serve with --web.enable-pprof under a
+# The soak test (cmd/tsdb TestSoak, built only with -tags soak): tsdb serve with --web.enable-pprof under a
 # remote-write load of 300,000 series (TSDB_TEST_SOAK_SERIES) with churn and a few
 # queries, for SOAK_DURATION on the embedded store and then on HBase (started like
 # `make test`), its heap, goroutines, open files and RSS sampled every 10s; fails
@@ -122,7 +132,7 @@ soak:
 	echo "HBase for the soak at ZooKeeper $$zk"; \
 	TSDB_TEST_HBASE_ZK=$$zk TSDB_TEST_REQUIRE_HBASE=1 TSDB_TEST_SOAK_DURATION=$(SOAK_DURATION) \
 	$(if $(SOAK_OUT),TSDB_TEST_SOAK_OUT=$(abspath $(SOAK_OUT))) \
-	$(GO) test -count=1 -timeout 3h -v -run '^TestSoak$$' ./cmd/tsdb/
+	$(GO) test -tags soak -count=1 -timeout 3h -v -run '^TestSoak$$' ./cmd/tsdb/
 
 # Every fuzz target of the module (schema/ codecs, promapi/wire decoders of
 # untrusted network input, ...), each for FUZZTIME (default 20s); the first

@@ -22,6 +22,7 @@ import (
 	"github.com/hbtsdb/hbtsdb/query"
 	"github.com/hbtsdb/hbtsdb/schema"
 	"github.com/hbtsdb/hbtsdb/schema/schematest"
+	"github.com/hbtsdb/hbtsdb/testing/hbasetest"
 	"github.com/hbtsdb/hbtsdb/write"
 )
 
@@ -701,9 +702,7 @@ func TestRetentionBoundaryCountsEachSampleOnce(t *testing.T) {
 // and an unaligned one says that raw samples expired.
 func TestRetentionOnHBase(t *testing.T) {
 	b := schematest.Backends()[1]
-	if !b.Available() {
-		t.Skip("no HBase: set TSDB_TEST_HBASE_ZK")
-	}
+	hbasetest.ZooKeeper(t) // skips, or fails under TSDB_TEST_REQUIRE_HBASE=1, without a test HBase
 	t.Parallel()
 	b.Settings.BucketWidth = time.Minute
 	b.TableOptions.RawRetention = 2 * time.Minute

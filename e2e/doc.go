@@ -18,7 +18,8 @@
 // recomputed from tsdb's samples with Prometheus' lookback and staleness rules. Metric
 // metadata is compared with Prometheus' metadata API, and the synthetic target's
 // series are checked against what it exposed (one stale marker per replaced series,
-// at the first sample of its successor).
+// at the first sample of its successor; a scrape that failed is logged and its stale
+// markers expected, and the check goes on).
 //
 // At the end of one run per store (remote write 1.0, no aborts), while both still
 // run, tsdb's query side is compared with Prometheus on the same data

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/hbtsdb/hbtsdb/testing/testenv"
 )
 
 // Environment variables that configure the end-to-end tests.
@@ -63,10 +65,7 @@ func binaryFromEnv(t *testing.T, what, desc, env, build string) string {
 			return bin
 		}
 	}
-	if os.Getenv(EnvRequire) == "1" {
-		t.Fatalf("%s is 1 but %s", EnvRequire, msg)
-	}
-	t.Skip(msg)
+	testenv.Missing(t, EnvRequire, msg)
 	return ""
 }
 

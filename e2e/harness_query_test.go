@@ -11,8 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/textparse"
+	"github.com/prometheus/prometheus/model/value"
 	"github.com/prometheus/prometheus/prompb"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 )
@@ -197,5 +199,83 @@ func TestDecodeStreamedFramesChecksumsAndSeriesAcrossFrames(t *testing.T) {
 	}})...)
 	if err := decodeStreamed(bytes.NewReader(swapped), 1000, 5000, &remoteReadAnswer{set: seriesSet{}}); err == nil || !strings.Contains(err.Error(), "label order") {
 		t.Errorf("series out of order decoded with error %v", err)
+	}
+}
+
+// TestHintDiffToleratesOnlyUnknownAgainstNotAReset: the one counter-reset hint
+// difference compareHistSets lets pass is "unknown" against "not a reset"
+// (either way: where a chunk starts differs between stores); a gauge against
+// anything else, or a reset against "unknown", is a difference.
+func TestHintDiffToleratesOnlyUnknownAgainstNotAReset(t *testing.T) {
+	hints := []histogram.CounterResetHint{histogram.UnknownCounterReset, histogram.CounterReset,
+		histogram.NotCounterReset, histogram.GaugeType}
+	for _, want := range hints {
+		for _, got := range hints {
+			tolerated := want == got ||
+				want == histogram.UnknownCounterReset && got == histogram.NotCounterReset ||
+				want == histogram.NotCounterReset && got == histogram.UnknownCounterReset
+			d := hintDiff(want, got)
+			if (d == "") != tolerated {
+				t.Errorf("hintDiff(want %s, got %s) = %q, want a difference: %v", hintName(want), hintName(got), d, !tolerated)
+			}
+		}
+	}
+	if d := hintDiff(histogram.UnknownCounterReset, histogram.CounterReset); d != "counter-reset hint CounterReset, want UnknownCounterReset" {
+		t.Errorf("hintDiff says %q", d)
+	}
+}
+
+// TestFlappingProblemsTellsAFailedScrapeFromAWrongAnswer: stale markers of
+// e2e_flapping at failed scrapes (in a generation's middle, or ending it before
+// the next starts) are expected; a missing end marker, one at the wrong time,
+// or one after the next generation started is reported, failed scrapes or not.
+func TestFlappingProblemsTellsAFailedScrapeFromAWrongAnswer(t *testing.T) {
+	stale := math.Float64frombits(value.StaleNaN)
+	gen := func(g string, pts ...sample) *series {
+		return &series{labels: labels.FromStrings("__name__", metricFlapping, "generation", g), samples: pts}
+	}
+	for _, tc := range []struct {
+		name   string
+		gens   []*series
+		failed map[int64]bool
+		want   []string // substrings of the problems, in order
+	}{
+		{name: "generations end at the next one's first sample",
+			gens: []*series{gen("0", sample{1, 0}, sample{2, 1}, sample{3, stale}), gen("1", sample{3, 2}, sample{4, 3})}},
+		{name: "a failed scrape in a generation's middle",
+			gens:   []*series{gen("0", sample{1, 0}, sample{2, stale}, sample{3, 2}, sample{4, stale}), gen("1", sample{4, 3}, sample{5, stale})},
+			failed: map[int64]bool{2: true, 5: true}},
+		{name: "the scrape that changed generations failed",
+			gens:   []*series{gen("0", sample{1, 0}, sample{2, stale}), gen("1", sample{3, 2})},
+			failed: map[int64]bool{2: true}},
+		{name: "no end marker",
+			gens: []*series{gen("0", sample{1, 0}, sample{2, 1}), gen("1", sample{3, 2})},
+			want: []string{`generation="0"}: last stored sample 2 `}},
+		{name: "no end marker, failed scrapes elsewhere",
+			gens:   []*series{gen("0", sample{1, 0}, sample{2, stale}, sample{3, 2}), gen("1", sample{4, 3}, sample{5, 4})},
+			failed: map[int64]bool{2: true, 5: true},
+			want:   []string{`generation="0"}: last stored sample 3 `}},
+		{name: "an end marker at the wrong time",
+			gens: []*series{gen("0", sample{1, 0}, sample{2, stale}), gen("1", sample{3, 2})},
+			want: []string{`generation="0"}: a stale marker at 2 `}},
+		{name: "a marker in the middle without a failed scrape",
+			gens: []*series{gen("0", sample{1, 0}, sample{2, stale}, sample{3, 1}, sample{4, stale}), gen("1", sample{4, 2}, sample{5, stale})},
+			want: []string{`generation="0"}: a stale marker at 2 `, `generation="1"}: a stale marker at 5 `}},
+		{name: "a failed scrape's marker after the next generation started",
+			gens:   []*series{gen("0", sample{1, 0}, sample{3, stale}), gen("1", sample{2, 2})},
+			failed: map[int64]bool{3: true},
+			want:   []string{`generation="0"}: stale marker at 3 `}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := flappingProblems(tc.gens, tc.failed)
+			if len(got) != len(tc.want) {
+				t.Fatalf("problems %q, want %d like %q", got, len(tc.want), tc.want)
+			}
+			for i, w := range tc.want {
+				if !strings.Contains(got[i], w) {
+					t.Errorf("problem %d: %q, want one containing %q", i, got[i], w)
+				}
+			}
+		})
 	}
 }

@@ -289,12 +289,9 @@ func TestStallTimeoutOutlastsFlushDeadline(t *testing.T) {
 // TestProcessWaitFailsAtOnceWhenTheProcessExits: a wait on a process that exited
 // fails without waiting for the stall, and says so.
 func TestProcessWaitFailsAtOnceWhenTheProcessExits(t *testing.T) {
-	sh, err := exec.LookPath("sh")
-	if err != nil {
-		t.Skip("no sh")
-	}
+	sh := shell(t)
 	p := startProcess(t, "sh", t.TempDir(), sh, "-c", "echo starting; exit 3")
-	err = p.waitUntil("a line that never comes", time.Millisecond, func() (bool, error) { return false, nil })
+	err := p.waitUntil("a line that never comes", time.Millisecond, func() (bool, error) { return false, nil })
 	if want := "wait for a line that never comes: sh exited (exit status 3)"; err == nil || err.Error() != want {
 		t.Errorf("error %v, want %q", err, want)
 	}
@@ -306,10 +303,7 @@ func TestProcessWaitFailsAtOnceWhenTheProcessExits(t *testing.T) {
 // TestProcessStopWaitsForACleanExit: stop returns nil for a process that exits
 // with status 0 on SIGTERM.
 func TestProcessStopWaitsForACleanExit(t *testing.T) {
-	sh, err := exec.LookPath("sh")
-	if err != nil {
-		t.Skip("no sh")
-	}
+	sh := shell(t)
 	p := startProcess(t, "sh", t.TempDir(), sh, "-c", `trap "echo bye; exit 0" TERM; echo ready; while :; do sleep 0.01; done`)
 	p.waitForLine(t, "ready line", func(l string) bool { return l == "ready" })
 	if err := p.stop(); err != nil {
@@ -360,4 +354,14 @@ func TestSendWatch(t *testing.T) {
 			t.Fatalf("%s: observe = %v, %v; want %v, %v", s.what, got, done, s.want, s.wantDone)
 		}
 	}
+}
+
+// shell is the path of sh, which the process tests run.
+func shell(t *testing.T) string {
+	t.Helper()
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Fatalf("no sh on $PATH (the process tests run it): %v", err)
+	}
+	return sh
 }

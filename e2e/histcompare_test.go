@@ -376,9 +376,9 @@ func decodeHistStreamed(body io.Reader, mint, maxt int64, set histSet) error {
 // (integer or float) equal in every field once both are compacted — Prometheus'
 // chunks rewrite a histogram's bucket layout to the chunk's, adding empty
 // buckets, which a store that keeps histograms as received does not have — and
-// with counter-reset hints that agree: equal, or one of them "unknown" where
-// neither is a gauge histogram (a chunk's first sample says "unknown", the later
-// ones "not a reset"; where a chunk starts differs between stores).
+// with counter-reset hints that agree: equal, or "unknown" against "not a reset"
+// (hintDiff: a chunk's first sample says "unknown", the later ones "not a reset";
+// where a chunk starts differs between stores).
 func compareHistSets(want, got histSet) []string {
 	var d []string
 	for _, k := range sortedKeys(want) {
@@ -440,15 +440,36 @@ func histPointDiff(want, got histPoint) string {
 	return ""
 }
 
+// hintDiff says how got's counter-reset hint differs from want's, or "". The
+// one difference tolerated is "unknown" against "not a reset", either way: a
+// chunk's first sample says "unknown" and the later ones "not a reset", and
+// where a chunk starts differs between stores. Anything else must be equal: a
+// gauge histogram is a gauge everywhere, and a reset one store saw is a reset in
+// the other (never "unknown", which would let a reset go unnoticed).
 func hintDiff(want, got histogram.CounterResetHint) string {
-	switch {
-	case want == got:
-		return ""
-	case want == histogram.GaugeType || got == histogram.GaugeType:
-	case want == histogram.UnknownCounterReset || got == histogram.UnknownCounterReset:
+	if want == got {
 		return ""
 	}
-	return fmt.Sprintf("counter-reset hint %d, want %d", got, want)
+	pair := [2]histogram.CounterResetHint{min(want, got), max(want, got)}
+	if pair == [2]histogram.CounterResetHint{histogram.UnknownCounterReset, histogram.NotCounterReset} {
+		return ""
+	}
+	return fmt.Sprintf("counter-reset hint %s, want %s", hintName(got), hintName(want))
+}
+
+// hintName names a counter-reset hint as Prometheus' constants do.
+func hintName(h histogram.CounterResetHint) string {
+	switch h {
+	case histogram.UnknownCounterReset:
+		return "UnknownCounterReset"
+	case histogram.CounterReset:
+		return "CounterReset"
+	case histogram.NotCounterReset:
+		return "NotCounterReset"
+	case histogram.GaugeType:
+		return "GaugeType"
+	}
+	return fmt.Sprintf("CounterResetHint(%d)", h)
 }
 
 // histExemplars asks base's /api/v1/query_exemplars and returns each series'

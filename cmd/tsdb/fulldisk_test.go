@@ -4,31 +4,27 @@ import (
 	"fmt"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hbtsdb/hbtsdb/testing/testenv"
 )
 
 // TestServeOnAFullDisk: tsdb serve on an embedded store whose disk (a tmpfs
-// the test mounts, as root) gets under --storage.min-free-bytes answers
+// the test mounts, as root; testenv.MountTmpfs, which fails under make test
+// where it cannot) gets under --storage.min-free-bytes answers
 // writes with 503 naming the free space (Prometheus retries them) and
 // /-/ready with 503, while it keeps answering; once space is freed it takes
 // writes again, and what it acknowledged is there.
 func TestServeOnAFullDisk(t *testing.T) {
-	mnt := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=96m", "tmpfs", mnt).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a tmpfs to fill (needs root on Linux): %v: %s", err, out)
-	}
+	mnt := testenv.MountTmpfs(t, "96m")
 	s := startServe(t, "--storage=embedded:"+filepath.Join(mnt, "data"), "--storage.min-free-bytes=32MiB")
-	t.Cleanup(func() {
+	t.Cleanup(func() { // before the unmount
 		_ = s.cmd.Process.Kill()
 		<-s.done
-		if out, err := exec.Command("umount", mnt).CombinedOutput(); err != nil {
-			t.Errorf("umount %s: %v: %s", mnt, err, out)
-		}
 	})
 	s.waitFor(t, "/-/ready", 200)
 	point := func(v int) string {

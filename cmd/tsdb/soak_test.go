@@ -1,3 +1,5 @@
+//go:build soak
+
 package main
 
 import (
@@ -29,10 +31,12 @@ import (
 
 // The soak test (make soak) runs tsdb serve under a remote-write load with churn
 // for TSDB_TEST_SOAK_DURATION and checks that the process does not leak: heap,
-// goroutines and open files level off once it is warm.
+// goroutines and open files level off once it is warm. It is built only with
+// -tags soak (make soak; make vet vets it), so that make test, where no test may
+// skip, does not have it.
 const (
-	// envSoakDuration is how long the load runs per backend (e.g. 10m); unset, the
-	// soak test is skipped, so that make test does not run it.
+	// envSoakDuration is how long the load runs per backend (e.g. 10m); the
+	// test fails without it.
 	envSoakDuration = "TSDB_TEST_SOAK_DURATION"
 	// envSoakOut is the directory the samples (soak-<backend>.csv) and their plot
 	// (soak-<backend>.svg) are written to; unset, the test's temporary directory.
@@ -70,7 +74,7 @@ func soakConfigFromEnv(t *testing.T) soakConfig {
 	t.Helper()
 	v := os.Getenv(envSoakDuration)
 	if v == "" {
-		t.Skipf("soak test: set %s (e.g. 10m) to run it; make soak does", envSoakDuration)
+		t.Fatalf("soak test: set %s (e.g. 10m) to run it; make soak does", envSoakDuration)
 	}
 	d, err := time.ParseDuration(v)
 	if err != nil || d < time.Minute {
@@ -588,12 +592,6 @@ func profileField(profile []byte, prefix string) (string, bool) {
 		}
 	}
 	return "", false
-}
-
-// procStatusBytes reads a "kB" field of /proc/<pid>/status (VmRSS, VmHWM) in bytes.
-func procStatusBytes(pid int, field string) (uint64, error) {
-	kb, err := procKBField(fmt.Sprintf("/proc/%d/status", pid), field)
-	return kb * 1024, err
 }
 
 func mib(b uint64) float64 { return float64(b) / (1 << 20) }

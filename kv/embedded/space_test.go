@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,22 +11,15 @@ import (
 
 	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/kv/embedded"
+	"github.com/hbtsdb/hbtsdb/testing/testenv"
 )
 
 // TestFullDiskRefusesWritesAtOnce: on a small tmpfs (mounted by the test, as
-// root), a store whose file system gets under its free-space reserve refuses
+// root; testenv.MountTmpfs, which fails under make test where it cannot), a store whose file system gets under its free-space reserve refuses
 // writes and Ping at once with kv.ErrUnavailable naming the free space, keeps
 // answering reads, and takes writes again once space is freed.
 func TestFullDiskRefusesWritesAtOnce(t *testing.T) {
-	mnt := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", mnt).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a tmpfs to fill (needs root on Linux): %v: %s", err, out)
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command("umount", mnt).CombinedOutput(); err != nil {
-			t.Errorf("umount %s: %v: %s", mnt, err, out)
-		}
-	})
+	mnt := testenv.MountTmpfs(t, "64m")
 	ctx := context.Background()
 	st, err := embedded.Open(ctx, filepath.Join(mnt, "store"), embedded.Options{SweepInterval: -1,
 		MinFreeBytes: 16 << 20, SpaceCheckInterval: 10 * time.Millisecond})

@@ -2,7 +2,7 @@
 // started is, and gives them table prefixes of their own so that they run in
 // parallel and leave nothing behind. Tests that need HBase skip when none is
 // configured, except under `make test` and CI, which set TSDB_TEST_REQUIRE_HBASE=1
-// and so turn a missing HBase into a failure. It imports no kv package, so
+// and so turn a missing HBase into a failure (testing/testenv). It imports no kv package, so
 // kv/hbase's own tests can use it; testing/hbasestore opens stores.
 package hbasetest
 
@@ -12,6 +12,8 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"github.com/hbtsdb/hbtsdb/testing/testenv"
 )
 
 // Environment variables that configure HBase tests.
@@ -30,11 +32,7 @@ func ZooKeeper(t testing.TB) string {
 	if zk != "" {
 		return zk
 	}
-	msg := fmt.Sprintf("no HBase: set %s to a ZooKeeper address; `zk=$(testing/hbase/hbase.sh start)` starts one (make test does)", EnvZooKeeper)
-	if os.Getenv(EnvRequire) == "1" {
-		t.Fatalf("%s is 1 but %s", EnvRequire, msg)
-	}
-	t.Skip(msg)
+	testenv.Missing(t, EnvRequire, fmt.Sprintf("no HBase: set %s to a ZooKeeper address; `zk=$(testing/hbase/hbase.sh start)` starts one (make test does)", EnvZooKeeper))
 	return ""
 }
 
