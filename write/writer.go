@@ -108,15 +108,14 @@ func (o Options) withDefaults() Options {
 // Writer is the ingest pipeline; see the package doc. It is safe for concurrent
 // use; one Writer serves every request of a process.
 type Writer struct {
-	st         kv.Store
-	settings   schema.Settings
-	width      time.Duration
-	registry   *index.Registry
-	postings   *index.Postings
-	opts       Options
-	seenRows   *lru.Cache[rowID, struct{}]
-	metadata   *lru.Cache[string, schema.Metadata]
-	hostLabels []string
+	st       kv.Store
+	settings schema.Settings
+	width    time.Duration
+	registry *index.Registry
+	postings *index.Postings
+	opts     Options
+	seenRows *lru.Cache[rowID, struct{}]
+	metadata *lru.Cache[string, schema.Metadata]
 }
 
 // rowID names a data row: a series and a bucket start.
@@ -144,15 +143,14 @@ func New(st kv.Store, settings schema.Settings, registry *index.Registry, postin
 		postings = index.NewPostings(st, index.PostingsOptions{})
 	}
 	return &Writer{
-		st:         st,
-		settings:   settings,
-		width:      settings.BucketWidth,
-		registry:   registry,
-		postings:   postings,
-		opts:       opts,
-		seenRows:   lru.New[rowID, struct{}](opts.SeenRowsSize),
-		metadata:   lru.New[string, schema.Metadata](opts.MetadataCacheSize),
-		hostLabels: settings.HostLabels,
+		st:       st,
+		settings: settings,
+		width:    settings.BucketWidth,
+		registry: registry,
+		postings: postings,
+		opts:     opts,
+		seenRows: lru.New[rowID, struct{}](opts.SeenRowsSize),
+		metadata: lru.New[string, schema.Metadata](opts.MetadataCacheSize),
 	}, nil
 }
 
@@ -584,17 +582,12 @@ func (w *Writer) build(req *Request, pl *plan, ids []uint64, nowMs int64) batch 
 	var b batch
 	planned, bounds := pl.series, pl.bounds
 	size, samples := 0, 0
-	type seriesKey struct {
-		host, metric string
-		salt         byte
-	}
-	keys := make([]seriesKey, len(planned))
+	keys := make([]schema.Placement, len(planned))
 	for i := range planned {
 		p := &planned[i]
-		k := seriesKey{host: schema.HostOf(p.lbls, w.hostLabels), metric: p.lbls.Get(model.MetricNameLabel)}
-		k.salt = schema.Salt(k.host, w.settings.SaltBuckets)
+		k := w.settings.PlacementOf(p.lbls)
 		keys[i] = k
-		rowLen := 1 + schema.EscapedLen(k.host) + schema.EscapedLen(k.metric) + 16
+		rowLen := 1 + schema.EscapedLen(k.Host) + schema.EscapedLen(k.Metric) + 16
 		size += p.samples*(schema.RawQualifierLen+schema.RawValueLen) + rowLen +
 			len(p.histograms())*(schema.RawQualifierLen+histogramValueLen)
 		samples += p.samples + len(p.histograms())
@@ -636,7 +629,7 @@ func (w *Writer) build(req *Request, pl *plan, ids []uint64, nowMs int64) batch 
 			}
 			if row == nil {
 				start := len(buf)
-				buf = schema.DataRowKey(buf, schema.DataKey{Salt: k.salt, Host: k.host, Metric: k.metric, SeriesID: id, BucketStart: bs})
+				buf = schema.DataRowKey(buf, k.DataKey(id, bs))
 				row = buf[start:len(buf):len(buf)]
 				onTime := schema.IsOnTime(bs, w.width, nowMs)
 				lastTS = -1
@@ -702,10 +695,8 @@ func (w *Writer) build(req *Request, pl *plan, ids []uint64, nowMs int64) batch 
 			b.histograms += len(p.histograms())
 		}
 		if ex := p.exemplars(); len(ex) > 0 {
-			k := keys[i]
 			var n int
-			b.exMuts, buf, n = w.appendExemplarMutations(b.exMuts, buf,
-				schema.DataKey{Salt: k.salt, Host: k.host, Metric: k.metric, SeriesID: id}, ex)
+			b.exMuts, buf, n = w.appendExemplarMutations(b.exMuts, buf, keys[i].DataKey(id, 0), ex)
 			b.exemplars += n
 		}
 	}
