@@ -23,8 +23,9 @@
 //     row per process), the day's postings (index.Postings, once per series per
 //     day per process) and the exemplar table's cells (exemplars.go);
 //  4. store: the data and exemplar tables in Applies of at most
-//     Options.MaxBatch mutations, the postings and the metadata, concurrently
-//     (the first error cancels the rest); and return only after the store
+//     Options.Apply.MaxBatch mutations, the postings and the metadata,
+//     Options.Apply.Concurrency at a time (kv.Writes: the first error cancels
+//     the rest); and return only after the store
 //     acknowledged every one of them.
 //
 // # Guarantees
