@@ -144,8 +144,12 @@ func (w *Writes) Run(ctx context.Context) error {
 // opts.MaxBatch mutations, at most opts.Concurrency at once; the first error
 // cancels the Applies in flight, leaves those not started unstarted and is
 // returned, naming the batch when there were several (see Writes.Apply). On
-// error the caller must assume none of muts is stored (kv.Store.Apply).
+// error the caller must assume none of muts is stored (kv.Store.Apply). No
+// mutations return nil at once.
 func ApplyBatches(ctx context.Context, st Store, table string, muts []Mutation, opts ApplyOptions) error {
+	if len(muts) == 0 {
+		return nil
+	}
 	w := NewWrites(st, opts)
 	w.Apply(table, muts, fmt.Sprintf("kv: apply %d mutations to %s", len(muts), table))
 	return w.Run(ctx)
