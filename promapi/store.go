@@ -13,7 +13,8 @@ import (
 
 // Store is what every data endpoint serves from: writes, PromQL, the series and
 // label endpoints, remote read, /api/v1/last and /api/v1/metadata. *db.DB
-// satisfies it.
+// satisfies it. A Store that is also a storage.ExemplarQueryable (*db.DB is)
+// serves /api/v1/query_exemplars (exemplars.go); another answers none.
 type Store interface {
 	Writer
 	storage.SampleAndChunkQueryable
