@@ -33,7 +33,7 @@ type readHandler struct {
 }
 
 // reader is the Reader once the store can serve reads, and otherwise an error
-// wrapping kv.ErrUnavailable.
+// that fail answers with 503 (Provider.store).
 func (h *readHandler) reader() (Reader, error) {
 	return h.store.store()
 }
@@ -49,7 +49,7 @@ func (h *readHandler) fail(w http.ResponseWriter, r *http.Request, err error) {
 		typ = errCanceledType
 	case errors.Is(err, context.DeadlineExceeded):
 		typ = errTimeoutType
-	case errors.Is(err, kv.ErrUnavailable), errors.Is(err, kv.ErrClosed):
+	case errors.Is(err, errStoreUnavailable), errors.Is(err, kv.ErrUnavailable), errors.Is(err, kv.ErrClosed):
 		typ = errUnavailableType
 	}
 	if typ != errCanceledType {
