@@ -80,13 +80,19 @@ func statusOf(err error) int {
 		// acknowledged, and nobody reads the answer. nginx's 499 says so in the
 		// log without counting as a server failure.
 		return statusClientClosedRequest
-	case errors.Is(err, errStoreUnavailable), errors.Is(err, kv.ErrUnavailable), errors.Is(err, kv.ErrClosed),
-		errors.Is(err, context.DeadlineExceeded):
+	case unavailable(err), errors.Is(err, context.DeadlineExceeded):
 		return http.StatusServiceUnavailable
 	default:
 		// A dropped table, a bug: not the client's fault.
 		return http.StatusInternalServerError
 	}
+}
+
+// unavailable reports whether err says that there is no store to serve from
+// right now: none yet (errStoreUnavailable), or one that does not answer or is
+// closed. Every endpoint answers it with 503, so that clients retry.
+func unavailable(err error) bool {
+	return errors.Is(err, errStoreUnavailable) || errors.Is(err, kv.ErrUnavailable) || errors.Is(err, kv.ErrClosed)
 }
 
 // logWriteFailure logs the one line a failed write request is worth: a warning for

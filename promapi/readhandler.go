@@ -8,7 +8,6 @@ import (
 
 	"github.com/prometheus/prometheus/model/labels"
 
-	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/query"
 	"github.com/hbtsdb/hbtsdb/schema"
 )
@@ -49,7 +48,7 @@ func (h *readHandler) fail(w http.ResponseWriter, r *http.Request, err error) {
 		typ = errCanceledType
 	case errors.Is(err, context.DeadlineExceeded):
 		typ = errTimeoutType
-	case errors.Is(err, errStoreUnavailable), errors.Is(err, kv.ErrUnavailable), errors.Is(err, kv.ErrClosed):
+	case unavailable(err):
 		typ = errUnavailableType
 	}
 	if typ != errCanceledType {
