@@ -1,9 +1,8 @@
 package promapi
 
 import (
-	"io"
+	"log/slog"
 	"net/http"
-	"net/url"
 	"strings"
 	"testing"
 
@@ -18,24 +17,17 @@ import (
 // exemplarErrors marks as such, with "internal", 500.)
 func TestExemplarsOfAClosedDBFailLikeQueries(t *testing.T) {
 	e := newExemplarEnv(t, schematest.Backends()[0])
+	h := mustRouter(t, Options{Store: StaticStore(e.db), Logger: slog.New(slog.DiscardHandler)})
 	if err := e.db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	code, body := getExemplars(t, e.srv.URL, q("query", "up"))
-	resp, err := http.Get(e.srv.URL + "/api/v1/query?" + url.Values{"query": {"up"}, "time": {"1700000000"}}.Encode())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	queryBody, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	code, body := get(t, h, "/api/v1/query_exemplars?query=up")
 	want := `{"status":"error","errorType":"internal","error":"db: exemplar querier: store closed"}`
-	if code != http.StatusInternalServerError || body != want {
+	if code != http.StatusInternalServerError || strings.TrimSpace(body) != want {
 		t.Errorf("query_exemplars on a closed DB = %d %s, want 500 %s", code, body, want)
 	}
-	if resp.StatusCode == http.StatusOK || !strings.Contains(string(queryBody), `"error":"db: querier: store closed"`) {
-		t.Errorf("query on a closed DB = %d %s, want the DB's closed error", resp.StatusCode, queryBody)
+	code, body = get(t, h, "/api/v1/query?query=up&time=1700000000")
+	if code == http.StatusOK || !strings.Contains(body, `"error":"db: querier: store closed"`) {
+		t.Errorf("query on a closed DB = %d %s, want the DB's closed error", code, body)
 	}
 }
