@@ -30,10 +30,10 @@ type Options struct {
 	// (any timestamp >= 0, any number of labels...); servers use DefaultLimits().
 	Limits Limits
 	// Apply bounds the Applies of one request: Apply.MaxBatch is the most
-	// mutations one Apply of the data or exemplar table carries (a request
-	// with more is split) [kv.DefaultApplyBatch, 10,000]; Apply.Concurrency is
-	// how many of its writes (data and exemplar batches, index postings,
-	// metadata, pending marks) run at once [kv.DefaultApplyConcurrency, 4].
+	// mutations one Apply carries — of the data, exemplar, meta or pending
+	// table; a request with more is split [kv.DefaultApplyBatch, 10,000] —
+	// and Apply.Concurrency how many of its writes (those Applies and the
+	// index postings' write) run at once [kv.DefaultApplyConcurrency, 4].
 	// The compactor takes the same options (downsample.Options.Apply).
 	Apply kv.ApplyOptions
 	// SeenRowsSize bounds the set of data rows whose promoted tag columns this
@@ -454,8 +454,10 @@ func (w *Writer) store(ctx context.Context, p *plan, b batch) (Result, error) {
 	if len(b.lateMarks) > 0 {
 		// After the late cells, so that a compaction that reads (and then
 		// deletes) a mark has read the cells it marks (schema/pending.go).
-		if err := w.st.Apply(ctx, schema.TablePending, b.lateMarks); err != nil {
-			return Result{}, fmt.Errorf("write: mark %d rows with late samples for compaction: %w", len(b.lateMarks), err)
+		marks := kv.NewWrites(w.st, w.opts.Apply)
+		marks.Apply(schema.TablePending, b.lateMarks, fmt.Sprintf("write: mark %d rows with late samples for compaction", len(b.lateMarks)))
+		if err := marks.Run(ctx); err != nil {
+			return Result{}, err
 		}
 	}
 
