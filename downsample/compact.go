@@ -63,8 +63,9 @@ type Options struct {
 }
 
 // Validate refuses options that mean nothing: a negative Grace, BatchRows,
-// Apply.MaxBatch or Apply.Concurrency, a resolution list schema.ValidateRollups refuses (without a bucket width:
-// NewCompactor checks it and Grace against the store's).
+// Apply.MaxBatch or Apply.Concurrency, a resolution list
+// schema.ValidateRollups refuses (without a bucket width: NewCompactor checks
+// it and Grace against the store's).
 func (o Options) Validate() error {
 	var errs []error
 	errs = append(errs,
