@@ -58,7 +58,7 @@ func (o ApplyOptions) WithDefaults() ApplyOptions {
 	return o
 }
 
-// Writes is the writes of one operation, run together by Run: Applies of
+// Writes holds the writes of one operation, run together by Run: Applies of
 // mutations cut into batches of at most ApplyOptions.MaxBatch (Apply), and
 // other writes (Go), at most ApplyOptions.Concurrency at once; the first to
 // fail cancels the others. Build it on one goroutine, then Run it once.
@@ -116,8 +116,8 @@ func (w *Writes) Go(job func(ctx context.Context) error) {
 // returns once all are done, with the first error. Every write runs under a
 // context that is cancelled as soon as one fails (its cause is that error) or
 // ctx is done, so the others stop early; a write not started by then is not
-// started at all. A single write runs on the calling goroutine; no writes
-// return nil at once.
+// sent to the store at all. A single write runs on the calling goroutine; no
+// writes return nil at once.
 func (w *Writes) Run(ctx context.Context) error {
 	switch len(w.jobs) {
 	case 0:
