@@ -1,6 +1,7 @@
 package db
 
 import (
+	"context"
 	"fmt"
 	"math"
 
@@ -9,7 +10,10 @@ import (
 	"github.com/hbtsdb/hbtsdb/kv"
 )
 
-var _ storage.Storage = (*DB)(nil)
+var (
+	_ storage.Storage           = (*DB)(nil)
+	_ storage.ExemplarQueryable = (*DB)(nil)
+)
 
 // Querier returns a Prometheus querier of the samples in [mint, maxt]
 // (inclusive, milliseconds); see query.Reader.Querier. It fails with
@@ -30,6 +34,17 @@ func (db *DB) ChunkQuerier(mint, maxt int64) (storage.ChunkQuerier, error) {
 		return nil, fmt.Errorf("db: chunk querier: %w", kv.ErrClosed)
 	}
 	return db.reader.ChunkQuerier(mint, maxt)
+}
+
+// ExemplarQuerier returns a Prometheus exemplar querier of the exemplar
+// table, whose reads are bound to ctx; see query.Reader.ExemplarQuerier. It
+// fails with kv.ErrClosed after Close, as Querier does; promapi serves
+// /api/v1/query_exemplars through it.
+func (db *DB) ExemplarQuerier(ctx context.Context) (storage.ExemplarQuerier, error) {
+	if db.closed.Load() {
+		return nil, fmt.Errorf("db: exemplar querier: %w", kv.ErrClosed)
+	}
+	return db.reader.ExemplarQuerier(ctx)
 }
 
 // StartTime is math.MinInt64: the DB keeps no notion of its oldest sample

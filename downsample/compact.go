@@ -31,6 +31,11 @@ type Options struct {
 	// BatchRows is how many rows are read, written and cleaned in one round trip
 	// each [500].
 	BatchRows int
+	// Apply bounds the Applies that delete a batch's raw cells and pending
+	// marks: at most Apply.MaxBatch mutations each [kv.DefaultApplyBatch,
+	// 10,000], Apply.Concurrency at once [kv.DefaultApplyConcurrency, 4]. The
+	// writer takes the same options (write.Options.Apply).
+	Apply kv.ApplyOptions
 	// Sweep makes every pass over a salt also find sealed raw cells by reading
 	// the salt's raw family whole (key-only), not only through the pending
 	// table: a pass then costs in proportion to every raw cell the salt holds.
@@ -57,14 +62,16 @@ type Options struct {
 	batchDone func(Stats)
 }
 
-// Validate refuses options that mean nothing: a negative Grace or BatchRows, a
-// resolution list schema.ValidateRollups refuses (without a bucket width:
-// NewCompactor checks it and Grace against the store's).
+// Validate refuses options that mean nothing: a negative Grace, BatchRows,
+// Apply.MaxBatch or Apply.Concurrency, a resolution list
+// schema.ValidateRollups refuses (without a bucket width: NewCompactor checks
+// it and Grace against the store's).
 func (o Options) Validate() error {
 	var errs []error
 	errs = append(errs,
 		optcheck.NotNegative("downsample: Options.Grace", o.Grace, optcheck.Default(DefaultGrace)),
 		optcheck.NotNegative("downsample: Options.BatchRows", o.BatchRows, optcheck.Default(DefaultBatchRows)),
+		o.Apply.Validate("downsample: Options.Apply"),
 	)
 	if err := o.validateRollups(0); err != nil {
 		errs = append(errs, err)
@@ -106,6 +113,7 @@ func (o Options) withDefaults() Options {
 	if o.BatchRows == 0 {
 		o.BatchRows = DefaultBatchRows
 	}
+	o.Apply = o.Apply.WithDefaults()
 	if o.Now == nil {
 		o.Now = time.Now
 	}

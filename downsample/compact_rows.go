@@ -31,6 +31,9 @@ import (
 //  6. delete the pending marks read, for the same rows and the rows with no
 //     raw cell left.
 //
+// Steps 5 and 6 are each Applies of at most Options.Apply.MaxBatch
+// mutations, Options.Apply.Concurrency at once (kv.ApplyBatches).
+//
 // A row whose check-and-put failed (another compactor rewrote a cell since
 // this one read it) is left whole, its marks too, for the next pass.
 //
@@ -131,15 +134,13 @@ func (c *Compactor) compactRows(ctx context.Context, targets []target, cutoff in
 			unmark = append(unmark, kv.DeleteColumn(t.markRow, schema.FamilyPending, q, schema.PendingMarkTimestamp(p.bucketStart, c.settings.BucketWidth)))
 		}
 	}
-	if len(deletes) > 0 {
-		if err := c.st.Apply(ctx, schema.TableData, deletes); err != nil {
-			return st.reads(), fmt.Errorf("delete the raw cells of %d rows: %w", st.Rows, err)
-		}
+	// The marks go once the raw cells they mark are gone (schema/pending.go):
+	// two rounds of Applies, one after the other.
+	if err := kv.ApplyBatches(ctx, c.st, schema.TableData, deletes, c.opts.Apply); err != nil {
+		return st.reads(), fmt.Errorf("delete the raw cells of %d rows: %w", st.Rows, err)
 	}
-	if len(unmark) > 0 {
-		if err := c.st.Apply(ctx, schema.TablePending, unmark); err != nil {
-			return st.reads(), fmt.Errorf("delete %d pending marks: %w", len(unmark), err)
-		}
+	if err := kv.ApplyBatches(ctx, c.st, schema.TablePending, unmark, c.opts.Apply); err != nil {
+		return st.reads(), fmt.Errorf("delete %d pending marks: %w", len(unmark), err)
 	}
 	c.batchDone(st)
 	if len(deletes) > 0 {

@@ -15,13 +15,11 @@ import (
 	"time"
 
 	"github.com/golang/snappy"
-
-	"github.com/hbtsdb/hbtsdb/write"
 )
 
 // errEmptyBody: a write request without a body. (An empty remote-write message is
 // not an empty body: its snappy encoding takes one byte.)
-var errEmptyBody = fmt.Errorf("%w: empty request body", write.ErrInvalid)
+var errEmptyBody = fmt.Errorf("%w: empty request body", errInvalidBody)
 
 // bufferPool recycles request-body buffers. Buffers that grew past maxPooledBuffer
 // are dropped rather than kept, so one huge request does not pin its memory.
@@ -69,9 +67,9 @@ func (h *writeHandler) readBody(w http.ResponseWriter, r *http.Request, buf *[]b
 		return err
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		return bodyTimeout{fmt.Errorf("%w: request body not received within %v (--write.body-read-timeout); %d bytes arrived",
-			write.ErrInvalid, h.limits.BodyReadTimeout, len(data))}
+			errInvalidBody, h.limits.BodyReadTimeout, len(data))}
 	case err != nil:
-		return fmt.Errorf("%w: read request body: %v", write.ErrInvalid, err)
+		return fmt.Errorf("%w: read request body: %v", errInvalidBody, err)
 	case over:
 		return fmt.Errorf("%w: request body is over the limit of %d bytes (--write.max-body-bytes)", errContentTooLarge, limit)
 	case len(data) == 0:
@@ -196,21 +194,21 @@ func maxSnappyDecodedLen(body []byte) int64 {
 // allocate gigabytes; then it is reserved in res (429 when it does not fit).
 func (h *writeHandler) decodeSnappy(dst *[]byte, body []byte, res *reservation) ([]byte, error) {
 	if bytes.HasPrefix(body, snappyFramedMagic) {
-		return nil, fmt.Errorf("%w: body is in snappy's framed format; remote write requires the block format", write.ErrInvalid)
+		return nil, fmt.Errorf("%w: body is in snappy's framed format; remote write requires the block format", errInvalidBody)
 	}
 	n, err := snappy.DecodedLen(body)
 	if err != nil {
-		return nil, fmt.Errorf("%w: body is not snappy block-compressed: %v", write.ErrInvalid, err)
+		return nil, fmt.Errorf("%w: body is not snappy block-compressed: %v", errInvalidBody, err)
 	}
 	limit := h.limits.MaxDecompressedBytes
 	if int64(n) > limit {
 		return nil, fmt.Errorf("%w: snappy-decoded body of %d bytes is over the limit of %d bytes (--write.max-decompressed-bytes)",
-			write.ErrInvalid, n, limit)
+			errInvalidBody, n, limit)
 	}
 	if most := maxSnappyDecodedLen(body); int64(n) > most {
 		return nil, fmt.Errorf("%w: snappy block of %d bytes claims a decoded length of %d bytes, more than the %d bytes "+
 			"a block of that size can hold (the limit is %d bytes, --write.max-decompressed-bytes)",
-			write.ErrInvalid, len(body), n, most, limit)
+			errInvalidBody, len(body), n, most, limit)
 	}
 	if err := res.reserve(int64(n)); err != nil {
 		return nil, err
@@ -220,7 +218,7 @@ func (h *writeHandler) decodeSnappy(dst *[]byte, body []byte, res *reservation) 
 	}
 	out, err := snappy.Decode((*dst)[:n], body)
 	if err != nil {
-		return nil, fmt.Errorf("%w: body is not snappy block-compressed: %v", write.ErrInvalid, err)
+		return nil, fmt.Errorf("%w: body is not snappy block-compressed: %v", errInvalidBody, err)
 	}
 	*dst = out
 	return out, nil
@@ -233,7 +231,7 @@ func (h *writeHandler) decodeSnappy(dst *[]byte, body []byte, res *reservation) 
 func (h *writeHandler) decodeGzip(dst *[]byte, body []byte, res *reservation) ([]byte, error) {
 	zr, err := gzip.NewReader(bytes.NewReader(body))
 	if err != nil {
-		return nil, fmt.Errorf("%w: body is not gzip-compressed: %v", write.ErrInvalid, err)
+		return nil, fmt.Errorf("%w: body is not gzip-compressed: %v", errInvalidBody, err)
 	}
 	limit := h.limits.MaxDecompressedBytes
 	out, over, err := readGrowing(io.LimitReader(zr, limit+1), *dst, limit, 0, res)
@@ -242,9 +240,9 @@ func (h *writeHandler) decodeGzip(dst *[]byte, body []byte, res *reservation) ([
 	case errors.Is(err, errOverloaded):
 		return nil, err
 	case err != nil:
-		return nil, fmt.Errorf("%w: body is not valid gzip: %v", write.ErrInvalid, err)
+		return nil, fmt.Errorf("%w: body is not valid gzip: %v", errInvalidBody, err)
 	case over:
-		return nil, fmt.Errorf("%w: gzip-decoded body is over the limit of %d bytes (--write.max-decompressed-bytes)", write.ErrInvalid, limit)
+		return nil, fmt.Errorf("%w: gzip-decoded body is over the limit of %d bytes (--write.max-decompressed-bytes)", errInvalidBody, limit)
 	}
 	return out, nil
 }

@@ -38,11 +38,14 @@
 //     and the writer, goes through it (failRemote and Store in remotewrite.go,
 //     failPut in put.go; client_golang's handler only copies the status Store
 //     sets). Only a method other than POST (405, the router) and a panic (500,
-//     recoverPanics) are answered elsewhere. It maps sentinel errors:
-//     write.ErrInvalid and kv.ErrInvalidArgument 400, errUnsupportedMedia 415,
-//     errContentTooLarge 413, errOverloaded 429, context.Canceled 499,
-//     kv.ErrUnavailable, kv.ErrClosed, no store yet and
-//     context.DeadlineExceeded 503, anything else 500.
+//     recoverPanics) are answered elsewhere. It maps promapi's own sentinel
+//     errors (errors.go) and those of the layers below: errInvalidBody (a
+//     body that cannot be read or decoded), write.ErrInvalid (a request the
+//     writer refuses whole) and kv.ErrInvalidArgument 400,
+//     errUnsupportedMedia 415, errContentTooLarge 413, errOverloaded 429,
+//     context.Canceled 499, errStoreUnavailable (no store yet),
+//     kv.ErrUnavailable, kv.ErrClosed and context.DeadlineExceeded 503,
+//     anything else 500.
 //   - Our read endpoints (/api/v1/last, /api/v1/metadata): the store's errors
 //     become a Prometheus errorType in readHandler.fail (readhandler.go:
 //     canceled 499, timeout 503, unavailable 503, internal 500), and bad

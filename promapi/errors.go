@@ -10,9 +10,18 @@ import (
 	"github.com/hbtsdb/hbtsdb/write"
 )
 
-// Sentinel errors of the HTTP surface. Request errors that are the client's fault
-// and that retrying cannot fix wrap write.ErrInvalid (400).
+// Sentinel errors of the HTTP surface: promapi's own conditions, which statusOf
+// (write endpoints) and readHandler.fail (read endpoints) map to status codes.
+// The layers below have their own (write.ErrInvalid for a request the writer
+// refuses whole, kv.ErrUnavailable for a store that does not answer), which
+// promapi maps but never wraps for a condition of its own.
 var (
+	// errInvalidBody: a write request body that cannot be read or decoded
+	// (empty, not snappy or gzip, over --write.max-decompressed-bytes, not
+	// arrived in time): the client's fault, and retrying cannot fix it. HTTP
+	// 400. Worded as write.ErrInvalid, so that a sender reads one prefix for
+	// every write request refused whole.
+	errInvalidBody = errors.New("invalid write request")
 	// errUnsupportedMedia: a Content-Type, proto message or Content-Encoding this
 	// server does not accept. HTTP 415.
 	errUnsupportedMedia = errors.New("unsupported media type")
@@ -25,6 +34,11 @@ var (
 	// errOverloaded: a bound of what is in flight (write requests, bytes of
 	// write or remote-read bodies) is reached. HTTP 429 with Retry-After.
 	errOverloaded = errors.New("overloaded")
+	// errStoreUnavailable: there is no Store to serve from — none is
+	// configured, or the Provider has none (yet) and does not say that the
+	// store is unavailable (kv.ErrUnavailable). HTTP 503, so that clients
+	// retry.
+	errStoreUnavailable = errors.New("store unavailable")
 )
 
 // statusClientClosedRequest is nginx's status for a request whose client closed
@@ -43,7 +57,7 @@ const statusClientClosedRequest = 499
 // an unsupported content type or encoding (2.0, Unsupported Request Content).
 // Everything that is not known to be the client's fault is a 5xx, so that a
 // sender retries instead of dropping data. A store that is not open yet (no
-// Provider's Store) is kv.ErrUnavailable: 503.
+// Provider's Store, errStoreUnavailable) is 503, as is one that does not answer.
 func statusOf(err error) int {
 	switch {
 	case err == nil:
@@ -56,7 +70,8 @@ func statusOf(err error) int {
 		return http.StatusRequestEntityTooLarge
 	case errors.Is(err, errOverloaded):
 		return http.StatusTooManyRequests
-	case errors.Is(err, write.ErrInvalid), errors.Is(err, errInvalidRead), errors.Is(err, kv.ErrInvalidArgument):
+	case errors.Is(err, errInvalidBody), errors.Is(err, write.ErrInvalid), errors.Is(err, errInvalidRead),
+		errors.Is(err, kv.ErrInvalidArgument):
 		// kv.ErrInvalidArgument: the store refused the data itself (retrying
 		// "will not help", kv.go); nothing of the batch is stored.
 		return http.StatusBadRequest
@@ -65,13 +80,19 @@ func statusOf(err error) int {
 		// acknowledged, and nobody reads the answer. nginx's 499 says so in the
 		// log without counting as a server failure.
 		return statusClientClosedRequest
-	case errors.Is(err, kv.ErrUnavailable), errors.Is(err, kv.ErrClosed),
-		errors.Is(err, context.DeadlineExceeded):
+	case unavailable(err), errors.Is(err, context.DeadlineExceeded):
 		return http.StatusServiceUnavailable
 	default:
 		// A dropped table, a bug: not the client's fault.
 		return http.StatusInternalServerError
 	}
+}
+
+// unavailable reports whether err says that there is no store to serve from
+// right now: none yet (errStoreUnavailable), or one that does not answer or is
+// closed. Every endpoint answers it with 503, so that clients retry.
+func unavailable(err error) bool {
+	return errors.Is(err, errStoreUnavailable) || errors.Is(err, kv.ErrUnavailable) || errors.Is(err, kv.ErrClosed)
 }
 
 // logWriteFailure logs the one line a failed write request is worth: a warning for
@@ -90,7 +111,7 @@ func logWriteFailure(logger *slog.Logger, r *http.Request, status int, err error
 
 // bodyTimeout is a request body that did not arrive within its read timeout:
 // 408 Request Timeout, and the connection is closed. It wraps the error that
-// says which flag bounds it (and, on the write endpoints, write.ErrInvalid: the
+// says which flag bounds it (and, on the write endpoints, errInvalidBody: the
 // request is refused, not retried by Prometheus, whose sender is what stalled).
 type bodyTimeout struct{ error }
 

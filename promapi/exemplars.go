@@ -16,10 +16,11 @@ import (
 // it parses query, extracts its selectors (parser.ExtractSelectors: for
 // histogram_quantile(0.9, rate(x_bucket[5m])) the one selector x_bucket) and
 // asks the ExemplarQueryable of the API for the exemplars of the series
-// matching any selector in [start, end]. That queryable is the Store's: a
-// Store that is a storage.ExemplarQueryable, or one with a query.Reader (as
-// *db.DB), whose ExemplarQuerier reads the exemplar table (query/exemplars.go);
-// a Store with neither answers no exemplars.
+// matching any selector in [start, end]. That queryable is the Store's when
+// the Store is a storage.ExemplarQueryable: *db.DB is, and its ExemplarQuerier
+// goes through the DB's closed check, as its other queriers do, before it
+// reads the exemplar table (query/exemplars.go); a Store that is not answers
+// no exemplars.
 //
 // Errors are mapped to Prometheus' error types, which its handler turns into
 // statuses: a query over a limit (query.ErrLimitExceeded) is "execution" (422),
@@ -45,15 +46,11 @@ func (q exemplarQueryable) ExemplarQuerier(ctx context.Context) (storage.Exempla
 	if err != nil {
 		return nil, promql.ErrStorage{Err: err}
 	}
-	var eq storage.ExemplarQuerier
-	switch s := s.(type) {
-	case storage.ExemplarQueryable:
-		eq, err = s.ExemplarQuerier(ctx)
-	case interface{ Reader() *query.Reader }:
-		eq, err = s.Reader().ExemplarQuerier(ctx)
-	default:
+	eqs, ok := s.(storage.ExemplarQueryable)
+	if !ok {
 		return emptyExemplars{}, nil
 	}
+	eq, err := eqs.ExemplarQuerier(ctx)
 	if err != nil {
 		return nil, promql.ErrStorage{Err: err}
 	}

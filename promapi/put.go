@@ -134,7 +134,7 @@ func (h *writeHandler) readPutBody(w http.ResponseWriter, r *http.Request, raw, 
 	}
 	if err := h.readBody(w, r, raw, res); err != nil {
 		if errors.Is(err, errEmptyBody) {
-			return nil, nil, fmt.Errorf("%w: Missing message content", write.ErrInvalid)
+			return nil, nil, fmt.Errorf("%w: Missing message content", errInvalidBody)
 		}
 		return nil, nil, err
 	}
@@ -151,7 +151,7 @@ func (h *writeHandler) readPutBody(w http.ResponseWriter, r *http.Request, raw, 
 	} else if int64(len(body)) > h.limits.MaxDecompressedBytes {
 		h.inflight.release()
 		return nil, nil, fmt.Errorf("%w: request body is over the limit of %d bytes (--write.max-decompressed-bytes)",
-			write.ErrInvalid, h.limits.MaxDecompressedBytes)
+			errInvalidBody, h.limits.MaxDecompressedBytes)
 	}
 	return body, h.inflight.release, nil
 }
@@ -162,7 +162,21 @@ func (h *writeHandler) failPut(w http.ResponseWriter, r *http.Request, err error
 	status := statusOf(err)
 	h.setRetryAfter(w, status)
 	logWriteFailure(h.logger, r, status, err)
-	writePutJSON(w, status, openTSDBError(status, strings.TrimPrefix(err.Error(), write.ErrInvalid.Error()+": "), ""))
+	writePutJSON(w, status, openTSDBError(status, putMessage(err), ""))
+}
+
+// putMessage is the message of an /api/put error: its text without the prefix
+// of a request refused whole, by promapi (errInvalidBody) or by the writer
+// (write.ErrInvalid), as OpenTSDB words its messages ("Missing message
+// content").
+func putMessage(err error) string {
+	msg := err.Error()
+	for _, refused := range []error{errInvalidBody, write.ErrInvalid} {
+		if errors.Is(err, refused) {
+			msg = strings.TrimPrefix(msg, refused.Error()+": ")
+		}
+	}
+	return msg
 }
 
 // openTSDBError is the body of an OpenTSDB error response

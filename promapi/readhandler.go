@@ -8,7 +8,6 @@ import (
 
 	"github.com/prometheus/prometheus/model/labels"
 
-	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/query"
 	"github.com/hbtsdb/hbtsdb/schema"
 )
@@ -33,7 +32,7 @@ type readHandler struct {
 }
 
 // reader is the Reader once the store can serve reads, and otherwise an error
-// wrapping kv.ErrUnavailable.
+// that fail answers with 503 (Provider.store).
 func (h *readHandler) reader() (Reader, error) {
 	return h.store.store()
 }
@@ -49,7 +48,7 @@ func (h *readHandler) fail(w http.ResponseWriter, r *http.Request, err error) {
 		typ = errCanceledType
 	case errors.Is(err, context.DeadlineExceeded):
 		typ = errTimeoutType
-	case errors.Is(err, kv.ErrUnavailable), errors.Is(err, kv.ErrClosed):
+	case unavailable(err):
 		typ = errUnavailableType
 	}
 	if typ != errCanceledType {

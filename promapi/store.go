@@ -13,7 +13,8 @@ import (
 
 // Store is what every data endpoint serves from: writes, PromQL, the series and
 // label endpoints, remote read, /api/v1/last and /api/v1/metadata. *db.DB
-// satisfies it.
+// satisfies it. A Store that is also a storage.ExemplarQueryable (*db.DB is)
+// serves /api/v1/query_exemplars (exemplars.go); another answers none.
 type Store interface {
 	Writer
 	storage.SampleAndChunkQueryable
@@ -35,10 +36,13 @@ func StaticStore(s Store) Provider {
 
 // errNoStore: Options.Store is nil, so there is nothing to serve data from. HTTP
 // 503, as for a store that is not open yet.
-var errNoStore = fmt.Errorf("%w: no store is configured", kv.ErrUnavailable)
+var errNoStore = fmt.Errorf("%w: no store is configured", errStoreUnavailable)
 
-// store returns the Store of p for one request, or an error wrapping
-// kv.ErrUnavailable (503) when there is none yet.
+// store returns the Store of p for one request, or, when there is none (yet),
+// an error that the endpoints answer with 503: errNoStore without a Provider,
+// the Provider's error as it is when it says the store is unavailable
+// (kv.ErrUnavailable: the store's condition, not promapi's), and otherwise the
+// Provider's error wrapped in errStoreUnavailable.
 func (p Provider) store() (Store, error) {
 	if p == nil {
 		return nil, errNoStore
@@ -50,7 +54,7 @@ func (p Provider) store() (Store, error) {
 	case errors.Is(err, kv.ErrUnavailable):
 		return nil, err
 	default:
-		return nil, fmt.Errorf("%w: %w", kv.ErrUnavailable, err)
+		return nil, fmt.Errorf("%w: %w", errStoreUnavailable, err)
 	}
 }
 

@@ -64,6 +64,11 @@ func TestStatusOfEveryErrorClass(t *testing.T) {
 	}{
 		{nil, 204},
 		{fmt.Errorf("%w: x", write.ErrInvalid), 400},
+		{fmt.Errorf("%w: x", errInvalidBody), 400},
+		{errEmptyBody, 400},
+		{bodyTimeout{fmt.Errorf("%w: x", errInvalidBody)}, 408},
+		{errNoStore, 503},
+		{fmt.Errorf("%w: opening", errStoreUnavailable), 503},
 		{fmt.Errorf("put: %w", kv.ErrInvalidArgument), 400},
 		{fmt.Errorf("%w: x", errUnsupportedMedia), 415},
 		{fmt.Errorf("%w: x", errContentTooLarge), 413},

@@ -24,8 +24,8 @@ func newWriteHandler(opts Options) *writeHandler {
 	}
 }
 
-// writer is the Writer of the store for one request, or an error wrapping
-// kv.ErrUnavailable (503, so that senders retry) while there is none: the store
+// writer is the Writer of the store for one request, or an error answered with
+// 503 (so that senders retry; Provider.store) while there is none: the store
 // is not open yet, or none is configured. It is asked once the body is decoded,
 // so that a request that can never succeed is answered 4xx whatever the store.
 func (h *writeHandler) writer() (Writer, error) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/hbtsdb/hbtsdb/index"
@@ -115,10 +114,8 @@ func (r *Reader) Samples(ctx context.Context, lbls labels.Labels, mint, maxt int
 	if ids[0] == 0 {
 		return nil, nil
 	}
-	host := schema.HostOf(lbls, r.settings.HostLabels)
-	s := &series{id: ids[0], labels: lbls, salt: schema.Salt(host, r.settings.SaltBuckets), host: host,
-		metric: lbls.Get(model.MetricNameLabel)}
-	rows, err := r.readSeries(ctx, s, mint, maxt)
+	s := r.newSeries(ids[0], lbls)
+	rows, err := r.readSeries(ctx, &s, mint, maxt)
 	if err != nil {
 		return nil, err
 	}

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"golang.org/x/sync/errgroup"
 
@@ -62,9 +61,11 @@ func (r *Reader) selectSeries(ctx context.Context, mint, maxt int64, limit int, 
 	return out, nil
 }
 
+// newSeries is the selected series of ID id and labels ls, placed by
+// schema.Settings.PlacementOf as the writer placed its rows.
 func (r *Reader) newSeries(id uint64, ls labels.Labels) series {
-	host := schema.HostOf(ls, r.settings.HostLabels)
-	return series{id: id, labels: ls, host: host, metric: ls.Get(model.MetricNameLabel), salt: schema.Salt(host, r.settings.SaltBuckets)}
+	p := r.settings.PlacementOf(ls)
+	return series{id: id, labels: ls, host: p.Host, metric: p.Metric, salt: p.Salt}
 }
 
 // seriesIDs returns the IDs of the series matching ms on the days of [mint,

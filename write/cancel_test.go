@@ -63,9 +63,9 @@ func TestTheFirstStoreErrorCancelsTheOtherWrites(t *testing.T) {
 	fs := &failMetadata{Store: st, others: 2, arrived: make(chan struct{}, 2), causes: map[string]error{}}
 	cs := schematest.Counting(fs)
 	w, err := write.New(cs, b.Settings, nil, nil, write.Options{
-		Limits:           testLimits,
-		ApplyParallelism: 3,
-		Now:              func() time.Time { return now },
+		Limits: testLimits,
+		Apply:  kv.ApplyOptions{Concurrency: 3},
+		Now:    func() time.Time { return now },
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -31,9 +31,9 @@
 //     the day's postings (index.Postings, once per series per day per process)
 //     and the exemplar table's cells (exemplars.go);
 //  4. store: the data and exemplar tables in Applies of at most
-//     Options.MaxBatch mutations, the postings, the metadata and the on-time
-//     marks, at most Options.ApplyParallelism at a time (the first error cancels
-//     the rest), under a deadline when there are on-time cells
+//     Options.Apply.MaxBatch mutations, the postings, the metadata and the
+//     on-time marks, Options.Apply.Concurrency at a time (kv.Writes: the first
+//     error cancels the rest), under a deadline when there are on-time cells
 //     (schema.OnTimeDeadline: past it the request fails with
 //     kv.ErrUnavailable and its retry writes late cells); then the late marks,
 //     after the cells they mark; and return only after the store acknowledged

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/schema"
 	"github.com/hbtsdb/hbtsdb/write"
 )
@@ -50,18 +51,18 @@ func TestOptionsValidate(t *testing.T) {
 	}{
 		{"zero options take the defaults", write.Options{}, ""},
 		{"negative cache sizes disable the caches", write.Options{SeenRowsSize: -1, MetadataCacheSize: -1}, ""},
-		{"positive values are taken as they are", write.Options{MaxBatch: 1, ApplyParallelism: 1, Limits: write.DefaultLimits()}, ""},
-		{"a negative MaxBatch is refused", write.Options{MaxBatch: -1},
-			"write: Options.MaxBatch must not be negative (0 means the default, 10000), got -1"},
-		{"a negative ApplyParallelism is refused", write.Options{ApplyParallelism: -2},
-			"write: Options.ApplyParallelism must not be negative (0 means the default, 4), got -2"},
+		{"positive values are taken as they are", write.Options{Apply: kv.ApplyOptions{MaxBatch: 1, Concurrency: 1}, Limits: write.DefaultLimits()}, ""},
+		{"a negative Apply.MaxBatch is refused", write.Options{Apply: kv.ApplyOptions{MaxBatch: -1}},
+			"write: Options.Apply.MaxBatch must not be negative (0 means the default, 10000), got -1"},
+		{"a negative Apply.Concurrency is refused", write.Options{Apply: kv.ApplyOptions{Concurrency: -2}},
+			"write: Options.Apply.Concurrency must not be negative (0 means the default, 4), got -2"},
 		{"invalid limits are refused", write.Options{Limits: write.Limits{MaxSamplesPerRequest: -7}},
 			"write: Limits.MaxSamplesPerRequest must not be negative (0 means no limit), got -7"},
 		{"every invalid field is named, limits first",
-			write.Options{Limits: write.Limits{MaxFutureSkew: -time.Second}, MaxBatch: -1, ApplyParallelism: -1},
+			write.Options{Limits: write.Limits{MaxFutureSkew: -time.Second}, Apply: kv.ApplyOptions{MaxBatch: -1, Concurrency: -1}},
 			"write: Limits.MaxFutureSkew must not be negative (0 means no limit), got -1s\n" +
-				"write: Options.MaxBatch must not be negative (0 means the default, 10000), got -1\n" +
-				"write: Options.ApplyParallelism must not be negative (0 means the default, 4), got -1"},
+				"write: Options.Apply.MaxBatch must not be negative (0 means the default, 10000), got -1\n" +
+				"write: Options.Apply.Concurrency must not be negative (0 means the default, 4), got -1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			checkErr(t, tc.opts.Validate(), tc.want)

@@ -51,7 +51,7 @@ func newFixture(t testing.TB, st kv.Store, settings schema.Settings, lim write.L
 	cs := schematest.Counting(st)
 	reg := index.NewRegistry(cs, index.RegistryOptions{})
 	post := index.NewPostings(cs, index.PostingsOptions{})
-	w, err := write.New(cs, settings, reg, post, write.Options{Limits: lim, Now: func() time.Time { return now }, MaxBatch: 7})
+	w, err := write.New(cs, settings, reg, post, write.Options{Limits: lim, Now: func() time.Time { return now }, Apply: kv.ApplyOptions{MaxBatch: 7}})
 	if err != nil {
 		t.Fatal(err)
 	}

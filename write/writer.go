@@ -11,19 +11,15 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/exemplar"
 	"github.com/prometheus/prometheus/model/labels"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/hbtsdb/hbtsdb/index"
 	"github.com/hbtsdb/hbtsdb/index/lru"
-	"github.com/hbtsdb/hbtsdb/internal/optcheck"
 	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/schema"
 )
 
 // Defaults of Options.
 const (
-	DefaultMaxBatch          = 10_000
-	DefaultApplyParallelism  = 4
 	DefaultSeenRowsSize      = 1 << 20
 	DefaultMetadataCacheSize = 1 << 16
 )
@@ -33,12 +29,13 @@ type Options struct {
 	// Limits bound what a request may carry. The zero value has no limits at all
 	// (any timestamp >= 0, any number of labels...); servers use DefaultLimits().
 	Limits Limits
-	// MaxBatch is the most mutations one Apply of the data table carries
-	// [10,000]; a request with more is split.
-	MaxBatch int
-	// ApplyParallelism is how many Applies of one request (data chunks, index
-	// postings, metadata) run at once [4].
-	ApplyParallelism int
+	// Apply bounds the Applies of one request: Apply.MaxBatch is the most
+	// mutations one Apply carries — of the data, exemplar, meta or pending
+	// table; a request with more is split [kv.DefaultApplyBatch, 10,000] —
+	// and Apply.Concurrency how many of its writes (those Applies and the
+	// index postings' write) run at once [kv.DefaultApplyConcurrency, 4].
+	// The compactor takes the same options (downsample.Options.Apply).
+	Apply kv.ApplyOptions
 	// SeenRowsSize bounds the set of data rows whose promoted tag columns this
 	// process wrote, in rows [1<<20]; negative disables it (tags are written with
 	// every request).
@@ -59,16 +56,12 @@ type Options struct {
 }
 
 // Validate reports every field of o that cannot work, joined (errors.Join):
-// those of Limits (see Limits.Validate), and a negative MaxBatch or
-// ApplyParallelism (0 means the default). Each error names the field and its
+// those of Limits (see Limits.Validate), and a negative Apply.MaxBatch or
+// Apply.Concurrency (0 means the default). Each error names the field and its
 // value. Negative SeenRowsSize and MetadataCacheSize are valid: they disable the
 // cache. New calls Validate before it fills in the defaults.
 func (o Options) Validate() error {
-	errs := []error{o.Limits.Validate()}
-	errs = append(errs,
-		optcheck.NotNegative("write: Options.MaxBatch", o.MaxBatch, optcheck.Default(DefaultMaxBatch)),
-		optcheck.NotNegative("write: Options.ApplyParallelism", o.ApplyParallelism, optcheck.Default(DefaultApplyParallelism)),
-	)
+	errs := []error{o.Limits.Validate(), o.Apply.Validate("write: Options.Apply")}
 	if err := o.validateExemplars(); err != nil {
 		errs = append(errs, err)
 	}
@@ -78,12 +71,7 @@ func (o Options) Validate() error {
 // withDefaults fills in the defaults of the zero fields of o, which Validate
 // accepted.
 func (o Options) withDefaults() Options {
-	if o.MaxBatch == 0 {
-		o.MaxBatch = DefaultMaxBatch
-	}
-	if o.ApplyParallelism == 0 {
-		o.ApplyParallelism = DefaultApplyParallelism
-	}
+	o.Apply = o.Apply.WithDefaults()
 	if o.SeenRowsSize == 0 {
 		o.SeenRowsSize = DefaultSeenRowsSize
 	}
@@ -108,15 +96,14 @@ func (o Options) withDefaults() Options {
 // Writer is the ingest pipeline; see the package doc. It is safe for concurrent
 // use; one Writer serves every request of a process.
 type Writer struct {
-	st         kv.Store
-	settings   schema.Settings
-	width      time.Duration
-	registry   *index.Registry
-	postings   *index.Postings
-	opts       Options
-	seenRows   *lru.Cache[rowID, struct{}]
-	metadata   *lru.Cache[string, schema.Metadata]
-	hostLabels []string
+	st       kv.Store
+	settings schema.Settings
+	width    time.Duration
+	registry *index.Registry
+	postings *index.Postings
+	opts     Options
+	seenRows *lru.Cache[rowID, struct{}]
+	metadata *lru.Cache[string, schema.Metadata]
 }
 
 // rowID names a data row: a series and a bucket start.
@@ -144,15 +131,14 @@ func New(st kv.Store, settings schema.Settings, registry *index.Registry, postin
 		postings = index.NewPostings(st, index.PostingsOptions{})
 	}
 	return &Writer{
-		st:         st,
-		settings:   settings,
-		width:      settings.BucketWidth,
-		registry:   registry,
-		postings:   postings,
-		opts:       opts,
-		seenRows:   lru.New[rowID, struct{}](opts.SeenRowsSize),
-		metadata:   lru.New[string, schema.Metadata](opts.MetadataCacheSize),
-		hostLabels: settings.HostLabels,
+		st:       st,
+		settings: settings,
+		width:    settings.BucketWidth,
+		registry: registry,
+		postings: postings,
+		opts:     opts,
+		seenRows: lru.New[rowID, struct{}](opts.SeenRowsSize),
+		metadata: lru.New[string, schema.Metadata](opts.MetadataCacheSize),
 	}, nil
 }
 
@@ -443,8 +429,8 @@ func (w *Writer) resolve(ctx context.Context, p *plan) ([]uint64, error) {
 }
 
 // store writes a request's batch and metadata — the data table in Applies of at
-// most Options.MaxBatch mutations, the postings and the metadata, at most
-// Options.ApplyParallelism at a time — and returns the request's Result once the
+// most Options.Apply.MaxBatch mutations, the postings and the metadata, at most
+// Options.Apply.Concurrency at a time — and returns the request's Result once the
 // store acknowledged all of them. On the first error it cancels the writes still
 // running and returns that error with a zero Result, and remembers nothing.
 // Once acknowledged, it remembers the rows whose tags and the metadata it wrote,
@@ -468,8 +454,10 @@ func (w *Writer) store(ctx context.Context, p *plan, b batch) (Result, error) {
 	if len(b.lateMarks) > 0 {
 		// After the late cells, so that a compaction that reads (and then
 		// deletes) a mark has read the cells it marks (schema/pending.go).
-		if err := w.st.Apply(ctx, schema.TablePending, b.lateMarks); err != nil {
-			return Result{}, fmt.Errorf("write: mark %d rows with late samples for compaction: %w", len(b.lateMarks), err)
+		marks := kv.NewWrites(w.st, w.opts.Apply)
+		marks.Apply(schema.TablePending, b.lateMarks, fmt.Sprintf("write: mark %d rows with late samples for compaction", len(b.lateMarks)))
+		if err := marks.Run(ctx); err != nil {
+			return Result{}, err
 		}
 	}
 
@@ -494,29 +482,17 @@ func (w *Writer) store(ctx context.Context, p *plan, b batch) (Result, error) {
 var errOnTimeDeadline = errors.New("on-time samples not stored within their bucket's on-time window; a retry stores them as late samples")
 
 // storeCells writes everything of a batch but its late marks, at most
-// Options.ApplyParallelism Applies at a time (see store).
+// Options.Apply.Concurrency writes at a time (see store).
 func (w *Writer) storeCells(ctx context.Context, p *plan, b batch) error {
-	var jobs []func(ctx context.Context) error
-	for start := 0; start < len(b.muts); start += w.opts.MaxBatch {
-		chunk := b.muts[start:min(start+w.opts.MaxBatch, len(b.muts))]
-		jobs = append(jobs, func(ctx context.Context) error {
-			if err := w.st.Apply(ctx, schema.TableData, chunk); err != nil {
-				return fmt.Errorf("write: store %d samples: %w", b.samples+b.histograms, err)
-			}
-			return nil
-		})
+	writes := kv.NewWrites(w.st, w.opts.Apply)
+	if len(b.muts) > 0 {
+		writes.Apply(schema.TableData, b.muts, fmt.Sprintf("write: store %d samples", b.samples+b.histograms))
 	}
-	for start := 0; start < len(b.exMuts); start += w.opts.MaxBatch {
-		chunk := b.exMuts[start:min(start+w.opts.MaxBatch, len(b.exMuts))]
-		jobs = append(jobs, func(ctx context.Context) error {
-			if err := w.st.Apply(ctx, schema.TableExemplars, chunk); err != nil {
-				return fmt.Errorf("write: store %d exemplars: %w", b.exemplars, err)
-			}
-			return nil
-		})
+	if len(b.exMuts) > 0 {
+		writes.Apply(schema.TableExemplars, b.exMuts, fmt.Sprintf("write: store %d exemplars", b.exemplars))
 	}
 	if len(b.entries) > 0 {
-		jobs = append(jobs, func(ctx context.Context) error {
+		writes.Go(func(ctx context.Context) error {
 			if _, err := w.postings.Write(ctx, b.entries); err != nil {
 				return fmt.Errorf("write: %w", err)
 			}
@@ -524,22 +500,12 @@ func (w *Writer) storeCells(ctx context.Context, p *plan, b batch) error {
 		})
 	}
 	if len(p.metaMuts) > 0 {
-		jobs = append(jobs, func(ctx context.Context) error {
-			if err := w.st.Apply(ctx, schema.TableMeta, p.metaMuts); err != nil {
-				return fmt.Errorf("write: store metric metadata: %w", err)
-			}
-			return nil
-		})
+		writes.Apply(schema.TableMeta, p.metaMuts, "write: store metric metadata")
 	}
 	if len(b.onTimeMarks) > 0 {
-		jobs = append(jobs, func(ctx context.Context) error {
-			if err := w.st.Apply(ctx, schema.TablePending, b.onTimeMarks); err != nil {
-				return fmt.Errorf("write: mark %d new rows for compaction: %w", len(b.onTimeMarks), err)
-			}
-			return nil
-		})
+		writes.Apply(schema.TablePending, b.onTimeMarks, fmt.Sprintf("write: mark %d new rows for compaction", len(b.onTimeMarks)))
 	}
-	return run(ctx, jobs, w.opts.ApplyParallelism)
+	return writes.Run(ctx)
 }
 
 // batch is what build makes of a request.
@@ -584,17 +550,12 @@ func (w *Writer) build(req *Request, pl *plan, ids []uint64, nowMs int64) batch 
 	var b batch
 	planned, bounds := pl.series, pl.bounds
 	size, samples := 0, 0
-	type seriesKey struct {
-		host, metric string
-		salt         byte
-	}
-	keys := make([]seriesKey, len(planned))
+	keys := make([]schema.Placement, len(planned))
 	for i := range planned {
 		p := &planned[i]
-		k := seriesKey{host: schema.HostOf(p.lbls, w.hostLabels), metric: p.lbls.Get(model.MetricNameLabel)}
-		k.salt = schema.Salt(k.host, w.settings.SaltBuckets)
+		k := w.settings.PlacementOf(p.lbls)
 		keys[i] = k
-		rowLen := 1 + schema.EscapedLen(k.host) + schema.EscapedLen(k.metric) + 16
+		rowLen := 1 + schema.EscapedLen(k.Host) + schema.EscapedLen(k.Metric) + 16
 		size += p.samples*(schema.RawQualifierLen+schema.RawValueLen) + rowLen +
 			len(p.histograms())*(schema.RawQualifierLen+histogramValueLen)
 		samples += p.samples + len(p.histograms())
@@ -636,7 +597,7 @@ func (w *Writer) build(req *Request, pl *plan, ids []uint64, nowMs int64) batch 
 			}
 			if row == nil {
 				start := len(buf)
-				buf = schema.DataRowKey(buf, schema.DataKey{Salt: k.salt, Host: k.host, Metric: k.metric, SeriesID: id, BucketStart: bs})
+				buf = schema.DataRowKey(buf, k.DataKey(id, bs))
 				row = buf[start:len(buf):len(buf)]
 				onTime := schema.IsOnTime(bs, w.width, nowMs)
 				lastTS = -1
@@ -702,10 +663,8 @@ func (w *Writer) build(req *Request, pl *plan, ids []uint64, nowMs int64) batch 
 			b.histograms += len(p.histograms())
 		}
 		if ex := p.exemplars(); len(ex) > 0 {
-			k := keys[i]
 			var n int
-			b.exMuts, buf, n = w.appendExemplarMutations(b.exMuts, buf,
-				schema.DataKey{Salt: k.salt, Host: k.host, Metric: k.metric, SeriesID: id}, ex)
+			b.exMuts, buf, n = w.appendExemplarMutations(b.exMuts, buf, keys[i].DataKey(id, 0), ex)
 			b.exemplars += n
 		}
 	}
@@ -754,29 +713,6 @@ func (w *Writer) appendTags(b *batch, buf, row []byte, lbls labels.Labels, bucke
 		b.muts = append(b.muts, kv.Put(row, schema.FamilyTags, buf[start:mid:mid], ts, buf[mid:len(buf):len(buf)]))
 	})
 	return buf
-}
-
-// run runs jobs, at most parallel at a time, and returns the first error. Each
-// job gets a context that is cancelled as soon as one job fails (or ctx is done),
-// so the others stop early; a job not started by then is not started at all. A
-// single job runs on the calling goroutine.
-func run(ctx context.Context, jobs []func(ctx context.Context) error, parallel int) error {
-	if len(jobs) == 1 {
-		return jobs[0](ctx)
-	}
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(parallel)
-	for _, job := range jobs {
-		g.Go(func() error {
-			if err := gctx.Err(); err != nil {
-				// Only the first error is returned: when another job failed, this
-				// one is dropped; when ctx is done, it says so.
-				return fmt.Errorf("write: not stored: %w", err)
-			}
-			return job(gctx)
-		})
-	}
-	return g.Wait()
 }
 
 // CheckHistogram validates a histogram sample of series lbls as Write does, as

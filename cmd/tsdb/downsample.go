@@ -42,6 +42,7 @@ func registerDownsample(a *app) {
 		"upgraded (each salt is swept once by itself after the upgrade). A round then costs in proportion to every raw cell stored.").
 		BoolVar(&o.worker.Compact.Sweep)
 	registerCompactFlags(o.flags, &o.worker)
+	registerApplyFlags(o.flags, &o.worker.Compact.Apply)
 	a.actions[cmd.FullCommand()] = func(ctx context.Context, logger *slog.Logger) error {
 		return runDownsample(ctx, a.out, a.common, o, logger)
 	}
@@ -53,7 +54,7 @@ func defaultWorkerOptions() downsample.WorkerOptions {
 	return downsample.WorkerOptions{
 		Interval: downsample.DefaultInterval,
 		LeaseTTL: downsample.DefaultLeaseTTL,
-		Compact:  downsample.Options{Grace: downsample.DefaultGrace},
+		Compact:  downsample.Options{Grace: downsample.DefaultGrace, Apply: kv.ApplyOptions{}.WithDefaults()},
 	}
 }
 
@@ -184,4 +185,5 @@ func (o *serveOptions) registerCompactionFlags() {
 	o.flags.flag("compact.enabled", "", "Run the compaction worker (what tsdb downsample runs) in this process once "+
 		"the store is open.").Default("true").BoolVar(&o.compactEnabled)
 	registerCompactFlags(o.flags, &o.compact)
+	registerApplyFlags(o.flags, &o.compact.Compact.Apply)
 }

@@ -266,6 +266,11 @@ func TestBadCompactFlags(t *testing.T) {
 		{[]string{"downsample", store, "--compact.interval=soon"}, 2, "--compact.interval"},
 		{[]string{"downsample", store, "--compact.grace=-1h"}, 2, "--compact.grace"},
 		{[]string{"serve", store, "--compact.lease-ttl=often"}, 2, "--compact.lease-ttl"},
+		// The writer's and the compactor's writes share two flags.
+		{[]string{"downsample", "--once", store, "--storage.write-batch-size=-1"}, 1,
+			"tsdb downsample: --storage.write-batch-size must not be negative (0 means the default, 10000), got -1\n"},
+		{[]string{"serve", store, "--listen=127.0.0.1:0", "--storage.write-concurrency=-2"}, 1,
+			"tsdb serve: --storage.write-concurrency must not be negative (0 means the default, 4), got -2\n"},
 	} {
 		code, _, stderr := tsdb(t, tc.args...)
 		if code != tc.code || !strings.Contains(stderr, tc.stderr) || tc.code == 1 && stderr != tc.stderr {

@@ -48,7 +48,9 @@ type serveOptions struct {
 	// --query.max-fetched-samples).
 	selectLimits query.Options
 	// compact is the compaction worker's options (--compact.*), run in-process
-	// when compactEnabled; Owner and Logger are set at start.
+	// when compactEnabled; Owner and Logger are set at start. Its Compact.Apply
+	// (--storage.write-batch-size, --storage.write-concurrency) bounds the
+	// writer's writes too (write.Options.Apply).
 	compactEnabled bool
 	compact        downsample.WorkerOptions
 	// web is TLS and authentication (--web.config.file, --web.read-only-users).
@@ -319,7 +321,8 @@ func openDB(ctx context.Context, c *commonFlags, o *serveOptions, addr backend.A
 	}
 	d, err := db.Open(ctx, db.Options{Store: st, CloseStore: true, Settings: settings, Logger: logger,
 		Rollups: tables.Rollups, RawRetention: tables.RawRetention,
-		Write: write.Options{Limits: o.writeLimits, Logger: logger, ExemplarSlot: o.exemplarSlot, ExemplarsPerSlot: o.exemplarsPerSlot},
+		Write: write.Options{Limits: o.writeLimits, Logger: logger, ExemplarSlot: o.exemplarSlot, ExemplarsPerSlot: o.exemplarsPerSlot,
+			Apply: o.compact.Compact.Apply},
 		Query: o.selectLimits})
 	if err != nil {
 		st.Close()
