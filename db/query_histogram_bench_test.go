@@ -10,8 +10,8 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
 
+	"github.com/hbtsdb/hbtsdb/cellenc"
 	"github.com/hbtsdb/hbtsdb/db"
-	"github.com/hbtsdb/hbtsdb/schema"
 	"github.com/hbtsdb/hbtsdb/schema/schematest"
 	"github.com/hbtsdb/hbtsdb/write"
 )
@@ -57,7 +57,7 @@ func BenchmarkQueryHistograms(b *testing.B) {
 				for s := range series {
 					req.Series = append(req.Series, write.Series{
 						Labels:     labels.FromStrings("__name__", "h", "job", "bench", "series", fmt.Sprint(s)),
-						Histograms: []schema.HistogramSample{{T: first.Add(time.Duration(i) * interval).UnixMilli(), H: benchHistogram(i + s)}},
+						Histograms: []cellenc.HistogramSample{{T: first.Add(time.Duration(i) * interval).UnixMilli(), H: benchHistogram(i + s)}},
 					})
 				}
 				mustWrite(b, d, &req)

@@ -18,7 +18,7 @@ const MaxChunkSamples = 120
 // ChunkQuerier returns a Prometheus chunk querier of [mint, maxt] (inclusive,
 // ms), for remote read's STREAMED_XOR_CHUNKS. Each series' chunks are the stored
 // chunks of its rows (family c) as they are when a row's chunk cell holds
-// exactly its samples in the range (schema.RowSamples.Chunks, any encoding),
+// exactly its samples in the range (cellenc.RowSamples.Chunks, any encoding),
 // and otherwise chunks encoded from the row's merged samples, never across a
 // bucket boundary: XOR chunks of at most MaxChunkSamples for a row of floats
 // without start timestamps, else Prometheus' encodings cut as its head cuts

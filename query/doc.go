@@ -45,7 +45,7 @@
 //     r) and any chunk cells (family c, schema/chunk.go) are merged, one sample
 //     per timestamp (raw wins), ascending, values bit-exact (stale markers
 //     included), of either kind: float samples and native histograms (integer
-//     and float, schema.HistogramSample), with their start timestamps. A row
+//     and float, cellenc.HistogramSample), with their start timestamps. A row
 //     of floats without start timestamps stays 16 bytes a sample (samples.go);
 //     histograms and start timestamps go beside it. Closing the querier or
 //     cancelling the Select's context stops the reads in flight;
@@ -57,7 +57,7 @@
 //     reading the series back to the start of mint's 2h head chunk range when
 //     that decides a hint (Reader.history). The ChunkQuerier (remote read's
 //     STREAMED_XOR_CHUNKS) hands out a row's stored chunks as they are
-//     (schema.RowSamples.Chunks), else chunks encoded per bucket: XOR chunks
+//     (cellenc.RowSamples.Chunks), else chunks encoded per bucket: XOR chunks
 //     of at most MaxChunkSamples for floats, and for rows with histograms or
 //     start timestamps Prometheus' encodings cut as its head cuts them
 //     (histogram, float histogram, and the ST forms XOR2 and histogram ST for

@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 
+	"github.com/hbtsdb/hbtsdb/cellenc"
 	"github.com/hbtsdb/hbtsdb/index"
 	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/schema"
@@ -101,7 +102,7 @@ func matches(ls labels.Labels, matchers []*labels.Matcher) bool {
 // decodes each with decodeRow, the one data-row decoder of every read path: chunk
 // cells (family c) and raw cells (family r) merged, raw winning on equal
 // timestamps.
-func (r *Reader) Samples(ctx context.Context, lbls labels.Labels, mint, maxt int64) ([]schema.Sample, error) {
+func (r *Reader) Samples(ctx context.Context, lbls labels.Labels, mint, maxt int64) ([]cellenc.Sample, error) {
 	maxt = min(maxt, kv.MaxTimestamp)
 	if maxt < 0 || maxt < mint {
 		return nil, nil
@@ -126,10 +127,10 @@ func (r *Reader) Samples(ctx context.Context, lbls labels.Labels, mint, maxt int
 	for _, b := range rows {
 		n += len(b.samples)
 	}
-	out := make([]schema.Sample, 0, n)
+	out := make([]cellenc.Sample, 0, n)
 	for _, b := range rows {
 		for i, x := range b.samples {
-			s := schema.Sample{T: x.t, V: x.v}
+			s := cellenc.Sample{T: x.t, V: x.v}
 			if b.sts != nil {
 				s.ST = b.sts[i]
 			}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 
+	"github.com/hbtsdb/hbtsdb/cellenc"
 	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/schema"
 )
@@ -33,10 +34,10 @@ type bucketSamples struct {
 	bucketStart int64
 	samples     []sample
 	sts         []int64
-	histograms  []schema.HistogramSample
+	histograms  []cellenc.HistogramSample
 	// chunks are the chunks of the row's only chunk cell when they hold
 	// exactly the row's samples in the read's [mint, maxt] (no raw cell, the
-	// cell wholly within the range: schema.RowSamples.Chunks), oldest first,
+	// cell wholly within the range: cellenc.RowSamples.Chunks), oldest first,
 	// disjoint; ChunkQuerier hands them out as they are.
 	chunks []chunkenc.Chunk
 }
@@ -78,12 +79,12 @@ func (r *Reader) readSeries(ctx context.Context, s *series, mint, maxt int64) ([
 }
 
 // decodeRow decodes one data row into its samples in [mint, maxt], ascending,
-// one per timestamp, through schema.DecodeDataRow — the one decoder of data rows,
+// one per timestamp, through cellenc.DecodeDataRow — the one decoder of data rows,
 // shared by every read path and by compaction: chunk and raw cells merged, a raw
 // cell winning over a chunk's sample of the same timestamp.
 //
 // A row of raw cells only (every row until compaction seals its bucket) is
-// decoded here, cell by cell with schema.DecodeRawCell, straight into the
+// decoded here, cell by cell with cellenc.DecodeRawCell, straight into the
 // samples handed out: the samples are DecodeDataRow's (the raw cells in
 // [mint, maxt], in qualifier order, which is time order), without its
 // intermediate slice. The row's cells count in the ReadStats of ctx.
@@ -92,7 +93,7 @@ func (r *Reader) decodeRow(ctx context.Context, row kv.Row, mint, maxt int64) (b
 	if b, ok, err := r.decodeRawRow(row, mint, maxt); ok || err != nil {
 		return b, err
 	}
-	rs, err := schema.DecodeDataRow(row, r.settings.BucketWidth, mint, maxt)
+	rs, err := cellenc.DecodeDataRow(row, r.settings.BucketWidth, mint, maxt)
 	if err != nil {
 		return bucketSamples{}, err
 	}
@@ -136,7 +137,7 @@ func clampRange(mint, maxt int64) (int64, int64, bool) {
 
 // decodeRawRow decodes a row without chunk cells; ok is false when the row has
 // a chunk cell (DecodeDataRow then merges them). A histogram cell
-// (schema.ErrHistogramCell) goes to the row's histograms, a float's start
+// (cellenc.ErrHistogramCell) goes to the row's histograms, a float's start
 // timestamp to its sts: the float cell without one costs what it always did.
 func (r *Reader) decodeRawRow(row kv.Row, mint, maxt int64) (b bucketSamples, ok bool, err error) {
 	n := 0
@@ -161,9 +162,9 @@ func (r *Reader) decodeRawRow(row kv.Row, mint, maxt int64) (b bucketSamples, ok
 		if c.Family != schema.FamilyRaw {
 			continue
 		}
-		x, err := schema.DecodeRawCell(*c, b.bucketStart, r.settings.BucketWidth)
+		x, err := cellenc.DecodeRawCell(*c, b.bucketStart, r.settings.BucketWidth)
 		if err != nil {
-			if errors.Is(err, schema.ErrHistogramCell) {
+			if errors.Is(err, cellenc.ErrHistogramCell) {
 				if err := b.appendHistogramCell(c, mint, maxt, r.settings.BucketWidth); err != nil {
 					return b, true, err
 				}
@@ -184,7 +185,7 @@ func (r *Reader) decodeRawRow(row kv.Row, mint, maxt int64) (b bucketSamples, ok
 // appendHistogramCell decodes a raw histogram cell of the row into
 // b.histograms when it lies in [mint, maxt].
 func (b *bucketSamples) appendHistogramCell(c *kv.Cell, mint, maxt int64, width time.Duration) error {
-	h, err := schema.DecodeRawHistogramCell(*c, b.bucketStart, width)
+	h, err := cellenc.DecodeRawHistogramCell(*c, b.bucketStart, width)
 	if err != nil {
 		return err
 	}

@@ -18,7 +18,7 @@
 //  3. build, grouped by data row, the raw-sample cells (family r, qualifier and
 //     value from schema's codecs, cell timestamp = sample timestamp): float
 //     samples (8 bytes, 16 with a start timestamp) and native histogram samples
-//     (schema.AppendHistogramSampleValue) in the same cells, so a series may
+//     (cellenc.AppendHistogramSampleValue) in the same cells, so a series may
 //     change kind sample by sample; the promoted tag columns (family t, once per
 //     row per process), the day's postings (index.Postings, once per series per
 //     day per process) and the exemplar table's cells (exemplars.go);

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hbtsdb/hbtsdb/cellenc"
 	"github.com/hbtsdb/hbtsdb/internal/optcheck"
 	"github.com/hbtsdb/hbtsdb/schema"
 	"github.com/prometheus/prometheus/model/exemplar"
@@ -18,8 +19,8 @@ import (
 // request is a duplicate: the histogram is rejected.
 type Series struct {
 	Labels     labels.Labels
-	Samples    []schema.Sample
-	Histograms []schema.HistogramSample
+	Samples    []cellenc.Sample
+	Histograms []cellenc.HistogramSample
 	Exemplars  []exemplar.Exemplar
 }
 

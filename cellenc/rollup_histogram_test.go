@@ -1,4 +1,4 @@
-package schema_test
+package cellenc_test
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/tsdb/tsdbutil"
 
+	"github.com/hbtsdb/hbtsdb/cellenc"
 	"github.com/hbtsdb/hbtsdb/schema"
 )
 
@@ -17,24 +18,24 @@ import (
 // per timestamp: kind picks each sample's kind by its index (0 float, 1
 // integer histogram, 2 float histogram, 3 a float stale marker, 4 a histogram
 // stale marker).
-func mixedSeries(from int64, n int, kind func(i int) int) ([]schema.Sample, []schema.HistogramSample) {
+func mixedSeries(from int64, n int, kind func(i int) int) ([]cellenc.Sample, []cellenc.HistogramSample) {
 	var (
-		fs []schema.Sample
-		hs []schema.HistogramSample
+		fs []cellenc.Sample
+		hs []cellenc.HistogramSample
 	)
 	for i := range n {
 		t := from + int64(i)*15_000
 		switch kind(i) {
 		case 0:
-			fs = append(fs, schema.Sample{T: t, V: float64(i)})
+			fs = append(fs, cellenc.Sample{T: t, V: float64(i)})
 		case 1:
-			hs = append(hs, schema.HistogramSample{T: t, ST: int64(i % 2), H: tsdbutil.GenerateTestHistogram(int64(i))})
+			hs = append(hs, cellenc.HistogramSample{T: t, ST: int64(i % 2), H: tsdbutil.GenerateTestHistogram(int64(i))})
 		case 2:
-			hs = append(hs, schema.HistogramSample{T: t, FH: tsdbutil.GenerateTestCustomBucketsFloatHistogram(int64(i))})
+			hs = append(hs, cellenc.HistogramSample{T: t, FH: tsdbutil.GenerateTestCustomBucketsFloatHistogram(int64(i))})
 		case 3:
-			fs = append(fs, schema.Sample{T: t, V: staleNaN})
+			fs = append(fs, cellenc.Sample{T: t, V: staleNaN})
 		case 4:
-			hs = append(hs, schema.HistogramSample{T: t, H: &histogram.Histogram{Sum: staleNaN}})
+			hs = append(hs, cellenc.HistogramSample{T: t, H: &histogram.Histogram{Sum: staleNaN}})
 		}
 	}
 	return fs, hs
@@ -42,43 +43,43 @@ func mixedSeries(from int64, n int, kind func(i int) int) ([]schema.Sample, []sc
 
 func TestAggregateWindowsWithHistograms(t *testing.T) {
 	const m = 60_000
-	h := func(t int64, i int64) schema.HistogramSample {
-		return schema.HistogramSample{T: t, H: tsdbutil.GenerateTestHistogram(i)}
+	h := func(t int64, i int64) cellenc.HistogramSample {
+		return cellenc.HistogramSample{T: t, H: tsdbutil.GenerateTestHistogram(i)}
 	}
-	staleH := func(t int64) schema.HistogramSample {
-		return schema.HistogramSample{T: t, FH: &histogram.FloatHistogram{Sum: staleNaN}}
+	staleH := func(t int64) cellenc.HistogramSample {
+		return cellenc.HistogramSample{T: t, FH: &histogram.FloatHistogram{Sum: staleNaN}}
 	}
 	for _, tc := range []struct {
 		name string
-		fs   []schema.Sample
-		hs   []schema.HistogramSample
-		want []schema.RollupWindow
+		fs   []cellenc.Sample
+		hs   []cellenc.HistogramSample
+		want []cellenc.RollupWindow
 	}{
 		{
 			name: "histograms only",
-			hs:   []schema.HistogramSample{h(1, 1), h(2, 2), h(m+1, 3)},
-			want: []schema.RollupWindow{{End: m, StaleT: -1, HasCounters: true, Histograms: 2, LastH: h(2, 2)}, {End: 2 * m, StaleT: -1, HasCounters: true, Histograms: 1, LastH: h(m+1, 3)}},
+			hs:   []cellenc.HistogramSample{h(1, 1), h(2, 2), h(m+1, 3)},
+			want: []cellenc.RollupWindow{{End: m, StaleT: -1, HasCounters: true, Histograms: 2, LastH: h(2, 2)}, {End: 2 * m, StaleT: -1, HasCounters: true, Histograms: 1, LastH: h(m+1, 3)}},
 		},
 		{
 			name: "a histogram stale marker ends the window stale",
-			fs:   []schema.Sample{{T: 1, V: 5}},
-			hs:   []schema.HistogramSample{h(2, 1), staleH(3)},
-			want: []schema.RollupWindow{{End: m, Count: 1, Sum: 5, Min: 5, Max: 5, FirstT: 1, FirstV: 5, LastT: 1, LastV: 5, StaleT: 3, Integers: true, HasCounters: true, Histograms: 1, LastH: h(2, 1)}},
+			fs:   []cellenc.Sample{{T: 1, V: 5}},
+			hs:   []cellenc.HistogramSample{h(2, 1), staleH(3)},
+			want: []cellenc.RollupWindow{{End: m, Count: 1, Sum: 5, Min: 5, Max: 5, FirstT: 1, FirstV: 5, LastT: 1, LastV: 5, StaleT: 3, Integers: true, HasCounters: true, Histograms: 1, LastH: h(2, 1)}},
 		},
 		{
 			name: "a histogram after a float stale marker",
-			fs:   []schema.Sample{{T: 1, V: 5}, {T: 2, V: staleNaN}},
-			hs:   []schema.HistogramSample{h(3, 1)},
-			want: []schema.RollupWindow{{End: m, Count: 1, Sum: 5, Min: 5, Max: 5, FirstT: 1, FirstV: 5, LastT: 1, LastV: 5, StaleT: -1, Integers: true, HasCounters: true, Histograms: 1, LastH: h(3, 1)}},
+			fs:   []cellenc.Sample{{T: 1, V: 5}, {T: 2, V: staleNaN}},
+			hs:   []cellenc.HistogramSample{h(3, 1)},
+			want: []cellenc.RollupWindow{{End: m, Count: 1, Sum: 5, Min: 5, Max: 5, FirstT: 1, FirstV: 5, LastT: 1, LastV: 5, StaleT: -1, Integers: true, HasCounters: true, Histograms: 1, LastH: h(3, 1)}},
 		},
 		{
 			name: "only a histogram stale marker",
-			hs:   []schema.HistogramSample{staleH(m + 5)},
-			want: []schema.RollupWindow{{End: 2 * m, StaleT: m + 5, HasCounters: true}},
+			hs:   []cellenc.HistogramSample{staleH(m + 5)},
+			want: []cellenc.RollupWindow{{End: 2 * m, StaleT: m + 5, HasCounters: true}},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := schema.AggregateWindows(tc.fs, tc.hs, time.Minute)
+			got := cellenc.AggregateWindows(tc.fs, tc.hs, time.Minute)
 			if len(got) != len(tc.want) {
 				t.Fatalf("got %s, want %s", fmtWindows(got), fmtWindows(tc.want))
 			}
@@ -119,14 +120,14 @@ func TestHistogramWindowsRoundTripAndMerge(t *testing.T) {
 				return 0
 			}
 			fs, hs := mixedSeries(from, 240, kind)
-			ws := schema.AggregateWindows(fs, hs, res)
+			ws := cellenc.AggregateWindows(fs, hs, res)
 			roundTrip(t, from, res, ws)
 			// Split at every sample of the first window: the halves merge into it.
 			end := ws[0].End
 			for k := int64(1); k < res.Milliseconds()/15_000; k++ {
 				cut := from + k*15_000
-				a := schema.AggregateWindows(before(fs, cut), beforeH(hs, cut), res)
-				b := schema.AggregateWindows(from2(fs, cut, end), from2H(hs, cut, end), res)
+				a := cellenc.AggregateWindows(before(fs, cut), beforeH(hs, cut), res)
+				b := cellenc.AggregateWindows(from2(fs, cut, end), from2H(hs, cut, end), res)
 				if len(a) == 0 || len(b) == 0 || a[0].End != end || b[0].End != end {
 					continue
 				}
@@ -138,8 +139,8 @@ func TestHistogramWindowsRoundTripAndMerge(t *testing.T) {
 	}
 }
 
-func before(fs []schema.Sample, t int64) []schema.Sample {
-	var out []schema.Sample
+func before(fs []cellenc.Sample, t int64) []cellenc.Sample {
+	var out []cellenc.Sample
 	for _, s := range fs {
 		if s.T < t {
 			out = append(out, s)
@@ -148,8 +149,8 @@ func before(fs []schema.Sample, t int64) []schema.Sample {
 	return out
 }
 
-func beforeH(hs []schema.HistogramSample, t int64) []schema.HistogramSample {
-	var out []schema.HistogramSample
+func beforeH(hs []cellenc.HistogramSample, t int64) []cellenc.HistogramSample {
+	var out []cellenc.HistogramSample
 	for _, s := range hs {
 		if s.T < t {
 			out = append(out, s)
@@ -158,8 +159,8 @@ func beforeH(hs []schema.HistogramSample, t int64) []schema.HistogramSample {
 	return out
 }
 
-func from2(fs []schema.Sample, t, end int64) []schema.Sample {
-	var out []schema.Sample
+func from2(fs []cellenc.Sample, t, end int64) []cellenc.Sample {
+	var out []cellenc.Sample
 	for _, s := range fs {
 		if s.T >= t && s.T <= end {
 			out = append(out, s)
@@ -168,8 +169,8 @@ func from2(fs []schema.Sample, t, end int64) []schema.Sample {
 	return out
 }
 
-func from2H(hs []schema.HistogramSample, t, end int64) []schema.HistogramSample {
-	var out []schema.HistogramSample
+func from2H(hs []cellenc.HistogramSample, t, end int64) []cellenc.HistogramSample {
+	var out []cellenc.HistogramSample
 	for _, s := range hs {
 		if s.T >= t && s.T <= end {
 			out = append(out, s)
@@ -180,9 +181,9 @@ func from2H(hs []schema.HistogramSample, t, end int64) []schema.HistogramSample 
 
 func TestDecodeRollupWindowsRejectsBadHistograms(t *testing.T) {
 	const m = 60_000
-	h := schema.HistogramSample{T: 10, H: tsdbutil.GenerateTestHistogram(1)}
-	valid := schema.EncodeRollupWindows(nil, 0, time.Minute, []schema.RollupWindow{{End: m, StaleT: -1, Histograms: 3, LastH: h}})
-	hv := schema.AppendHistogramSampleValue(nil, h)
+	h := cellenc.HistogramSample{T: 10, H: tsdbutil.GenerateTestHistogram(1)}
+	valid := cellenc.EncodeRollupWindows(nil, 0, time.Minute, []cellenc.RollupWindow{{End: m, StaleT: -1, Histograms: 3, LastH: h}})
+	hv := cellenc.AppendHistogramSampleValue(nil, h)
 	// One window ending m of histograms only (flags 0), then its histogram part.
 	section := func(idx, count, off uint64, v []byte) []byte {
 		b := binary.AppendUvarint([]byte{0x01}, m)
@@ -195,7 +196,7 @@ func TestDecodeRollupWindowsRejectsBadHistograms(t *testing.T) {
 	if got := section(0, 3, m-10, hv); !bytes.Equal(got, valid) {
 		t.Fatalf("test encoding % x, EncodeRollupWindows % x", got, valid)
 	}
-	stale := schema.AppendHistogramSampleValue(nil, schema.HistogramSample{H: &histogram.Histogram{Sum: staleNaN}})
+	stale := cellenc.AppendHistogramSampleValue(nil, cellenc.HistogramSample{H: &histogram.Histogram{Sum: staleNaN}})
 	for _, tc := range []struct {
 		name string
 		b    []byte
@@ -207,12 +208,12 @@ func TestDecodeRollupWindowsRejectsBadHistograms(t *testing.T) {
 			"schema: rollup cell of bucket 0: inconsistent last histogram at 0 of the window ending 60000 at byte 54: malformed"},
 		{"a stale marker as the last histogram", section(0, 3, m-10, stale),
 			"schema: rollup cell of bucket 0: inconsistent last histogram at 10 of the window ending 60000 at byte 38: malformed"},
-		{"a float as the last histogram", section(0, 3, m-10, schema.AppendRawValue(nil, 1)),
+		{"a float as the last histogram", section(0, 3, m-10, cellenc.AppendRawValue(nil, 1)),
 			"schema: rollup cell of bucket 0: bad last histogram (<nil>) at byte 12: malformed"},
 		{"no window with histograms", append(section(0, 3, m-10, hv)[:5], 0x00), "schema: rollup cell of bucket 0: short integer bitmap at byte 6: malformed"},
 		{"an empty window", []byte{0x01, 0xe0, 0xd4, 0x03, 0x00}, "schema: rollup cell of bucket 0: empty window ending 60000: malformed"},
 	} {
-		_, err := schema.DecodeRollupWindows(nil, tc.b, 0, time.Minute)
+		_, err := cellenc.DecodeRollupWindows(nil, tc.b, 0, time.Minute)
 		if !errors.Is(err, schema.ErrMalformed) || err.Error() != tc.msg {
 			t.Errorf("%s: DecodeRollupWindows(% x) = %v, want %q wrapping ErrMalformed", tc.name, tc.b, err, tc.msg)
 		}

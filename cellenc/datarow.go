@@ -1,4 +1,4 @@
-package schema
+package cellenc
 
 import (
 	"cmp"
@@ -12,10 +12,11 @@ import (
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 
 	"github.com/hbtsdb/hbtsdb/kv"
+	"github.com/hbtsdb/hbtsdb/schema"
 )
 
-// A data row's samples: its chunk cells (family FamilyChunk, chunk.go) and raw
-// cells (family FamilyRaw, raw.go), merged. DecodeDataRow is the one decoder of
+// A data row's samples: its chunk cells (family schema.FamilyChunk, chunk.go) and raw
+// cells (family schema.FamilyRaw, raw.go), merged. DecodeDataRow is the one decoder of
 // data rows: every read path (query's Select, ChunkQuerier, Samples, Last) and the
 // compaction that rewrites rows read through it, so that they agree on what a row
 // holds. BucketCell is its inverse for chunks.
@@ -65,7 +66,7 @@ type RowSamples struct {
 // wrapping ErrMalformed, on a cell that does not decode or a raw cell whose
 // timestamp is not its qualifier's.
 func DecodeDataRow(row kv.Row, width time.Duration, mint, maxt int64) (RowSamples, error) {
-	_, bucketStart, err := ParseDataRowTail(row.Key)
+	_, bucketStart, err := schema.ParseDataRowTail(row.Key)
 	if err != nil {
 		return RowSamples{}, err
 	}
@@ -82,7 +83,7 @@ func DecodeDataRow(row kv.Row, width time.Duration, mint, maxt int64) (RowSample
 	)
 	for _, c := range row.Cells {
 		switch c.Family {
-		case FamilyRaw:
+		case schema.FamilyRaw:
 			out.RawCells++
 			s, err := DecodeRawCell(c, bucketStart, width)
 			if errors.Is(err, ErrHistogramCell) {
@@ -101,7 +102,7 @@ func DecodeDataRow(row kv.Row, width time.Duration, mint, maxt int64) (RowSample
 			if s.T >= mint && s.T <= maxt {
 				raw = append(raw, s)
 			}
-		case FamilyChunk:
+		case schema.FamilyChunk:
 			out.ChunkCells++
 			n, nh, nc, total := len(cells.Samples), len(cells.Histograms), len(cells.Chunks), cells.Total
 			if cells, err = DecodeChunkCellSamples(cells, c.Value, mint, maxt); err != nil {
@@ -221,14 +222,14 @@ func DecodeRawCell(c kv.Cell, bucketStart int64, width time.Duration) (Sample, e
 // RawCellTime returns the sample timestamp of a raw cell of the row whose
 // bucket starts at bucketStart: the bucket start plus its qualifier's offset.
 // The cell's timestamp must be that (an on-time cell) or the bucket's last
-// millisecond (a late cell, late.go), else the error wraps ErrMalformed.
+// millisecond (a late cell, schema/late.go), else the error wraps ErrMalformed.
 func RawCellTime(c kv.Cell, bucketStart int64, width time.Duration) (int64, error) {
-	off, err := DecodeRawQualifier(c.Qualifier, width)
+	off, err := schema.DecodeRawQualifier(c.Qualifier, width)
 	if err != nil {
 		return 0, err
 	}
 	t := bucketStart + off
-	if t != c.Timestamp && c.Timestamp != LateCellTimestamp(bucketStart, width) {
+	if t != c.Timestamp && c.Timestamp != schema.LateCellTimestamp(bucketStart, width) {
 		return 0, fmt.Errorf("schema: raw cell at offset %d of bucket %d has timestamp %d, neither its sample's nor the bucket's last millisecond: %w",
 			off, bucketStart, c.Timestamp, ErrMalformed)
 	}

@@ -1,4 +1,4 @@
-package schema
+package cellenc
 
 import (
 	"encoding/binary"
@@ -8,12 +8,12 @@ import (
 	"github.com/prometheus/prometheus/model/histogram"
 )
 
-// Native histogram samples: family FamilyRaw of the data table, in the same
+// Native histogram samples: family schema.FamilyRaw of the data table, in the same
 // cells as float samples (same qualifier, same timestamp), so that a series may
 // change from float to histogram and back sample by sample, as in Prometheus,
 // and a sample written twice replaces itself whatever its kind.
 //
-//	qualifier = offset(4)   as for a float sample (AppendRawQualifier)
+//	qualifier = offset(4)   as for a float sample (schema.AppendRawQualifier)
 //	value     = kind(1) | hint(1) | schema(zigzag varint) | zeroThreshold(8)
 //	            | zeroCount | count | sum(8)
 //	            | spans(positive) | spans(negative)
