@@ -195,7 +195,7 @@ type plannedSeries struct {
 // plannedMore is what a planned series has beside float samples.
 type plannedMore struct {
 	histograms []cellenc.HistogramSample // valid histogram samples, as stored
-	exemplars  []exemplar.Exemplar      // valid exemplars, as stored
+	exemplars  []exemplar.Exemplar       // valid exemplars, as stored
 }
 
 // histograms returns the series' valid histogram samples, as stored.
