@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"iter"
 	"math"
 	"slices"
 	"time"
@@ -72,7 +73,10 @@ func DecodeDataRow(row kv.Row, width time.Duration, mint, maxt int64) (RowSample
 	}
 	out := RowSamples{BucketStart: bucketStart}
 	var (
-		raw   []Sample
+		// raw has room for every raw cell: a row of raw cells only (every row
+		// until compaction seals its bucket) decodes into it, and it is the
+		// row's Samples, without a copy.
+		raw   = make([]Sample, 0, countRawCells(row))
 		rawH  []HistogramSample
 		cells ChunkCellSamples
 		// ends[i] is where the samples of chunk cell i end in cells.Samples
@@ -141,6 +145,54 @@ func DecodeDataRow(row kv.Row, width time.Duration, mint, maxt int64) (RowSample
 		}
 	}
 	return out, nil
+}
+
+// countRawCells is how many cells of row are raw cells.
+func countRawCells(row kv.Row) int {
+	n := 0
+	for i := range row.Cells {
+		if row.Cells[i].Family == schema.FamilyRaw {
+			n++
+		}
+	}
+	return n
+}
+
+// Len is the number of samples of the row, of both kinds.
+func (r *RowSamples) Len() int { return len(r.Samples) + len(r.Histograms) }
+
+// InTimeOrder yields the row's samples of both kinds in time order: (i, false)
+// for Samples[i], (i, true) for Histograms[i]. It is the one merge of a row's
+// floats and histograms by timestamp, each ascending and none at a timestamp of
+// the other.
+func (r *RowSamples) InTimeOrder() iter.Seq2[int, bool] {
+	return func(yield func(int, bool) bool) {
+		fs, hs := r.Samples, r.Histograms
+		for i, j := 0, 0; i < len(fs) || j < len(hs); {
+			if i < len(fs) && (j >= len(hs) || fs[i].T < hs[j].T) {
+				if !yield(i, false) {
+					return
+				}
+				i++
+				continue
+			}
+			if !yield(j, true) {
+				return
+			}
+			j++
+		}
+	}
+}
+
+// HasStartTimestamps reports whether one of the row's float samples has a
+// start timestamp.
+func (r *RowSamples) HasStartTimestamps() bool {
+	for i := range r.Samples {
+		if r.Samples[i].ST != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // mergeKinds merges the samples of chunk cells (cells, the samples of cell i

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/hbtsdb/hbtsdb/cellenc"
 	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 	"github.com/prometheus/prometheus/tsdb/chunks"
@@ -38,26 +39,23 @@ import (
 
 // chunkMetas returns the chunks of a row (len() > 0): its stored chunks with
 // their time ranges, or its samples encoded (encodeRow).
-func (b *bucketSamples) chunkMetas() ([]chunks.Meta, error) {
-	if len(b.chunks) == 0 {
+func chunkMetas(b *cellenc.RowSamples) ([]chunks.Meta, error) {
+	if len(b.Chunks) == 0 {
 		return encodeRow(b)
 	}
 	// The stored chunks hold exactly the row's samples, in order: chunk k
 	// holds the NumSamples() samples after those of the chunks before it.
-	ts := make([]int64, 0, b.len())
-	fs, hs := b.samples, b.histograms
-	for i, j := 0, 0; i < len(fs) || j < len(hs); {
-		if i < len(fs) && (j >= len(hs) || fs[i].t < hs[j].T) {
-			ts = append(ts, fs[i].t)
-			i++
+	ts := make([]int64, 0, b.Len())
+	for i, isHist := range b.InTimeOrder() {
+		if isHist {
+			ts = append(ts, b.Histograms[i].T)
 		} else {
-			ts = append(ts, hs[j].T)
-			j++
+			ts = append(ts, b.Samples[i].T)
 		}
 	}
-	out := make([]chunks.Meta, 0, len(b.chunks))
+	out := make([]chunks.Meta, 0, len(b.Chunks))
 	off := 0
-	for _, chk := range b.chunks {
+	for _, chk := range b.Chunks {
 		n := chk.NumSamples()
 		if n == 0 || off+n > len(ts) {
 			return nil, fmt.Errorf("stored chunks hold more than the row's %d samples", len(ts))
@@ -231,13 +229,13 @@ func encode(samples mixedList, enc encodings) ([]chunks.Meta, error) {
 // encodeRow encodes the samples of a row (len() > 0) into chunks, oldest
 // first: the ST encoding of a kind when one of the row's samples of that kind
 // has a start timestamp.
-func encodeRow(b *bucketSamples) ([]chunks.Meta, error) {
+func encodeRow(b *cellenc.RowSamples) ([]chunks.Meta, error) {
 	enc := classicEncodings
-	if b.sts != nil {
+	if b.HasStartTimestamps() {
 		enc.float = chunkenc.EncXOR2
 	}
-	for i := range b.histograms {
-		switch x := &b.histograms[i]; {
+	for i := range b.Histograms {
+		switch x := &b.Histograms[i]; {
 		case x.ST == 0:
 		case x.H != nil:
 			enc.hist = chunkenc.EncHistogramST
@@ -245,7 +243,7 @@ func encodeRow(b *bucketSamples) ([]chunks.Meta, error) {
 			enc.floatHist = chunkenc.EncFloatHistogramST
 		}
 	}
-	return encode(flattenMixed([]bucketSamples{*b}), enc)
+	return encode(flattenMixed([]cellenc.RowSamples{*b}), enc)
 }
 
 // asHead gives the histograms of samples (a series' samples, ascending) what

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/hbtsdb/hbtsdb/cellenc"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
@@ -87,7 +88,7 @@ func (s *chunkSeriesSet) Warnings() annotations.Annotations { return nil }
 
 type chunkSeries struct {
 	labels labels.Labels
-	rows   []bucketSamples
+	rows   []cellenc.RowSamples
 }
 
 func (s *chunkSeries) Labels() labels.Labels { return s.labels }
@@ -101,7 +102,7 @@ func (s *chunkSeries) Iterator(chunks.Iterator) chunks.Iterator {
 // for a row with histograms or start timestamps, the whole row when reached
 // (encodeRow), its chunks handed out in turn.
 type chunkIterator struct {
-	rows    []bucketSamples
+	rows    []cellenc.RowSamples
 	r, i    int           // next row and sample within it
 	pending []chunks.Meta // the rest of a general row's chunks
 	cur     chunks.Meta
@@ -116,24 +117,24 @@ func (it *chunkIterator) Next() bool {
 		it.cur, it.pending = it.pending[0], it.pending[1:]
 		return true
 	}
-	for it.r < len(it.rows) && it.i >= it.rows[it.r].len() {
+	for it.r < len(it.rows) && it.i >= it.rows[it.r].Len() {
 		it.r, it.i = it.r+1, 0
 	}
 	if it.r >= len(it.rows) {
 		return false
 	}
 	row := &it.rows[it.r]
-	if len(row.chunks) > 0 || row.general() {
-		metas, err := row.chunkMetas()
+	if len(row.Chunks) > 0 || general(row) {
+		metas, err := chunkMetas(row)
 		if err != nil {
-			it.err = fmt.Errorf("query: encode the chunks of bucket %d: %w", row.bucketStart, err)
+			it.err = fmt.Errorf("query: encode the chunks of bucket %d: %w", row.BucketStart, err)
 			return false
 		}
-		it.i = row.len()
+		it.i = row.Len()
 		it.cur, it.pending = metas[0], metas[1:]
 		return true
 	}
-	part := row.samples[it.i:min(it.i+MaxChunkSamples, len(row.samples))]
+	part := row.Samples[it.i:min(it.i+MaxChunkSamples, len(row.Samples))]
 	chk := chunkenc.NewXORChunk()
 	app, err := chk.Appender()
 	if err != nil {
@@ -141,9 +142,9 @@ func (it *chunkIterator) Next() bool {
 		return false
 	}
 	for _, s := range part {
-		app.Append(0, s.t, s.v)
+		app.Append(0, s.T, s.V)
 	}
-	it.cur = chunks.Meta{Chunk: chk, MinTime: part[0].t, MaxTime: part[len(part)-1].t}
+	it.cur = chunks.Meta{Chunk: chk, MinTime: part[0].T, MaxTime: part[len(part)-1].T}
 	it.i += len(part)
 	return true
 }

@@ -125,17 +125,11 @@ func (r *Reader) Samples(ctx context.Context, lbls labels.Labels, mint, maxt int
 	}
 	n := 0
 	for _, b := range rows {
-		n += len(b.samples)
+		n += len(b.Samples)
 	}
 	out := make([]cellenc.Sample, 0, n)
 	for _, b := range rows {
-		for i, x := range b.samples {
-			s := cellenc.Sample{T: x.t, V: x.v}
-			if b.sts != nil {
-				s.ST = b.sts[i]
-			}
-			out = append(out, s)
-		}
+		out = append(out, b.Samples...)
 	}
 	return out, nil
 }

@@ -30,7 +30,7 @@ import (
 // windows are those of all the bucket's samples.
 
 // readPlanned reads one series as p says: raw rows, or rollup samples (as one
-// bucketSamples) followed by the raw rows from p.rawFrom on.
+// cellenc.RowSamples) followed by the raw rows from p.rawFrom on.
 //
 // A rollup keeps of native histograms only what instant selectors,
 // last_over_time and present_over_time need (each window's last histogram,
@@ -41,7 +41,7 @@ import (
 // raw retention, the windows' floats are all there is. So is a series whose
 // sums are not exact when the plan promises sum_over_time raw data's answer
 // (needsRaw).
-func (r *Reader) readPlanned(ctx context.Context, s *series, mint, maxt int64, p rollupPlan) ([]bucketSamples, error) {
+func (r *Reader) readPlanned(ctx context.Context, s *series, mint, maxt int64, p rollupPlan) ([]cellenc.RowSamples, error) {
 	switch p.mode {
 	case modeRaw:
 		return r.readSeries(ctx, s, mint, maxt)
@@ -50,7 +50,7 @@ func (r *Reader) readPlanned(ctx context.Context, s *series, mint, maxt int64, p
 	}
 	hi := min(maxt, p.rawFrom-1)
 	rawFrom := p.rawFrom
-	var out []bucketSamples
+	var out []cellenc.RowSamples
 	if mint <= hi {
 		ws, err := r.readWindows(ctx, s, p.rollup, mint, hi, false)
 		if err != nil {
@@ -72,7 +72,7 @@ func (r *Reader) readPlanned(ctx context.Context, s *series, mint, maxt int64, p
 			p.caveat.note(ws, p.mode)
 		}
 		if fs, hs := windowSamples(ws, p.mode, mint, hi); len(fs)+len(hs) > 0 {
-			out = append(out, bucketSamples{bucketStart: -1, samples: fs, histograms: hs})
+			out = append(out, cellenc.RowSamples{BucketStart: -1, Samples: fs, Histograms: hs})
 		}
 	}
 	if rawFrom <= maxt {
@@ -150,12 +150,12 @@ func hasHistograms(ws []cellenc.RollupWindow) bool {
 // those in [mint, maxt], ascending, of each kind; window-end samples of a
 // window ending after maxt are put at maxt. Histograms are returned for the
 // modes that serve them (readMode.servesHistograms): each window's last.
-func windowSamples(ws []cellenc.RollupWindow, mode readMode, mint, maxt int64) ([]sample, []cellenc.HistogramSample) {
-	out := make([]sample, 0, len(ws))
+func windowSamples(ws []cellenc.RollupWindow, mode readMode, mint, maxt int64) ([]cellenc.Sample, []cellenc.HistogramSample) {
+	out := make([]cellenc.Sample, 0, len(ws))
 	var hs []cellenc.HistogramSample
 	add := func(t int64, v float64) {
 		if t >= mint && t <= maxt {
-			out = append(out, sample{t: t, v: v})
+			out = append(out, cellenc.Sample{T: t, V: v})
 		}
 	}
 	addH := func(w cellenc.RollupWindow) {
