@@ -14,7 +14,7 @@ import (
 
 // MaxChunkSamples is the most samples of a chunk the ChunkQuerier encodes from
 // raw cells, as Prometheus' head cuts its chunks.
-const MaxChunkSamples = 120
+const MaxChunkSamples = cellenc.HeadChunkSamples
 
 // ChunkQuerier returns a Prometheus chunk querier of [mint, maxt] (inclusive,
 // ms), for remote read's STREAMED_XOR_CHUNKS. Each series' chunks are the stored

@@ -292,7 +292,7 @@ func newFloatSeries(ls labels.Labels, history, rows []cellenc.RowSamples) (*floa
 // give the histograms of rows (its rows from mint on) the hints Prometheus'
 // head would: when the first of them is a histogram, it may be the second of
 // a head chunk that started before mint (and so "not a reset"). A head chunk
-// never crosses the end of its 2h range (headChunkRange), so the rows of
+// never crosses the end of its 2h range (cellenc.HeadChunkRange), so the rows of
 // [start of mint's range, mint) are all that can matter. None when the first
 // sample is a float (a histogram after it starts a chunk whatever came
 // before) or mint starts a range.
@@ -304,7 +304,7 @@ func (r *Reader) history(ctx context.Context, s *series, mint int64, rows []cell
 	if len(hs) == 0 || (len(fs) > 0 && fs[0].T < hs[0].T) {
 		return nil, nil
 	}
-	from := mint - mint%headChunkRange
+	from := mint - mint%cellenc.HeadChunkRange
 	if from >= mint {
 		return nil, nil
 	}
