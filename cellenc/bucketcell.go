@@ -60,9 +60,9 @@ func checkBucketSamples(samples []Sample, histograms []HistogramSample, bucketSt
 	n := len(samples) + len(histograms)
 	switch {
 	case n == 0:
-		return fmt.Errorf("schema: a chunk of no samples: %w", kv.ErrInvalidArgument)
+		return fmt.Errorf("cellenc: a chunk of no samples: %w", kv.ErrInvalidArgument)
 	case n > MaxChunkSamples:
-		return fmt.Errorf("schema: %d samples in bucket %d, more than a chunk holds (%d): %w",
+		return fmt.Errorf("cellenc: %d samples in bucket %d, more than a chunk holds (%d): %w",
 			n, bucketStart, MaxChunkSamples, kv.ErrInvalidArgument)
 	}
 	end := bucketStart + width.Milliseconds()
@@ -70,28 +70,28 @@ func checkBucketSamples(samples []Sample, histograms []HistogramSample, bucketSt
 	for _, s := range samples {
 		if s.T <= prev || s.T >= end {
 			if s.T < bucketStart || s.T >= end {
-				return fmt.Errorf("schema: sample at %d is not in bucket %d: %w", s.T, bucketStart, kv.ErrInvalidArgument)
+				return fmt.Errorf("cellenc: sample at %d is not in bucket %d: %w", s.T, bucketStart, kv.ErrInvalidArgument)
 			}
-			return fmt.Errorf("schema: chunk samples not ascending at %d: %w", s.T, kv.ErrInvalidArgument)
+			return fmt.Errorf("cellenc: chunk samples not ascending at %d: %w", s.T, kv.ErrInvalidArgument)
 		}
 		prev = s.T
 	}
 	j := 0
 	for i, h := range histograms {
 		if h.T < bucketStart || h.T >= end {
-			return fmt.Errorf("schema: histogram sample at %d is not in bucket %d: %w", h.T, bucketStart, kv.ErrInvalidArgument)
+			return fmt.Errorf("cellenc: histogram sample at %d is not in bucket %d: %w", h.T, bucketStart, kv.ErrInvalidArgument)
 		}
 		if i > 0 && h.T <= histograms[i-1].T {
-			return fmt.Errorf("schema: chunk histogram samples not ascending at %d: %w", h.T, kv.ErrInvalidArgument)
+			return fmt.Errorf("cellenc: chunk histogram samples not ascending at %d: %w", h.T, kv.ErrInvalidArgument)
 		}
 		if (h.H == nil) == (h.FH == nil) {
-			return fmt.Errorf("schema: histogram sample at %d holds not exactly one of an integer and a float histogram: %w", h.T, kv.ErrInvalidArgument)
+			return fmt.Errorf("cellenc: histogram sample at %d holds not exactly one of an integer and a float histogram: %w", h.T, kv.ErrInvalidArgument)
 		}
 		for j < len(samples) && samples[j].T < h.T {
 			j++
 		}
 		if j < len(samples) && samples[j].T == h.T {
-			return fmt.Errorf("schema: a float and a histogram sample at %d: %w", h.T, kv.ErrInvalidArgument)
+			return fmt.Errorf("cellenc: a float and a histogram sample at %d: %w", h.T, kv.ErrInvalidArgument)
 		}
 	}
 	return nil

@@ -113,7 +113,7 @@ func AppendChunkValue(dst []byte, encoding byte, data []byte) []byte {
 // chunk's bytes (aliasing b). It fails, wrapping ErrMalformed, on an empty value.
 func DecodeChunkValue(b []byte) (encoding byte, data []byte, err error) {
 	if len(b) < ChunkEncodingLen+1 {
-		return 0, nil, fmt.Errorf("schema: chunk value of %d bytes is too short: %w", len(b), ErrMalformed)
+		return 0, nil, fmt.Errorf("cellenc: chunk value of %d bytes is too short: %w", len(b), ErrMalformed)
 	}
 	return b[0], b[ChunkEncodingLen:], nil
 }
@@ -151,20 +151,20 @@ func DecodeChunkCellSamples(dst ChunkCellSamples, value []byte, mint, maxt int64
 		e := data[0]
 		l, k := binary.Uvarint(data[1:])
 		if k <= 0 || l == 0 || l > uint64(len(data)-1-k) || k != uvarintLen(l) {
-			return dst, fmt.Errorf("schema: chunk %d of a multi-chunk cell: bad length: %w", n, ErrMalformed)
+			return dst, fmt.Errorf("cellenc: chunk %d of a multi-chunk cell: bad length: %w", n, ErrMalformed)
 		}
 		body := data[1+k : 1+k+int(l)]
 		data = data[1+k+int(l):]
 		if e == EncChunks {
-			return dst, fmt.Errorf("schema: chunk %d of a multi-chunk cell is a multi-chunk cell: %w", n, ErrMalformed)
+			return dst, fmt.Errorf("cellenc: chunk %d of a multi-chunk cell is a multi-chunk cell: %w", n, ErrMalformed)
 		}
 		if dst, err = decodeChunk(dst, e, body, mint, maxt, &last); err != nil {
-			return dst, fmt.Errorf("schema: chunk %d of a multi-chunk cell: %w", n, err)
+			return dst, fmt.Errorf("cellenc: chunk %d of a multi-chunk cell: %w", n, err)
 		}
 		n++
 	}
 	if n < 2 {
-		return dst, fmt.Errorf("schema: multi-chunk cell of %d chunks: %w", n, ErrMalformed)
+		return dst, fmt.Errorf("cellenc: multi-chunk cell of %d chunks: %w", n, ErrMalformed)
 	}
 	return dst, nil
 }

@@ -428,15 +428,15 @@ func TestBucketCellRefuses(t *testing.T) {
 		hs      []cellenc.HistogramSample
 		wantErr string
 	}{
-		{"nothing", nil, nil, "schema: a chunk of no samples: invalid argument"},
+		{"nothing", nil, nil, "cellenc: a chunk of no samples: invalid argument"},
 		{"a float and a histogram at one timestamp", []cellenc.Sample{{T: at(1)}}, []cellenc.HistogramSample{{T: at(1), H: gen(1)}},
-			"schema: a float and a histogram sample at 7215000: invalid argument"},
+			"cellenc: a float and a histogram sample at 7215000: invalid argument"},
 		{"histograms not ascending", nil, []cellenc.HistogramSample{{T: at(2), H: gen(1)}, {T: at(1), H: gen(1)}},
-			"schema: chunk histogram samples not ascending at 7215000: invalid argument"},
+			"cellenc: chunk histogram samples not ascending at 7215000: invalid argument"},
 		{"histogram outside the bucket", nil, []cellenc.HistogramSample{{T: chunkBucket + 3_600_000, H: gen(1)}},
-			"schema: histogram sample at 10800000 is not in bucket 7200000: invalid argument"},
+			"cellenc: histogram sample at 10800000 is not in bucket 7200000: invalid argument"},
 		{"both kinds in one histogram sample", nil, []cellenc.HistogramSample{{T: at(1), H: gen(1), FH: gen(1).ToFloat(nil)}},
-			"schema: histogram sample at 7215000 holds not exactly one of an integer and a float histogram: invalid argument"},
+			"cellenc: histogram sample at 7215000 holds not exactly one of an integer and a float histogram: invalid argument"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := cellenc.BucketCell(tc.fs, tc.hs, chunkBucket, time.Hour)
@@ -465,11 +465,11 @@ func TestDecodeChunkCellRefuses(t *testing.T) {
 		value   []byte
 		wantErr string
 	}{
-		{"unknown encoding", []byte{9, 0, 0}, "schema: chunk encoding 9 is unknown: malformed"},
-		{"one chunk in a multi-chunk cell", multi(h), "schema: multi-chunk cell of 1 chunks: malformed"},
-		{"chunks not ascending", multi(f, h), "schema: chunk 1 of a multi-chunk cell: schema: histogram chunk: sample at 7200000 after one at 7275000: malformed"},
-		{"a length past the end", append(multi(h, f), byte(chunkenc.EncXOR), 9), "schema: chunk 2 of a multi-chunk cell: bad length: malformed"},
-		{"an empty chunk", multi(h, []byte{byte(chunkenc.EncXOR), 0, 0}), "schema: chunk 1 of a multi-chunk cell: schema: XOR chunk of no samples: malformed"},
+		{"unknown encoding", []byte{9, 0, 0}, "cellenc: chunk encoding 9 is unknown: malformed"},
+		{"one chunk in a multi-chunk cell", multi(h), "cellenc: multi-chunk cell of 1 chunks: malformed"},
+		{"chunks not ascending", multi(f, h), "cellenc: chunk 1 of a multi-chunk cell: cellenc: histogram chunk: sample at 7200000 after one at 7275000: malformed"},
+		{"a length past the end", append(multi(h, f), byte(chunkenc.EncXOR), 9), "cellenc: chunk 2 of a multi-chunk cell: bad length: malformed"},
+		{"an empty chunk", multi(h, []byte{byte(chunkenc.EncXOR), 0, 0}), "cellenc: chunk 1 of a multi-chunk cell: cellenc: XOR chunk of no samples: malformed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := cellenc.DecodeChunkCellSamples(cellenc.ChunkCellSamples{}, tc.value, 0, math.MaxInt64)

@@ -20,7 +20,7 @@ import (
 func decodeChunk(dst ChunkCellSamples, enc byte, data []byte, mint, maxt int64, last *int64) (_ ChunkCellSamples, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("schema: chunk of encoding %d: %v: %w", enc, p, ErrMalformed)
+			err = fmt.Errorf("cellenc: chunk of encoding %d: %v: %w", enc, p, ErrMalformed)
 		}
 	}()
 	if enc == EncDecimal {
@@ -31,7 +31,7 @@ func decodeChunk(dst ChunkCellSamples, enc byte, data []byte, mint, maxt int64, 
 			return dst, err
 		}
 		if first := dst.Samples[n].T; first <= *last {
-			return dst, fmt.Errorf("schema: decimal chunk starting at %d after a sample at %d: %w", first, *last, ErrMalformed)
+			return dst, fmt.Errorf("cellenc: decimal chunk starting at %d after a sample at %d: %w", first, *last, ErrMalformed)
 		}
 		*last = dst.Samples[len(dst.Samples)-1].T
 		dst.Samples = append(dst.Samples[:n], cutSamples(dst.Samples[n:], mint, maxt)...)
@@ -41,18 +41,18 @@ func decodeChunk(dst ChunkCellSamples, enc byte, data []byte, mint, maxt int64, 
 	}
 	e := chunkenc.Encoding(enc)
 	if !chunkenc.IsValidEncoding(e) {
-		return dst, fmt.Errorf("schema: chunk encoding %d is unknown: %w", enc, ErrMalformed)
+		return dst, fmt.Errorf("cellenc: chunk encoding %d is unknown: %w", enc, ErrMalformed)
 	}
 	chk, err := chunkenc.FromData(e, data)
 	if err != nil {
-		return dst, fmt.Errorf("schema: %w: %w", err, ErrMalformed)
+		return dst, fmt.Errorf("cellenc: %w: %w", err, ErrMalformed)
 	}
 	if len(data) < 2 || chk.NumSamples() == 0 {
-		return dst, fmt.Errorf("schema: %s chunk of no samples: %w", e, ErrMalformed)
+		return dst, fmt.Errorf("cellenc: %s chunk of no samples: %w", e, ErrMalformed)
 	}
 	if want := chunkValueType(e); want != chunkenc.ValFloat {
 		if err := checkHistogramLayout(data); err != nil {
-			return dst, fmt.Errorf("schema: %s chunk: %w", e, err)
+			return dst, fmt.Errorf("cellenc: %s chunk: %w", e, err)
 		}
 	}
 	want := chunkValueType(e)
@@ -78,11 +78,11 @@ func decodeChunk(dst ChunkCellSamples, enc byte, data []byte, mint, maxt int64, 
 	n := 0
 	for vt := it.Next(); vt != chunkenc.ValNone; vt = it.Next() {
 		if vt != want {
-			return dst, fmt.Errorf("schema: %s chunk holds a %s sample: %w", e, vt, ErrMalformed)
+			return dst, fmt.Errorf("cellenc: %s chunk holds a %s sample: %w", e, vt, ErrMalformed)
 		}
 		t := it.AtT()
 		if t <= *last {
-			return dst, fmt.Errorf("schema: %s chunk: sample at %d after one at %d: %w", e, t, *last, ErrMalformed)
+			return dst, fmt.Errorf("cellenc: %s chunk: sample at %d after one at %d: %w", e, t, *last, ErrMalformed)
 		}
 		*last = t
 		n++
@@ -99,7 +99,7 @@ func decodeChunk(dst ChunkCellSamples, enc byte, data []byte, mint, maxt int64, 
 				h.CounterResetHint = header
 			}
 			if err := h.Validate(); err != nil {
-				return dst, fmt.Errorf("schema: %s chunk: histogram at %d: %v: %w", e, t, err, ErrMalformed)
+				return dst, fmt.Errorf("cellenc: %s chunk: histogram at %d: %v: %w", e, t, err, ErrMalformed)
 			}
 			dst.Histograms = append(dst.Histograms, HistogramSample{T: t, ST: it.AtST(), H: h})
 		case chunkenc.ValFloatHistogram:
@@ -108,16 +108,16 @@ func decodeChunk(dst ChunkCellSamples, enc byte, data []byte, mint, maxt int64, 
 				h.CounterResetHint = header
 			}
 			if err := h.Validate(); err != nil {
-				return dst, fmt.Errorf("schema: %s chunk: histogram at %d: %v: %w", e, t, err, ErrMalformed)
+				return dst, fmt.Errorf("cellenc: %s chunk: histogram at %d: %v: %w", e, t, err, ErrMalformed)
 			}
 			dst.Histograms = append(dst.Histograms, HistogramSample{T: t, ST: it.AtST(), FH: h})
 		}
 	}
 	if err := it.Err(); err != nil {
-		return dst, fmt.Errorf("schema: %s chunk: %w: %w", e, err, ErrMalformed)
+		return dst, fmt.Errorf("cellenc: %s chunk: %w: %w", e, err, ErrMalformed)
 	}
 	if n != chk.NumSamples() {
-		return dst, fmt.Errorf("schema: %s chunk of %d samples decodes %d: %w", e, chk.NumSamples(), n, ErrMalformed)
+		return dst, fmt.Errorf("cellenc: %s chunk of %d samples decodes %d: %w", e, chk.NumSamples(), n, ErrMalformed)
 	}
 	dst.Chunks = append(dst.Chunks, chk)
 	dst.Total += n

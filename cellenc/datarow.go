@@ -110,7 +110,7 @@ func DecodeDataRow(row kv.Row, width time.Duration, mint, maxt int64) (RowSample
 			out.ChunkCells++
 			n, nh, nc, total := len(cells.Samples), len(cells.Histograms), len(cells.Chunks), cells.Total
 			if cells, err = DecodeChunkCellSamples(cells, c.Value, mint, maxt); err != nil {
-				return out, fmt.Errorf("schema: chunk of bucket %d: %w", bucketStart, err)
+				return out, fmt.Errorf("cellenc: chunk of bucket %d: %w", bucketStart, err)
 			}
 			ends = append(ends, [2]int{len(cells.Samples), len(cells.Histograms)})
 			cut = cut || len(cells.Samples)-n+len(cells.Histograms)-nh != cells.Total-total
@@ -248,7 +248,7 @@ func mergeKinds(cells ChunkCellSamples, ends [][2]int, raw []Sample, rawH []Hist
 // ErrHistogramCell is DecodeRawCell's answer for a raw cell that holds a native
 // histogram sample (histogram.go) rather than a float one: decode it with
 // DecodeRawHistogramCell.
-var ErrHistogramCell = errors.New("schema: raw cell holds a histogram sample")
+var ErrHistogramCell = errors.New("cellenc: raw cell holds a histogram sample")
 
 // DecodeRawCell decodes one raw cell holding a float sample, of the row whose
 // bucket starts at bucketStart (RawCellTime: on-time or late). A cell holding a
@@ -282,7 +282,7 @@ func RawCellTime(c kv.Cell, bucketStart int64, width time.Duration) (int64, erro
 	}
 	t := bucketStart + off
 	if t != c.Timestamp && c.Timestamp != schema.LateCellTimestamp(bucketStart, width) {
-		return 0, fmt.Errorf("schema: raw cell at offset %d of bucket %d has timestamp %d, neither its sample's nor the bucket's last millisecond: %w",
+		return 0, fmt.Errorf("cellenc: raw cell at offset %d of bucket %d has timestamp %d, neither its sample's nor the bucket's last millisecond: %w",
 			off, bucketStart, c.Timestamp, ErrMalformed)
 	}
 	return t, nil
@@ -297,11 +297,11 @@ func DecodeRawHistogramCell(c kv.Cell, bucketStart int64, width time.Duration) (
 	}
 	off := t - bucketStart
 	if len(c.Value) < minHistogramValueLen {
-		return HistogramSample{}, fmt.Errorf("schema: raw cell at offset %d of bucket %d holds a float, not a histogram: %w", off, bucketStart, ErrMalformed)
+		return HistogramSample{}, fmt.Errorf("cellenc: raw cell at offset %d of bucket %d holds a float, not a histogram: %w", off, bucketStart, ErrMalformed)
 	}
 	v, err := DecodeSampleValue(c.Value)
 	if err != nil {
-		return HistogramSample{}, fmt.Errorf("schema: raw cell at offset %d of bucket %d: %w", off, bucketStart, err)
+		return HistogramSample{}, fmt.Errorf("cellenc: raw cell at offset %d of bucket %d: %w", off, bucketStart, err)
 	}
 	return HistogramSample{T: t, ST: v.ST, H: v.H, FH: v.FH}, nil
 }

@@ -62,10 +62,10 @@ func AppendExemplarValue(dst []byte, e exemplar.Exemplar) []byte {
 func DecodeExemplarValue(b []byte) (exemplar.Exemplar, error) {
 	var e exemplar.Exemplar
 	if len(b) < exemplarFixedLen+1 {
-		return e, fmt.Errorf("schema: exemplar value of %d bytes is too short: %w", len(b), ErrMalformed)
+		return e, fmt.Errorf("cellenc: exemplar value of %d bytes is too short: %w", len(b), ErrMalformed)
 	}
 	if b[0]&^exemplarFlagHasTs != 0 {
-		return e, fmt.Errorf("schema: exemplar value flags %#02x has unknown bits: %w", b[0], ErrMalformed)
+		return e, fmt.Errorf("cellenc: exemplar value flags %#02x has unknown bits: %w", b[0], ErrMalformed)
 	}
 	e.HasTs = b[0]&exemplarFlagHasTs != 0
 	e.Ts = int64(binary.BigEndian.Uint64(b[1:]))
@@ -73,7 +73,7 @@ func DecodeExemplarValue(b []byte) (exemplar.Exemplar, error) {
 	rest := b[exemplarFixedLen:]
 	n, k := binary.Uvarint(rest)
 	if k <= 0 || n > uint64(len(rest)) {
-		return e, fmt.Errorf("schema: exemplar value label count: %w", ErrMalformed)
+		return e, fmt.Errorf("cellenc: exemplar value label count: %w", ErrMalformed)
 	}
 	rest = rest[k:]
 	sb := labels.NewScratchBuilder(int(n))
@@ -82,19 +82,19 @@ func DecodeExemplarValue(b []byte) (exemplar.Exemplar, error) {
 		var name, value string
 		var err error
 		if name, rest, err = exemplarString(rest); err != nil {
-			return e, fmt.Errorf("schema: exemplar value label %d name: %w", i, err)
+			return e, fmt.Errorf("cellenc: exemplar value label %d name: %w", i, err)
 		}
 		if value, rest, err = exemplarString(rest); err != nil {
-			return e, fmt.Errorf("schema: exemplar value label %d value: %w", i, err)
+			return e, fmt.Errorf("cellenc: exemplar value label %d value: %w", i, err)
 		}
 		if name == "" || (i > 0 && name <= prev) {
-			return e, fmt.Errorf("schema: exemplar value label %d name %q is empty, unsorted or repeated: %w", i, name, ErrMalformed)
+			return e, fmt.Errorf("cellenc: exemplar value label %d name %q is empty, unsorted or repeated: %w", i, name, ErrMalformed)
 		}
 		prev = name
 		sb.Add(name, value)
 	}
 	if len(rest) != 0 {
-		return e, fmt.Errorf("schema: exemplar value has %d trailing bytes: %w", len(rest), ErrMalformed)
+		return e, fmt.Errorf("cellenc: exemplar value has %d trailing bytes: %w", len(rest), ErrMalformed)
 	}
 	e.Labels = sb.Labels()
 	return e, nil

@@ -70,13 +70,13 @@ func TestDecodeExemplarValueRejectsMalformed(t *testing.T) {
 		value []byte
 		want  string
 	}{
-		{"empty", nil, "schema: exemplar value of 0 bytes is too short: malformed"},
-		{"only the fixed part", good[:17], "schema: exemplar value of 17 bytes is too short: malformed"},
-		{"unknown flag bits", append([]byte{0x03}, good[1:]...), "schema: exemplar value flags 0x03 has unknown bits: malformed"},
-		{"a label cut short", good[:len(good)-1], "schema: exemplar value label 1 value: length overruns the value: malformed"},
-		{"a trailing byte", append(append([]byte{}, good...), 0), "schema: exemplar value has 1 trailing bytes: malformed"},
-		{"unsorted labels", unsorted, `schema: exemplar value label 1 name "a" is empty, unsorted or repeated: malformed`},
-		{"a label count beyond the value", append(append([]byte{}, good[:17]...), 0x7f), "schema: exemplar value label count: malformed"},
+		{"empty", nil, "cellenc: exemplar value of 0 bytes is too short: malformed"},
+		{"only the fixed part", good[:17], "cellenc: exemplar value of 17 bytes is too short: malformed"},
+		{"unknown flag bits", append([]byte{0x03}, good[1:]...), "cellenc: exemplar value flags 0x03 has unknown bits: malformed"},
+		{"a label cut short", good[:len(good)-1], "cellenc: exemplar value label 1 value: length overruns the value: malformed"},
+		{"a trailing byte", append(append([]byte{}, good...), 0), "cellenc: exemplar value has 1 trailing bytes: malformed"},
+		{"unsorted labels", unsorted, `cellenc: exemplar value label 1 name "a" is empty, unsorted or repeated: malformed`},
+		{"a label count beyond the value", append(append([]byte{}, good[:17]...), 0x7f), "cellenc: exemplar value label count: malformed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := cellenc.DecodeExemplarValue(tc.value)

@@ -141,7 +141,7 @@ func FuzzDecodeDecimalChunk(f *testing.F) {
 // FuzzDecodeChunkCell: decoding a chunk cell's value never panics and fails
 // only with ErrMalformed; what decodes is ascending across both kinds, and,
 // when it fits one bucket, BucketCell encodes it back to a cell that decodes
-// to the same samples (schema/chunk.go says what a chunk keeps of a histogram:
+// to the same samples (chunk.go says what a chunk keeps of a histogram:
 // every count and sum, not the layout of empty buckets nor every hint).
 func FuzzDecodeChunkCell(f *testing.F) {
 	const day = int64(24 * time.Hour / time.Millisecond)

@@ -29,7 +29,7 @@ func AppendRawValue(dst []byte, v float64) []byte {
 // ErrMalformed, unless b is 8 bytes long.
 func DecodeRawValue(b []byte) (float64, error) {
 	if len(b) != RawValueLen {
-		return 0, fmt.Errorf("schema: raw sample value of %d bytes, want %d: %w", len(b), RawValueLen, ErrMalformed)
+		return 0, fmt.Errorf("cellenc: raw sample value of %d bytes, want %d: %w", len(b), RawValueLen, ErrMalformed)
 	}
 	return math.Float64frombits(binary.BigEndian.Uint64(b)), nil
 }

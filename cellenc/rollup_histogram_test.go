@@ -202,16 +202,16 @@ func TestDecodeRollupWindowsRejectsBadHistograms(t *testing.T) {
 		b    []byte
 		msg  string
 	}{
-		{"window index out of range", section(1, 3, m-10, hv), "schema: rollup cell of bucket 0: bad histogram window at byte 12: malformed"},
-		{"count 0", section(0, 0, m-10, hv), "schema: rollup cell of bucket 0: bad histogram window at byte 12: malformed"},
+		{"window index out of range", section(1, 3, m-10, hv), "cellenc: rollup cell of bucket 0: bad histogram window at byte 12: malformed"},
+		{"count 0", section(0, 0, m-10, hv), "cellenc: rollup cell of bucket 0: bad histogram window at byte 12: malformed"},
 		{"last histogram outside the window", section(0, 3, m, hv),
-			"schema: rollup cell of bucket 0: inconsistent last histogram at 0 of the window ending 60000 at byte 54: malformed"},
+			"cellenc: rollup cell of bucket 0: inconsistent last histogram at 0 of the window ending 60000 at byte 54: malformed"},
 		{"a stale marker as the last histogram", section(0, 3, m-10, stale),
-			"schema: rollup cell of bucket 0: inconsistent last histogram at 10 of the window ending 60000 at byte 38: malformed"},
+			"cellenc: rollup cell of bucket 0: inconsistent last histogram at 10 of the window ending 60000 at byte 38: malformed"},
 		{"a float as the last histogram", section(0, 3, m-10, cellenc.AppendRawValue(nil, 1)),
-			"schema: rollup cell of bucket 0: bad last histogram (<nil>) at byte 12: malformed"},
-		{"no window with histograms", append(section(0, 3, m-10, hv)[:5], 0x00), "schema: rollup cell of bucket 0: short integer bitmap at byte 6: malformed"},
-		{"an empty window", []byte{0x01, 0xe0, 0xd4, 0x03, 0x00}, "schema: rollup cell of bucket 0: empty window ending 60000: malformed"},
+			"cellenc: rollup cell of bucket 0: bad last histogram (<nil>) at byte 12: malformed"},
+		{"no window with histograms", append(section(0, 3, m-10, hv)[:5], 0x00), "cellenc: rollup cell of bucket 0: short integer bitmap at byte 6: malformed"},
+		{"an empty window", []byte{0x01, 0xe0, 0xd4, 0x03, 0x00}, "cellenc: rollup cell of bucket 0: empty window ending 60000: malformed"},
 	} {
 		_, err := cellenc.DecodeRollupWindows(nil, tc.b, 0, time.Minute)
 		if !errors.Is(err, schema.ErrMalformed) || err.Error() != tc.msg {

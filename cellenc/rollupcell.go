@@ -267,10 +267,10 @@ func DecodeRollupWindows(dst []RollupWindow, b []byte, bucketStart int64, res ti
 	d := valueDecoder{b: b}
 	n := d.uvarint()
 	if d.err != nil {
-		return dst, fmt.Errorf("schema: rollup cell of bucket %d: %w", bucketStart, d.err)
+		return dst, fmt.Errorf("cellenc: rollup cell of bucket %d: %w", bucketStart, d.err)
 	}
 	if n > uint64(len(b)) {
-		return dst, fmt.Errorf("schema: rollup cell claims %d windows in %d bytes: %w", n, len(b), ErrMalformed)
+		return dst, fmt.Errorf("cellenc: rollup cell claims %d windows in %d bytes: %w", n, len(b), ErrMalformed)
 	}
 	var p rollupState
 	r := res.Milliseconds()
@@ -327,26 +327,26 @@ func DecodeRollupWindows(dst []RollupWindow, b []byte, bucketStart int64, res ti
 			w.StaleT = w.End - int64(d.uvarint())
 		}
 		if d.err != nil {
-			return dst, fmt.Errorf("schema: rollup cell of bucket %d: %w", bucketStart, d.err)
+			return dst, fmt.Errorf("cellenc: rollup cell of bucket %d: %w", bucketStart, d.err)
 		}
 		if flags != windowFlags(w) || w.End%r != 0 ||
 			(w.Count > 0 && (w.FirstT > w.LastT || w.FirstT <= w.End-r || w.LastT > w.End)) ||
 			(flags&windowHasStale != 0 && (!w.HasStale() || w.StaleT <= w.End-r || w.StaleT > w.End || (w.Count > 0 && w.StaleT <= w.LastT))) {
-			return dst, fmt.Errorf("schema: rollup cell of bucket %d: inconsistent window ending %d: %w", bucketStart, w.End, ErrMalformed)
+			return dst, fmt.Errorf("cellenc: rollup cell of bucket %d: inconsistent window ending %d: %w", bucketStart, w.End, ErrMalformed)
 		}
 		dst = append(dst, w)
 	}
 	ws := dst[len(dst)-int(n):]
 	d.rollupParts(ws, r)
 	if d.err != nil {
-		return dst, fmt.Errorf("schema: rollup cell of bucket %d: %w", bucketStart, d.err)
+		return dst, fmt.Errorf("cellenc: rollup cell of bucket %d: %w", bucketStart, d.err)
 	}
 	if d.off != len(b) {
-		return dst, fmt.Errorf("schema: rollup cell of bucket %d: %d trailing bytes: %w", bucketStart, len(b)-d.off, ErrMalformed)
+		return dst, fmt.Errorf("cellenc: rollup cell of bucket %d: %d trailing bytes: %w", bucketStart, len(b)-d.off, ErrMalformed)
 	}
 	for _, w := range ws {
 		if w.Count == 0 && w.Histograms == 0 && !w.HasStale() {
-			return dst, fmt.Errorf("schema: rollup cell of bucket %d: empty window ending %d: %w", bucketStart, w.End, ErrMalformed)
+			return dst, fmt.Errorf("cellenc: rollup cell of bucket %d: empty window ending %d: %w", bucketStart, w.End, ErrMalformed)
 		}
 	}
 	return dst, nil

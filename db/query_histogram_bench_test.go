@@ -24,7 +24,7 @@ import (
 // The load: 100 series × 240 integer counter histograms at 15 s (the hour
 // ending at end), schema 3 with 30 buckets in two spans, growing as a counter.
 // Select hands out histograms as Prometheus' head would (through its chunk
-// encoding and back, query/chunkencode.go asHead), which these numbers
+// encoding and back, query/chunkencode.go asHead, through cellenc.ChunkEncoder), which these numbers
 // include. The cases:
 //
 //	rate-5m        sum(rate(h[5m])), the hour at a 1 m step

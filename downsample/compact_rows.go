@@ -334,7 +334,7 @@ func (c *Compactor) planRow(row kv.Row, cutoff int64) (rowPlan, error) {
 }
 
 // rollupPut returns the put of the rollup cell of resolution res of the data
-// bucket of dataKey, starting at bucketStart, holding samples (schema/rollup.go):
+// bucket of dataKey, starting at bucketStart, holding samples (cellenc/rollupcell.go; its row and qualifier schema/rollup.go):
 // row = the data row key with the bucket start replaced by its UTC day,
 // qualifier = the bucket's offset in that day, value = the bucket's windows,
 // timestamp = the bucket's last millisecond, as the chunk cell's, so that

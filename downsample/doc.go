@@ -57,7 +57,7 @@
 //     as one XOR or decimal chunk; native histograms and start timestamps in
 //     Prometheus' own chunk encodings, several chunks in one cell where the
 //     kind changes or Prometheus' appender cuts (counter resets, schema
-//     changes; schema/chunk.go). The cell is rewritten whole by every pass,
+//     changes; cellenc/chunk.go). The cell is rewritten whole by every pass,
 //     so a bucket compacted again with late samples of another kind leaves no
 //     chunk of the old layout behind. Step "chunks written".
 //  4. deletes the raw cells it read (above) and then the pending marks it
@@ -138,7 +138,7 @@
 //     after it under a fresh nonce, survives the deletion of the marks read
 //     and brings the row to the next pass.
 //   - The chunk cell of a bucket is always the same column at the same timestamp
-//     (schema/chunk.go), so a second compaction replaces it in place and nothing
+//     (cellenc/chunk.go), so a second compaction replaces it in place and nothing
 //     ever deletes a chunk column.
 //   - A process runs one Compactor per salt at a time; several processes share
 //     the salts through leases (the Worker, below), so that work is not done

@@ -149,7 +149,7 @@ func (f *fixture) readRow(t *testing.T, host string, b int64) (rowData, int, int
 }
 
 // sameRow reports how got differs from want as Prometheus' chunks give
-// samples back (schema/chunk.go): floats, timestamps and start timestamps bit
+// samples back (cellenc/chunk.go): floats, timestamps and start timestamps bit
 // for bit; histograms with every count and sum bit for bit once empty buckets
 // are dropped, the counter-reset hint left out, a stale marker by its Sum.
 func sameRow(want, got rowData) error {

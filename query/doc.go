@@ -42,7 +42,7 @@
 //     kv.Store.GetRows — one Pebble iterator, one HBase multi-get — within 512
 //     rows a batch; over more, or from a rollup, one series per read, by one
 //     scan of its key range (newest bucket first). Raw cells (family
-//     r) and any chunk cells (family c, schema/chunk.go) are merged, one sample
+//     r) and any chunk cells (family c, cellenc/chunk.go) are merged, one sample
 //     per timestamp (raw wins), ascending, values bit-exact (stale markers
 //     included), of either kind: float samples and native histograms (integer
 //     and float, cellenc.HistogramSample), with their start timestamps. A row
@@ -77,7 +77,7 @@
 // Sharding hints. Remote read's SAMPLES answer carries no start timestamps
 // (prompb.Sample and prompb.Histogram have none); its streamed chunks do.
 //
-// It reads only through kv.Store, schema's codecs and index/. It must never
+// It reads only through kv.Store, schema (keys), cellenc (cell values) and index/. It must never
 // import a kv backend (kv/hbase, kv/embedded, gohbase, Pebble) nor write, db,
 // promapi or cmd.
 package query

@@ -107,7 +107,7 @@ func TestExemplarQuerier(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, err = eq.Select(0, 2*hour, []*labels.Matcher{cpu1})
-			want := fmt.Sprintf(`query: exemplars of series %d ({__name__="cpu", cpu="1", host="h1", job="node"}): row %x cell 0000000900: schema: exemplar value of 1 bytes is too short: malformed`, ids[0], row)
+			want := fmt.Sprintf(`query: exemplars of series %d ({__name__="cpu", cpu="1", host="h1", job="node"}): row %x cell 0000000900: cellenc: exemplar value of 1 bytes is too short: malformed`, ids[0], row)
 			if !errors.Is(err, schema.ErrMalformed) || err.Error() != want {
 				t.Errorf("a malformed cell: %v\nwant %s", err, want)
 			}

@@ -28,7 +28,7 @@ import (
 // a start timestamp), integer histograms (one with a start timestamp, the
 // third a counter reset), a float histogram, a float again, and in the next
 // bucket custom-buckets histograms, the second a counter reset. Its samples are written as raw cells
-// (schema's codecs) over float samples written by write.Writer, which
+// (cellenc's codecs) over float samples written by write.Writer, which
 // registers and indexes the series.
 var mixedSeries = labels.FromStrings("__name__", "mixed", "host", "h1", "job", "node")
 

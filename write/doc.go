@@ -16,7 +16,7 @@
 //     nothing but exemplars is looked up, never registered (an exemplar alone
 //     does not create a series, as in Prometheus' TSDB);
 //  3. build, grouped by data row, the raw-sample cells (family r, qualifier and
-//     value from schema's codecs, cell timestamp = sample timestamp): float
+//     value from cellenc's codecs, cell timestamp = sample timestamp): float
 //     samples (8 bytes, 16 with a start timestamp) and native histogram samples
 //     (cellenc.AppendHistogramSampleValue) in the same cells, so a series may
 //     change kind sample by sample; the promoted tag columns (family t, once per
