@@ -7,10 +7,11 @@ import (
 	"slices"
 	"time"
 
-	"github.com/hbtsdb/hbtsdb/kv"
-	"github.com/hbtsdb/hbtsdb/schema"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 	"github.com/prometheus/prometheus/tsdb/chunks"
+
+	"github.com/hbtsdb/hbtsdb/kv"
+	"github.com/hbtsdb/hbtsdb/schema"
 )
 
 // What compaction writes for a bucket: its chunk cell (BucketCell), the

@@ -36,7 +36,10 @@ import (
 //     whatever the kinds. Within one cell, chunks are ascending and disjoint
 //     (chunk.go).
 
-// RowSamples are the samples DecodeDataRow found in one data row.
+// RowSamples are the samples DecodeDataRow found in one data row: the one
+// decoded-row type, which query reads and serves from and compaction rewrites
+// from. Query also builds rows of samples read from rollup windows (BucketStart
+// -1 then).
 type RowSamples struct {
 	// BucketStart is the row's bucket start (ms).
 	BucketStart int64

@@ -15,24 +15,30 @@
 //
 // # Cells and where each layout is written down
 //
-//	sample.go     Sample and HistogramSample, the unit every read and write path
-//	              shares
-//	raw.go        a raw cell's float value: float64 bits(8), st(8) | bits(8) with a
-//	              start timestamp
-//	histogram.go  a raw cell's native histogram value: kind | hint | [st] | schema
-//	              | zero threshold | counts | sum | spans | buckets | custom values
-//	chunk.go      a chunk cell: encoding(1) | data, one Prometheus chunk, a decimal
-//	              chunk or several (EncChunks); its decoding; and what compaction
-//	              writes for a bucket (BucketCell), the chunk encoder with its two
-//	              cut policies (chunkencode.go)
-//	decimal.go    the decimal chunk of floats (EncDecimal)
-//	datarow.go    DecodeDataRow, the one decoder of a data row: its chunk and raw
-//	              cells merged into one decoded row (RowSamples)
-//	window.go     rollup windows (RollupWindow) and their arithmetic: WindowEnd,
-//	              AggregateWindows, Merge, SumsExact, the counter fields
-//	rollupcell.go a rollup cell's value: the windows of one data bucket
-//	              (EncodeRollupWindows, DecodeRollupWindows), void cells
-//	exemplar.go   an exemplar cell's value: flags | ts | value bits | labels
+//	sample.go       Sample and HistogramSample, the unit every read and write
+//	                path shares
+//	raw.go          a raw cell's float value: bits(8), or st(8) | bits(8) with a
+//	                start timestamp
+//	histogram.go    a raw cell's native histogram value: kind | hint | [st] |
+//	                schema | zero threshold | counts | sum | spans | buckets |
+//	                custom values
+//	chunk.go        a chunk cell's value: encoding(1) | data, one Prometheus
+//	                chunk, a decimal chunk or several (EncChunks), what a chunk
+//	                keeps of its samples; the container codec
+//	chunkdecode.go  decoding one chunk of a cell, checked
+//	chunkencode.go  the one chunk encoder (ChunkEncoder) and its two cut
+//	                policies: compaction's (CutCompaction) and Prometheus'
+//	                head's (CutHead, query's chunks for remote read)
+//	bucketcell.go   what compaction writes for a bucket (BucketCell)
+//	decimal.go      the decimal chunk of floats (EncDecimal)
+//	datarow.go      DecodeDataRow, the one decoder of a data row, into the one
+//	                decoded-row type (RowSamples): its chunk and raw cells merged
+//	window.go       rollup windows (RollupWindow) and their arithmetic: WindowEnd,
+//	                AggregateWindows, Merge, SumsExact, the counter fields
+//	rollupcell.go   a rollup cell's value: the windows of one data bucket
+//	                (EncodeRollupWindows, DecodeRollupWindows), void cells
+//	exemplar.go     an exemplar cell's value: flags | ts | value bits | labels
+//	errors.go       ErrMalformed (schema's)
 //
 // # Conventions
 //

@@ -3,9 +3,10 @@ package query
 import (
 	"fmt"
 
-	"github.com/hbtsdb/hbtsdb/cellenc"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 	"github.com/prometheus/prometheus/tsdb/chunks"
+
+	"github.com/hbtsdb/hbtsdb/cellenc"
 )
 
 // Chunks of rows with native histograms or start timestamps (remote read's

@@ -4,12 +4,13 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/hbtsdb/hbtsdb/cellenc"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 	"github.com/prometheus/prometheus/tsdb/chunks"
 	"github.com/prometheus/prometheus/util/annotations"
+
+	"github.com/hbtsdb/hbtsdb/cellenc"
 )
 
 // MaxChunkSamples is the most samples of a chunk the ChunkQuerier encodes from

@@ -1,11 +1,12 @@
 package query
 
 import (
-	"github.com/hbtsdb/hbtsdb/cellenc"
 	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 	"github.com/prometheus/prometheus/tsdb/chunks"
+
+	"github.com/hbtsdb/hbtsdb/cellenc"
 )
 
 // Iterators. A series whose rows hold float samples only, without start

@@ -7,12 +7,13 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/hbtsdb/hbtsdb/cellenc"
 	"github.com/prometheus/prometheus/model/labels"
 	promschema "github.com/prometheus/prometheus/schema"
 	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 	"github.com/prometheus/prometheus/util/annotations"
+
+	"github.com/hbtsdb/hbtsdb/cellenc"
 )
 
 var (

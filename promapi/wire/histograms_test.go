@@ -4,13 +4,14 @@ import (
 	"math"
 	"testing"
 
-	"github.com/hbtsdb/hbtsdb/cellenc"
 	"github.com/prometheus/prometheus/model/exemplar"
 	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/value"
 	"github.com/prometheus/prometheus/prompb"
 	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
+
+	"github.com/hbtsdb/hbtsdb/cellenc"
 )
 
 // testHistograms are histogram samples of every shape the decoders must keep:
