@@ -29,7 +29,8 @@ import (
 //	                    one is older than every sample of the next)
 //	timestamp = the bucket's last millisecond, bucketStart + width - 1
 //
-// What compaction writes (BucketCell) for a bucket's samples:
+// What compaction writes (BucketCell, bucketcell.go: a ChunkEncoder under
+// CutCompaction, chunkencode.go) for a bucket's samples:
 //
 //   - floats only, none with a start timestamp: one XOR or decimal chunk,
 //     whichever is smaller — the same bytes as before histograms existed;
