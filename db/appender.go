@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/prometheus/model/value"
 	"github.com/prometheus/prometheus/storage"
 
+	"github.com/hbtsdb/hbtsdb/cellenc"
 	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/schema"
 	"github.com/hbtsdb/hbtsdb/write"
@@ -105,7 +106,7 @@ func (a *appender) Append(ref storage.SeriesRef, ls labels.Labels, st, t int64, 
 		if fh != nil {
 			h = nil
 		}
-		hs, err := a.db.writer.CheckHistogram(ls, schema.HistogramSample{T: t, ST: st, H: h, FH: fh}, a.now)
+		hs, err := a.db.writer.CheckHistogram(ls, cellenc.HistogramSample{T: t, ST: st, H: h, FH: fh}, a.now)
 		if err != nil {
 			return 0, promError(err)
 		}
@@ -115,7 +116,7 @@ func (a *appender) Append(ref storage.SeriesRef, ls labels.Labels, st, t int64, 
 		if err := a.db.writer.CheckSample(ls, t, a.now); err != nil {
 			return 0, promError(err)
 		}
-		a.series[i].Samples = append(a.series[i].Samples, schema.Sample{T: t, V: v, ST: st})
+		a.series[i].Samples = append(a.series[i].Samples, cellenc.Sample{T: t, V: v, ST: st})
 		stale = value.IsStaleNaN(v)
 	}
 	if !opts.Metadata.IsEmpty() {

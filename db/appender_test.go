@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/prometheus/promql/promqltest"
 	"github.com/prometheus/prometheus/storage"
 
+	"github.com/hbtsdb/hbtsdb/cellenc"
 	"github.com/hbtsdb/hbtsdb/index"
 	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/schema"
@@ -24,14 +25,14 @@ import (
 // rawContents is what the data table holds, by series (labels' String()):
 // float and histogram samples, oldest first, as schema decodes the raw cells.
 type rawContents struct {
-	floats     map[string][]schema.Sample
-	histograms map[string][]schema.HistogramSample
+	floats     map[string][]cellenc.Sample
+	histograms map[string][]cellenc.HistogramSample
 }
 
 func readRaw(t testing.TB, st kv.Store, settings schema.Settings) rawContents {
 	t.Helper()
 	ctx := context.Background()
-	out := rawContents{floats: map[string][]schema.Sample{}, histograms: map[string][]schema.HistogramSample{}}
+	out := rawContents{floats: map[string][]cellenc.Sample{}, histograms: map[string][]cellenc.HistogramSample{}}
 	sc := st.Scan(ctx, schema.TableData, nil, nil)
 	defer sc.Close()
 	names := map[uint64]string{}
@@ -41,7 +42,7 @@ func readRaw(t testing.TB, st kv.Store, settings schema.Settings) rawContents {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rs, err := schema.DecodeDataRow(row, settings.BucketWidth, 0, kv.MaxTimestamp)
+		rs, err := cellenc.DecodeDataRow(row, settings.BucketWidth, 0, kv.MaxTimestamp)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -61,18 +62,18 @@ func readRaw(t testing.TB, st kv.Store, settings schema.Settings) rawContents {
 		t.Fatal(err)
 	}
 	for _, s := range out.floats {
-		slices.SortFunc(s, func(a, b schema.Sample) int { return int(a.T - b.T) })
+		slices.SortFunc(s, func(a, b cellenc.Sample) int { return int(a.T - b.T) })
 	}
 	for _, s := range out.histograms {
-		slices.SortFunc(s, func(a, b schema.HistogramSample) int { return int(a.T - b.T) })
+		slices.SortFunc(s, func(a, b cellenc.HistogramSample) int { return int(a.T - b.T) })
 	}
 	return out
 }
 
 // encodedHistogram is a histogram sample's raw cell value: every field, bit
 // for bit.
-func encodedHistogram(hs schema.HistogramSample) string {
-	return string(schema.AppendHistogramSampleValue(nil, hs))
+func encodedHistogram(hs cellenc.HistogramSample) string {
+	return string(cellenc.AppendHistogramSampleValue(nil, hs))
 }
 
 func exemplarCells(t testing.TB, st kv.Store) int {
@@ -149,7 +150,7 @@ func TestAppendersStoreHistogramsStartTimestampsAndExemplars(t *testing.T) {
 
 		raw := readRaw(t, st, b.Settings)
 		wantFine := &histogram.Histogram{Schema: 8, Count: 1, Sum: 1, PositiveSpans: []histogram.Span{{Offset: 1, Length: 1}}, PositiveBuckets: []int64{1}}
-		want := []schema.HistogramSample{
+		want := []cellenc.HistogramSample{
 			{T: nowMs - 3000, ST: nowMs - 60_000, H: h}, {T: nowMs - 2000, FH: fh}, {T: nowMs - 1000, H: wantFine}, {T: nowMs, H: stale}}
 		got := raw.histograms[lat.String()]
 		if len(got) != len(want) {
@@ -163,10 +164,10 @@ func TestAppendersStoreHistogramsStartTimestampsAndExemplars(t *testing.T) {
 		if fine.Schema != 12 {
 			t.Errorf("the appended histogram was changed in place: schema %d", fine.Schema)
 		}
-		if got := raw.floats[req.String()]; !slices.Equal(got, []schema.Sample{{T: nowMs - 1000, V: 7, ST: nowMs - 60_000}}) {
+		if got := raw.floats[req.String()]; !slices.Equal(got, []cellenc.Sample{{T: nowMs - 1000, V: 7, ST: nowMs - 60_000}}) {
 			t.Errorf("floats of %s = %v", req, got)
 		}
-		if got := raw.histograms[v1.String()]; len(got) != 1 || encodedHistogram(got[0]) != encodedHistogram(schema.HistogramSample{T: nowMs, H: h}) {
+		if got := raw.histograms[v1.String()]; len(got) != 1 || encodedHistogram(got[0]) != encodedHistogram(cellenc.HistogramSample{T: nowMs, H: h}) {
 			t.Errorf("histograms of %s = %v", v1, got)
 		}
 		if n := exemplarCells(t, st); n != 3 {
@@ -195,7 +196,7 @@ func TestAppendedHistogramDuplicatingAFloatFailsCommit(t *testing.T) {
 		t.Errorf("Commit = %v, want %q", err, want)
 	}
 	raw := readRaw(t, st, b.Settings)
-	if got := raw.floats[m.String()]; !slices.Equal(got, []schema.Sample{{T: nowMs, V: 1}}) || len(raw.histograms[m.String()]) != 0 {
+	if got := raw.floats[m.String()]; !slices.Equal(got, []cellenc.Sample{{T: nowMs, V: 1}}) || len(raw.histograms[m.String()]) != 0 {
 		t.Errorf("stored %v and %v, want the float only", got, raw.histograms[m.String()])
 	}
 }
@@ -219,7 +220,7 @@ load 1m
 		})
 		raw := readRaw(t, st, b.Settings)
 		hist := raw.histograms[`{__name__="hist"}`]
-		want := []schema.HistogramSample{
+		want := []cellenc.HistogramSample{
 			{T: 0, FH: &histogram.FloatHistogram{Schema: 0, Sum: 5, Count: 4,
 				PositiveSpans: []histogram.Span{{Offset: 0, Length: 3}}, PositiveBuckets: []float64{1, 2, 1}}},
 			{T: 60_000, FH: &histogram.FloatHistogram{CounterResetHint: histogram.GaugeType, Schema: 0, Sum: -5, Count: 4, ZeroCount: 1, ZeroThreshold: 0.5,
@@ -229,12 +230,12 @@ load 1m
 			t.Errorf("hist = %v, want %v", hist, want)
 		}
 		nhcb := raw.histograms[`{__name__="nhcb"}`]
-		wantNHCB := schema.HistogramSample{FH: &histogram.FloatHistogram{Schema: -53, Sum: 5, Count: 4, CustomValues: []float64{5, 10},
+		wantNHCB := cellenc.HistogramSample{FH: &histogram.FloatHistogram{Schema: -53, Sum: 5, Count: 4, CustomValues: []float64{5, 10},
 			PositiveSpans: []histogram.Span{{Offset: 0, Length: 3}}, PositiveBuckets: []float64{1, 2, 1}}}
 		if len(nhcb) != 1 || encodedHistogram(nhcb[0]) != encodedHistogram(wantNHCB) {
 			t.Errorf("nhcb = %v, want %v", nhcb, wantNHCB)
 		}
-		wantST := []schema.Sample{{T: 60_000, V: 0, ST: 30_000}, {T: 120_000, V: 60, ST: 60_000}}
+		wantST := []cellenc.Sample{{T: 60_000, V: 0, ST: 30_000}, {T: 120_000, V: 60, ST: 60_000}}
 		if got := raw.floats[`{__name__="cumulative", type="st"}`]; !slices.Equal(got, wantST) {
 			t.Errorf("cumulative = %v, want %v", got, wantST)
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/prometheus/model/metadata"
 	"github.com/prometheus/prometheus/storage"
 
+	"github.com/hbtsdb/hbtsdb/cellenc"
 	"github.com/hbtsdb/hbtsdb/db"
 	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/schema"
@@ -49,7 +50,7 @@ func open(t testing.TB, st kv.Store, settings schema.Settings, lim write.Limits)
 	return d
 }
 
-func samples(t testing.TB, d *db.DB, lbls labels.Labels) []schema.Sample {
+func samples(t testing.TB, d *db.DB, lbls labels.Labels) []cellenc.Sample {
 	t.Helper()
 	got, err := d.Reader().Samples(context.Background(), lbls, 0, kv.MaxTimestamp)
 	if err != nil {
@@ -102,7 +103,7 @@ func TestAppenders(t *testing.T) {
 				t.Fatalf("read %d and %d samples, want 14 and 13", len(gotA), len(gotC))
 			}
 			for i := range int64(13) {
-				if gotA[i] != (schema.Sample{T: i * 300_000, V: float64(i)}) || gotC[i] != (schema.Sample{T: i * 300_000, V: float64(10 * i)}) {
+				if gotA[i] != (cellenc.Sample{T: i * 300_000, V: float64(i)}) || gotC[i] != (cellenc.Sample{T: i * 300_000, V: float64(10 * i)}) {
 					t.Errorf("sample %d: %v, %v", i, gotA[i], gotC[i])
 				}
 			}
@@ -159,7 +160,7 @@ func TestAppenders(t *testing.T) {
 			if err := app.Commit(); err != nil {
 				t.Fatal(err)
 			}
-			if got := samples(t, d, v1); !slices.Equal(got, []schema.Sample{{T: 1000, V: 1}, {T: 2000, V: 2}}) {
+			if got := samples(t, d, v1); !slices.Equal(got, []cellenc.Sample{{T: 1000, V: 1}, {T: 2000, V: 2}}) {
 				t.Errorf("read %v", got)
 			}
 			if md, _, _ := d.Reader().Metadata(ctx, "v1_metric"); md.Type != "gauge" || md.Help != "v1" {
@@ -261,7 +262,7 @@ func TestAppendErrors(t *testing.T) {
 		if err := app.Commit(); err != nil {
 			t.Fatal(err)
 		}
-		if got := samples(t, d, up); !slices.Equal(got, []schema.Sample{{T: nowMs, V: 5}}) {
+		if got := samples(t, d, up); !slices.Equal(got, []cellenc.Sample{{T: nowMs, V: 5}}) {
 			t.Errorf("read %v", got)
 		}
 	})
@@ -366,7 +367,7 @@ func TestConcurrentWritersAgreeOnSeriesIDs(t *testing.T) {
 						// Each writer owns its timestamps, so the samples of all
 						// writers must be found under the series' one ID.
 						ts := nowMs - int64(r*writers+w)*1000
-						req.Series = append(req.Series, write.Series{Labels: all[i], Samples: []schema.Sample{{T: ts, V: float64(w)}}})
+						req.Series = append(req.Series, write.Series{Labels: all[i], Samples: []cellenc.Sample{{T: ts, V: float64(w)}}})
 					}
 					res, err := d.Write(ctx, &req)
 					if err != nil || res.SamplesWritten != len(req.Series) {

@@ -9,8 +9,8 @@ import (
 	"github.com/prometheus/prometheus/model/exemplar"
 	"github.com/prometheus/prometheus/model/labels"
 
+	"github.com/hbtsdb/hbtsdb/cellenc"
 	"github.com/hbtsdb/hbtsdb/kv"
-	"github.com/hbtsdb/hbtsdb/schema"
 	"github.com/hbtsdb/hbtsdb/schema/schematest"
 	"github.com/hbtsdb/hbtsdb/write"
 )
@@ -27,7 +27,7 @@ func TestExemplarQuerierOfAClosedDBFails(t *testing.T) {
 	lbls := labels.FromStrings("__name__", "req_bucket", "host", "h")
 	ex := exemplar.Exemplar{Labels: labels.FromStrings("trace_id", "t1"), Value: 1, Ts: now, HasTs: true}
 	if res, err := d.Write(ctx, &write.Request{Series: []write.Series{{Labels: lbls,
-		Samples: []schema.Sample{{T: now, V: 1}}, Exemplars: []exemplar.Exemplar{ex}}}}); err != nil || res.ExemplarsWritten != 1 {
+		Samples: []cellenc.Sample{{T: now, V: 1}}, Exemplars: []exemplar.Exemplar{ex}}}}); err != nil || res.ExemplarsWritten != 1 {
 		t.Fatalf("write: %+v, %v", res, err)
 	}
 	eq, err := d.ExemplarQuerier(ctx)

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/hbtsdb/hbtsdb/cellenc"
 	"github.com/hbtsdb/hbtsdb/db"
 	"github.com/hbtsdb/hbtsdb/downsample"
 	"github.com/hbtsdb/hbtsdb/schema"
@@ -251,7 +252,7 @@ func sendHistShard(ctx context.Context, d *db.DB, all []*histSeries, shard, step
 				pos[s] = i
 				req.Series = append(req.Series, write.Series{Labels: s.labels})
 			}
-			req.Series[i].Histograms = append(req.Series[i].Histograms, schema.HistogramSample{T: step + s.offset, H: s.next()})
+			req.Series[i].Histograms = append(req.Series[i].Histograms, cellenc.HistogramSample{T: step + s.offset, H: s.next()})
 			if pending++; pending == sizeBatch {
 				if err := send(); err != nil {
 					return written, err

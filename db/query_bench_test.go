@@ -11,9 +11,9 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 	"github.com/prometheus/prometheus/storage"
 
+	"github.com/hbtsdb/hbtsdb/cellenc"
 	"github.com/hbtsdb/hbtsdb/db"
 	"github.com/hbtsdb/hbtsdb/query"
-	"github.com/hbtsdb/hbtsdb/schema"
 	"github.com/hbtsdb/hbtsdb/schema/schematest"
 	"github.com/hbtsdb/hbtsdb/write"
 )
@@ -137,7 +137,7 @@ func loadRangeSeries(b *testing.B, d *db.DB, end time.Time) time.Duration {
 			"job", fmt.Sprintf("job-%d", i%rangeJobs),
 		)}
 		for k := range n + 1 {
-			s.Samples = append(s.Samples, schema.Sample{T: first.Add(time.Duration(k) * benchStep).UnixMilli(), V: float64(k * (i + 1))})
+			s.Samples = append(s.Samples, cellenc.Sample{T: first.Add(time.Duration(k) * benchStep).UnixMilli(), V: float64(k * (i + 1))})
 		}
 		req.Series = append(req.Series, s)
 		if len(req.Series) == 50 || i == rangeSeries-1 {
@@ -169,7 +169,7 @@ func loadBigSeries(b *testing.B, d *db.DB, end time.Time) time.Duration {
 	ts := end.Add(-time.Minute).UnixMilli()
 	var req write.Request
 	for i := range bigSeries {
-		req.Series = append(req.Series, write.Series{Labels: bigLabels(i), Samples: []schema.Sample{{T: ts, V: float64(i)}}})
+		req.Series = append(req.Series, write.Series{Labels: bigLabels(i), Samples: []cellenc.Sample{{T: ts, V: float64(i)}}})
 		if len(req.Series) == loadBatchSeries || i == bigSeries-1 {
 			mustWrite(b, d, &req)
 			req.Series = req.Series[:0]

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/prometheus/promql"
 	"github.com/prometheus/prometheus/promql/parser"
 
+	"github.com/hbtsdb/hbtsdb/cellenc"
 	"github.com/hbtsdb/hbtsdb/db"
 	"github.com/hbtsdb/hbtsdb/downsample"
 	"github.com/hbtsdb/hbtsdb/kv"
@@ -157,7 +158,7 @@ func loadCompareShape(b *testing.B, d *db.DB, clock *loadClock, hosts, perHost, 
 			if j%2 == 1 {
 				v = math.Sin(float64(k+j)) * 100
 			}
-			req.Series = append(req.Series, write.Series{Labels: ls, Samples: []schema.Sample{{T: ts, V: v}}})
+			req.Series = append(req.Series, write.Series{Labels: ls, Samples: []cellenc.Sample{{T: ts, V: v}}})
 			if len(req.Series) == loadBatchSeries {
 				mustWrite(b, d, &req)
 				req.Series = req.Series[:0]
@@ -265,7 +266,7 @@ func BenchmarkQueryOneOf1M(b *testing.B) {
 	start := time.Now()
 	var req write.Request
 	for i := range n {
-		req.Series = append(req.Series, write.Series{Labels: lbls(i), Samples: []schema.Sample{{T: ts, V: float64(i)}}})
+		req.Series = append(req.Series, write.Series{Labels: lbls(i), Samples: []cellenc.Sample{{T: ts, V: float64(i)}}})
 		if len(req.Series) == loadBatchSeries || i == n-1 {
 			mustWrite(b, d, &req)
 			req.Series = req.Series[:0]

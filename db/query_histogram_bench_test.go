@@ -10,8 +10,8 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
 
+	"github.com/hbtsdb/hbtsdb/cellenc"
 	"github.com/hbtsdb/hbtsdb/db"
-	"github.com/hbtsdb/hbtsdb/schema"
 	"github.com/hbtsdb/hbtsdb/schema/schematest"
 	"github.com/hbtsdb/hbtsdb/write"
 )
@@ -24,7 +24,7 @@ import (
 // The load: 100 series × 240 integer counter histograms at 15 s (the hour
 // ending at end), schema 3 with 30 buckets in two spans, growing as a counter.
 // Select hands out histograms as Prometheus' head would (through its chunk
-// encoding and back, query/chunkencode.go asHead), which these numbers
+// encoding and back, query/chunkencode.go asHead, through cellenc.ChunkEncoder), which these numbers
 // include. The cases:
 //
 //	rate-5m        sum(rate(h[5m])), the hour at a 1 m step
@@ -57,7 +57,7 @@ func BenchmarkQueryHistograms(b *testing.B) {
 				for s := range series {
 					req.Series = append(req.Series, write.Series{
 						Labels:     labels.FromStrings("__name__", "h", "job", "bench", "series", fmt.Sprint(s)),
-						Histograms: []schema.HistogramSample{{T: first.Add(time.Duration(i) * interval).UnixMilli(), H: benchHistogram(i + s)}},
+						Histograms: []cellenc.HistogramSample{{T: first.Add(time.Duration(i) * interval).UnixMilli(), H: benchHistogram(i + s)}},
 					})
 				}
 				mustWrite(b, d, &req)

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql"
 
+	"github.com/hbtsdb/hbtsdb/cellenc"
 	"github.com/hbtsdb/hbtsdb/db"
 	"github.com/hbtsdb/hbtsdb/downsample"
 	"github.com/hbtsdb/hbtsdb/query"
@@ -76,7 +77,7 @@ func BenchmarkRollupQuery30d(b *testing.B) {
 							} else {
 								vals[s] = float64(rng.IntN(1000)) / 10
 							}
-							ws.Samples = append(ws.Samples, schema.Sample{T: day0.Add(time.Duration(day)*24*time.Hour).UnixMilli() + int64(i)*15_000, V: vals[s]})
+							ws.Samples = append(ws.Samples, cellenc.Sample{T: day0.Add(time.Duration(day)*24*time.Hour).UnixMilli() + int64(i)*15_000, V: vals[s]})
 						}
 						req.Series = append(req.Series, ws)
 					}

@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 	"github.com/prometheus/prometheus/tsdb/tsdbutil"
 
+	"github.com/hbtsdb/hbtsdb/cellenc"
 	"github.com/hbtsdb/hbtsdb/db"
 	"github.com/hbtsdb/hbtsdb/downsample"
 	"github.com/hbtsdb/hbtsdb/kv"
@@ -226,9 +227,9 @@ func diffSeriesOf(rng *rand.Rand, i int, kind string, from, to int64) write.Seri
 		isHistogram := name == "dh" && (kind != "mixed" || (ts-from)/(5*hour)%2 == 1)
 		if rng.IntN(staleOneIn) == 0 {
 			if isHistogram && rng.IntN(2) == 0 {
-				s.Histograms = append(s.Histograms, schema.HistogramSample{T: ts, H: &histogram.Histogram{Sum: stale}})
+				s.Histograms = append(s.Histograms, cellenc.HistogramSample{T: ts, H: &histogram.Histogram{Sum: stale}})
 			} else {
-				s.Samples = append(s.Samples, schema.Sample{T: ts, V: stale})
+				s.Samples = append(s.Samples, cellenc.Sample{T: ts, V: stale})
 			}
 			gapUntil = ts + rng.Int64N(40*minute)
 			continue
@@ -277,11 +278,11 @@ func diffSeriesOf(rng *rand.Rand, i int, kind string, from, to int64) write.Seri
 		}
 		switch {
 		case !isHistogram:
-			s.Samples = append(s.Samples, schema.Sample{T: ts, V: v})
+			s.Samples = append(s.Samples, cellenc.Sample{T: ts, V: v})
 		case kind == "histogram-gauge":
-			s.Histograms = append(s.Histograms, schema.HistogramSample{T: ts, FH: tsdbutil.GenerateTestGaugeFloatHistogram(rng.Int64N(50))})
+			s.Histograms = append(s.Histograms, cellenc.HistogramSample{T: ts, FH: tsdbutil.GenerateTestGaugeFloatHistogram(rng.Int64N(50))})
 		default:
-			s.Histograms = append(s.Histograms, schema.HistogramSample{T: ts, H: tsdbutil.GenerateTestHistogram(n)})
+			s.Histograms = append(s.Histograms, cellenc.HistogramSample{T: ts, H: tsdbutil.GenerateTestHistogram(n)})
 		}
 	}
 	return s
@@ -388,11 +389,11 @@ func (h *diffHistory) resend(hour int) {
 			case n < 10:
 				again.Samples = append(again.Samples, x)
 			case n < 11:
-				again.Samples = append(again.Samples, schema.Sample{T: x.T, V: x.V + 1})
+				again.Samples = append(again.Samples, cellenc.Sample{T: x.T, V: x.V + 1})
 			case n < 12:
-				again.Samples = append(again.Samples, schema.Sample{T: x.T + 1 + h.rng.Int64N(999), V: h.rng.NormFloat64() * 1e3})
+				again.Samples = append(again.Samples, cellenc.Sample{T: x.T + 1 + h.rng.Int64N(999), V: h.rng.NormFloat64() * 1e3})
 			case n < 13:
-				again.Samples = append(again.Samples, schema.Sample{T: x.T + 1 + h.rng.Int64N(999), V: stale})
+				again.Samples = append(again.Samples, cellenc.Sample{T: x.T + 1 + h.rng.Int64N(999), V: stale})
 			}
 		}
 		for _, x := range s.Histograms {

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 	"github.com/prometheus/prometheus/tsdb/tsdbutil"
 
+	"github.com/hbtsdb/hbtsdb/cellenc"
 	"github.com/hbtsdb/hbtsdb/db"
 	"github.com/hbtsdb/hbtsdb/downsample"
 	"github.com/hbtsdb/hbtsdb/query"
@@ -128,22 +129,22 @@ func funcDB(t *testing.T, b schematest.Backend) *db.DB {
 			counter += rng.Float64() * 10
 		}
 		if !(i > 12*60*4 && i < 12*60*4+100) {
-			c.Samples = append(c.Samples, schema.Sample{T: ts, V: counter})
+			c.Samples = append(c.Samples, cellenc.Sample{T: ts, V: counter})
 		}
 		switch {
 		case i > 15*60*4 && i < 15*60*4+200: // a gap of 50 minutes, ended by a stale marker
 			if i == 15*60*4+1 {
-				g.Samples = append(g.Samples, schema.Sample{T: ts, V: math.Float64frombits(value.StaleNaN)})
+				g.Samples = append(g.Samples, cellenc.Sample{T: ts, V: math.Float64frombits(value.StaleNaN)})
 			}
 		case rng.IntN(150) == 0:
-			g.Samples = append(g.Samples, schema.Sample{T: ts, V: math.NaN()})
+			g.Samples = append(g.Samples, cellenc.Sample{T: ts, V: math.NaN()})
 		case rng.IntN(3) == 0 && len(g.Samples) > 0:
-			g.Samples = append(g.Samples, schema.Sample{T: ts, V: g.Samples[len(g.Samples)-1].V}) // no change
+			g.Samples = append(g.Samples, cellenc.Sample{T: ts, V: g.Samples[len(g.Samples)-1].V}) // no change
 		default:
-			g.Samples = append(g.Samples, schema.Sample{T: ts, V: math.Round(rng.NormFloat64()*1000) / 7})
+			g.Samples = append(g.Samples, cellenc.Sample{T: ts, V: math.Round(rng.NormFloat64()*1000) / 7})
 		}
 		if i%4 == 0 {
-			h.Histograms = append(h.Histograms, schema.HistogramSample{T: ts, H: tsdbutil.GenerateTestHistogram(int64(i / 4))})
+			h.Histograms = append(h.Histograms, cellenc.HistogramSample{T: ts, H: tsdbutil.GenerateTestHistogram(int64(i / 4))})
 		}
 	}
 	if _, err := d.Write(context.Background(), &write.Request{Series: []write.Series{c, g, h}}); err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/prometheus/promql"
 	"github.com/prometheus/prometheus/tsdb/tsdbutil"
 
+	"github.com/hbtsdb/hbtsdb/cellenc"
 	"github.com/hbtsdb/hbtsdb/db"
 	"github.com/hbtsdb/hbtsdb/downsample"
 	"github.com/hbtsdb/hbtsdb/query"
@@ -79,9 +80,9 @@ func writeHistogramSeries(t *testing.T, d *db.DB) {
 				continue
 			case rng.IntN(500) == 0: // a gap, ended by a stale marker of either kind
 				if rng.IntN(2) == 0 {
-					s.Samples = append(s.Samples, schema.Sample{T: ts, V: stale})
+					s.Samples = append(s.Samples, cellenc.Sample{T: ts, V: stale})
 				} else {
-					s.Histograms = append(s.Histograms, schema.HistogramSample{T: ts, H: &histogram.Histogram{Sum: stale}})
+					s.Histograms = append(s.Histograms, cellenc.HistogramSample{T: ts, H: &histogram.Histogram{Sum: stale}})
 				}
 				gap = ts + int64(rng.IntN(40*60))*1000
 				continue
@@ -92,16 +93,16 @@ func writeHistogramSeries(t *testing.T, d *db.DB) {
 			}
 			switch kind {
 			case "int":
-				s.Histograms = append(s.Histograms, schema.HistogramSample{T: ts, H: tsdbutil.GenerateTestHistogram(n)})
+				s.Histograms = append(s.Histograms, cellenc.HistogramSample{T: ts, H: tsdbutil.GenerateTestHistogram(n)})
 			case "float":
-				s.Histograms = append(s.Histograms, schema.HistogramSample{T: ts, FH: tsdbutil.GenerateTestGaugeFloatHistogram(int64(rng.IntN(50)))})
+				s.Histograms = append(s.Histograms, cellenc.HistogramSample{T: ts, FH: tsdbutil.GenerateTestGaugeFloatHistogram(int64(rng.IntN(50)))})
 			case "nhcb":
-				s.Histograms = append(s.Histograms, schema.HistogramSample{T: ts, H: tsdbutil.GenerateTestCustomBucketsHistogram(n)})
+				s.Histograms = append(s.Histograms, cellenc.HistogramSample{T: ts, H: tsdbutil.GenerateTestCustomBucketsHistogram(n)})
 			case "mixed":
 				if (ts-start)/(7*3_600_000)%2 == 0 {
-					s.Samples = append(s.Samples, schema.Sample{T: ts, V: float64(n)})
+					s.Samples = append(s.Samples, cellenc.Sample{T: ts, V: float64(n)})
 				} else {
-					s.Histograms = append(s.Histograms, schema.HistogramSample{T: ts, H: tsdbutil.GenerateTestHistogram(n)})
+					s.Histograms = append(s.Histograms, cellenc.HistogramSample{T: ts, H: tsdbutil.GenerateTestHistogram(n)})
 				}
 			}
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/prometheus/promql"
 	"github.com/prometheus/prometheus/promql/parser"
 
+	"github.com/hbtsdb/hbtsdb/cellenc"
 	"github.com/hbtsdb/hbtsdb/db"
 	"github.com/hbtsdb/hbtsdb/downsample"
 	"github.com/hbtsdb/hbtsdb/kv"
@@ -82,7 +83,7 @@ func rollupDB(t *testing.T, b schematest.Backend, seed uint64, compactWith []sch
 		for i := range 6 {
 			lbls := labels.FromStrings("__name__", "x", "job", fmt.Sprintf("j%d", i%2), "instance", fmt.Sprintf("h%d", i),
 				"kind", []string{"counter", "counter", "gauge", "gauge", "constant", "sparse"}[i])
-			late.Series = append(late.Series, write.Series{Labels: lbls, Samples: []schema.Sample{
+			late.Series = append(late.Series, write.Series{Labels: lbls, Samples: []cellenc.Sample{
 				{T: rollupDay0.Add(10*time.Hour + 7*time.Second).UnixMilli(), V: 1e6},
 				{T: rollupDay0.Add(20 * time.Hour).UnixMilli(), V: -1e6}, // on a window edge
 			}})
@@ -106,7 +107,7 @@ func writeRollupSeries(t *testing.T, d *db.DB, seed uint64) {
 	for i, kind := range kinds {
 		lbls := labels.FromStrings("__name__", "x", "job", fmt.Sprintf("j%d", i%2), "instance", fmt.Sprintf("h%d", i), "kind", kind)
 		var (
-			ss  []schema.Sample
+			ss  []cellenc.Sample
 			v   float64
 			gap int64
 		)
@@ -114,7 +115,7 @@ func writeRollupSeries(t *testing.T, d *db.DB, seed uint64) {
 			switch {
 			case ts < gap:
 			case rng.IntN(400) == 0: // a gap of up to 40 minutes, ended by a stale marker
-				ss = append(ss, schema.Sample{T: ts, V: stale})
+				ss = append(ss, cellenc.Sample{T: ts, V: stale})
 				gap = ts + int64(rng.IntN(40*60))*1000
 			default:
 				switch kind {
@@ -134,7 +135,7 @@ func writeRollupSeries(t *testing.T, d *db.DB, seed uint64) {
 				case "sparse":
 					v = float64(rng.IntN(3))
 				}
-				ss = append(ss, schema.Sample{T: ts, V: v})
+				ss = append(ss, cellenc.Sample{T: ts, V: v})
 			}
 			step := int64(15_000)
 			if kind == "sparse" {
@@ -397,19 +398,19 @@ func TestRollupSumExact(t *testing.T) {
 
 // TestRollupSumsOnlyWhenExact: window sums are added instead of samples
 // only for series whose samples are integers summing exactly
-// (schema.SumsExact); a series of 1e9, 0.1 and, an hour later, -1e9
+// (cellenc.SumsExact); a series of 1e9, 0.1 and, an hour later, -1e9
 // (0.10000002384185791 from window sums) or of 1e308s that cancel (+Inf) is
 // read from raw data, and the answer is raw data's to the bit. The read
 // counts say which tables answered.
 func TestRollupSumsOnlyWhenExact(t *testing.T) {
 	at := func(d time.Duration) int64 { return rollupDay0.Add(d).UnixMilli() }
-	series := map[string][]schema.Sample{
+	series := map[string][]cellenc.Sample{
 		"integers": nil,
 		"tenth":    {{T: at(10 * time.Minute), V: 1e9}, {T: at(20 * time.Minute), V: 0.1}, {T: at(70 * time.Minute), V: -1e9}},
 		"huge":     {{T: at(10 * time.Minute), V: -1e308}, {T: at(70 * time.Minute), V: 1e308}, {T: at(80 * time.Minute), V: 1e308}, {T: at(90 * time.Minute), V: -1e308}},
 	}
 	for i := range 6 * 60 {
-		series["integers"] = append(series["integers"], schema.Sample{T: at(time.Duration(i+1) * time.Minute), V: float64(i % 17)})
+		series["integers"] = append(series["integers"], cellenc.Sample{T: at(time.Duration(i+1) * time.Minute), V: float64(i % 17)})
 	}
 	clock, d := expiringDB(t, func(d *db.DB) {
 		var req write.Request
@@ -481,7 +482,7 @@ func TestRollupResolutionRemovedAndAddedBack(t *testing.T) {
 	now := func() time.Time { return rollupDay0.Add(9 * time.Hour) }
 	st, settings, tables, d := clockedDB(t, now, schema.DefaultTableOptions().RawRetention)
 	m := labels.FromStrings("__name__", "m", "instance", "h")
-	write1 := func(samples ...schema.Sample) {
+	write1 := func(samples ...cellenc.Sample) {
 		t.Helper()
 		if _, err := d.Write(context.Background(), &write.Request{Series: []write.Series{{Labels: m, Samples: samples}}}); err != nil {
 			t.Fatal(err)
@@ -497,15 +498,15 @@ func TestRollupResolutionRemovedAndAddedBack(t *testing.T) {
 			t.Fatalf("compact with %s: %+v, %v", schema.FormatRollups(rollups), stats, err)
 		}
 	}
-	var samples []schema.Sample
+	var samples []cellenc.Sample
 	for at := rollupDay0.Add(time.Minute); !at.After(rollupDay0.Add(3 * time.Hour)); at = at.Add(time.Minute) {
-		samples = append(samples, schema.Sample{T: at.UnixMilli(), V: 1})
+		samples = append(samples, cellenc.Sample{T: at.UnixMilli(), V: 1})
 	}
 	write1(samples...)
 	compact(tables.Rollups)
 	// The 1h resolution removed: a late 1000 in the first hour, compacted
 	// without it.
-	write1(schema.Sample{T: rollupDay0.Add(30 * time.Minute).UnixMilli(), V: 1000})
+	write1(cellenc.Sample{T: rollupDay0.Add(30 * time.Minute).UnixMilli(), V: 1000})
 	compact([]schema.Rollup{{Resolution: 5 * time.Minute, Retention: 90 * 24 * time.Hour}})
 
 	// Back with the default list.
@@ -663,7 +664,7 @@ func TestRetentionBoundaryCountsEachSampleOnce(t *testing.T) {
 	clock, d := expiringDB(t, func(d *db.DB) {
 		s := write.Series{Labels: m}
 		for at := rollupDay0.Add(time.Minute); !at.After(rollupDay0.Add(10 * time.Hour)); at = at.Add(time.Minute) {
-			s.Samples = append(s.Samples, schema.Sample{T: at.UnixMilli(), V: 1})
+			s.Samples = append(s.Samples, cellenc.Sample{T: at.UnixMilli(), V: 1})
 		}
 		if _, err := d.Write(context.Background(), &write.Request{Series: []write.Series{s}}); err != nil {
 			t.Fatal(err)
@@ -718,7 +719,7 @@ func TestRetentionOnHBase(t *testing.T) {
 	first := now.Add(-90 * time.Second).UnixMilli()
 	s := write.Series{Labels: labels.FromStrings("__name__", "x", "instance", "h")}
 	for ts := first; ts < now.Add(-5*time.Second).UnixMilli(); ts += 1000 {
-		s.Samples = append(s.Samples, schema.Sample{T: ts, V: float64(ts % 7919)})
+		s.Samples = append(s.Samples, cellenc.Sample{T: ts, V: float64(ts % 7919)})
 	}
 	if _, err := d.Write(context.Background(), &write.Request{Series: []write.Series{s}}); err != nil {
 		t.Fatal(err)
@@ -779,9 +780,9 @@ func TestRetentionOnHBase(t *testing.T) {
 	// The window holding the expired first sample is served whole from the
 	// rollup, which knows its last sample: the first step at or after that
 	// sample answers its value.
-	var last schema.Sample
+	var last cellenc.Sample
 	for _, x := range s.Samples {
-		if x.T <= schema.WindowEnd(first, time.Minute) {
+		if x.T <= cellenc.WindowEnd(first, time.Minute) {
 			last = x
 		}
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/hbtsdb/hbtsdb/cellenc"
 	"github.com/hbtsdb/hbtsdb/db"
 	"github.com/hbtsdb/hbtsdb/downsample"
 	"github.com/hbtsdb/hbtsdb/kv"
@@ -398,7 +399,7 @@ func sendShard(ctx context.Context, d *db.DB, series []*nodeSeries, steps int, w
 				pos[s] = i
 				req.Series = append(req.Series, write.Series{Labels: s.labels})
 			}
-			req.Series[i].Samples = append(req.Series[i].Samples, schema.Sample{T: step + s.host.offset, V: s.next(k)})
+			req.Series[i].Samples = append(req.Series[i].Samples, cellenc.Sample{T: step + s.host.offset, V: s.next(k)})
 			if pending++; pending == sizeBatch {
 				if err := send(); err != nil {
 					return written, err

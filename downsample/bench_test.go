@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/prometheus/model/labels"
 
+	"github.com/hbtsdb/hbtsdb/cellenc"
 	"github.com/hbtsdb/hbtsdb/kv/embedded"
 	"github.com/hbtsdb/hbtsdb/schema"
 	"github.com/hbtsdb/hbtsdb/schema/schematest"
@@ -134,7 +135,7 @@ func benchFixture(b *testing.B, be schematest.Backend, series, hours int) (*fixt
 	}
 	for i := range series {
 		ls := labels.FromStrings("__name__", fmt.Sprintf("m%d_total", i%20), "host", fmt.Sprintf("h%d", i/20), "job", "node")
-		samples := make([]schema.Sample, 0, steps)
+		samples := make([]cellenc.Sample, 0, steps)
 		v := float64(rng.IntN(1000))
 		for s := range steps {
 			if i%2 == 0 {
@@ -146,7 +147,7 @@ func benchFixture(b *testing.B, be schematest.Backend, series, hours int) (*fixt
 			} else {
 				v = float64(rng.IntN(100000)) / 100
 			}
-			samples = append(samples, schema.Sample{T: day0 + int64(s)*15_000 + int64(i%20)*100, V: v})
+			samples = append(samples, cellenc.Sample{T: day0 + int64(s)*15_000 + int64(i%20)*100, V: v})
 		}
 		for len(samples) > 0 {
 			n := min(len(samples), 2000)

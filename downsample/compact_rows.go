@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/hbtsdb/hbtsdb/cellenc"
 	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/schema"
 )
@@ -21,7 +22,7 @@ import (
 //     cell of each bucket holds now);
 //  2. read the data rows: chunk and raw cells;
 //  3. check-and-put each rollup cell, expecting what step 1 read — a void one
-//     (schema.AppendVoidRollupValue) in the tables of the resolutions the
+//     (cellenc.AppendVoidRollupValue) in the tables of the resolutions the
 //     store has and this compactor does not write (Compactor.resolutions);
 //  4. check-and-put each chunk cell, expecting what step 2 read, for the rows
 //     whose rollup cells were all written;
@@ -264,8 +265,8 @@ type rowPlan struct {
 	sealed bool
 	// samples and histograms are the bucket's samples of each kind (chunk and
 	// raw cells merged) when sealed.
-	samples    []schema.Sample
-	histograms []schema.HistogramSample
+	samples    []cellenc.Sample
+	histograms []cellenc.HistogramSample
 	// chunk is the put of the bucket's chunk, nil when the row is not to be
 	// compacted or stays raw (more samples than a chunk holds);
 	// chunkExpected is what the chunk cell held when read (nil: absent).
@@ -280,13 +281,13 @@ type rowPlan struct {
 
 // planRow returns the chunk write and the raw deletes that compact one row,
 // and the samples its chunk cell (and its rollup cells) hold, floats and
-// histograms, with their start timestamps (schema.BucketCell). A row without raw
+// histograms, with their start timestamps (cellenc.BucketCell). A row without raw
 // cells of a sealed bucket (compacted meanwhile, or not sealed) gives a plan
 // with no samples; a row with more samples than a chunk holds, or whose samples
-// schema.BucketCell refuses, gives its samples but no chunk, and stays raw.
+// cellenc.BucketCell refuses, gives its samples but no chunk, and stays raw.
 func (c *Compactor) planRow(row kv.Row, cutoff int64) (rowPlan, error) {
 	width := c.settings.BucketWidth
-	rs, err := schema.DecodeDataRow(row, width, 0, kv.MaxTimestamp)
+	rs, err := cellenc.DecodeDataRow(row, width, 0, kv.MaxTimestamp)
 	if err != nil {
 		return rowPlan{}, fmt.Errorf("decode row %q: %w", row.Key, err)
 	}
@@ -295,12 +296,12 @@ func (c *Compactor) planRow(row kv.Row, cutoff int64) (rowPlan, error) {
 		return p, nil
 	}
 	p.sealed, p.samples, p.histograms = true, rs.Samples, rs.Histograms
-	if n := len(rs.Samples) + len(rs.Histograms); n > schema.MaxChunkSamples {
+	if n := len(rs.Samples) + len(rs.Histograms); n > cellenc.MaxChunkSamples {
 		c.opts.Logger.Warn("bucket left raw: more samples than a chunk holds", "row", fmt.Sprintf("%q", row.Key),
-			"samples", n, "max", schema.MaxChunkSamples)
+			"samples", n, "max", cellenc.MaxChunkSamples)
 		return p, nil
 	}
-	cell, err := schema.BucketCell(rs.Samples, rs.Histograms, rs.BucketStart, width)
+	cell, err := cellenc.BucketCell(rs.Samples, rs.Histograms, rs.BucketStart, width)
 	if err != nil {
 		// Not expected of samples DecodeDataRow returned; should Prometheus'
 		// histogram appender refuse one, the bucket stays raw (and readable)
@@ -334,27 +335,27 @@ func (c *Compactor) planRow(row kv.Row, cutoff int64) (rowPlan, error) {
 }
 
 // rollupPut returns the put of the rollup cell of resolution res of the data
-// bucket of dataKey, starting at bucketStart, holding samples (schema/rollup.go):
+// bucket of dataKey, starting at bucketStart, holding samples (cellenc/rollupcell.go; its row and qualifier schema/rollup.go):
 // row = the data row key with the bucket start replaced by its UTC day,
 // qualifier = the bucket's offset in that day, value = the bucket's windows,
 // timestamp = the bucket's last millisecond, as the chunk cell's, so that
 // rolling the bucket up again rewrites the cell in place. ok is false when
 // there is nothing to roll up.
-func rollupPut(dataKey []byte, bucketStart int64, width, res time.Duration, samples []schema.Sample, histograms []schema.HistogramSample) (kv.Mutation, bool) {
-	windows := schema.AggregateWindows(samples, histograms, res)
+func rollupPut(dataKey []byte, bucketStart int64, width, res time.Duration, samples []cellenc.Sample, histograms []cellenc.HistogramSample) (kv.Mutation, bool) {
+	windows := cellenc.AggregateWindows(samples, histograms, res)
 	if len(windows) == 0 {
 		return kv.Mutation{}, false
 	}
 	return kv.Put(rollupRowKey(dataKey, bucketStart), schema.FamilyRollup, schema.AppendRollupQualifier(nil, bucketStart),
-		bucketStart+width.Milliseconds()-1, schema.EncodeRollupWindows(nil, bucketStart, res, windows)), true
+		bucketStart+width.Milliseconds()-1, cellenc.EncodeRollupWindows(nil, bucketStart, res, windows)), true
 }
 
-// voidRollupPut returns the put of a void rollup cell (schema.AppendVoidRollupValue)
+// voidRollupPut returns the put of a void rollup cell (cellenc.AppendVoidRollupValue)
 // of the data bucket of dataKey starting at bucketStart: the column and
 // timestamp rollupPut writes, a fresh nonce.
 func voidRollupPut(dataKey []byte, bucketStart int64, width time.Duration) kv.Mutation {
 	return kv.Put(rollupRowKey(dataKey, bucketStart), schema.FamilyRollup, schema.AppendRollupQualifier(nil, bucketStart),
-		bucketStart+width.Milliseconds()-1, schema.AppendVoidRollupValue(nil, rand.Uint64()))
+		bucketStart+width.Milliseconds()-1, cellenc.AppendVoidRollupValue(nil, rand.Uint64()))
 }
 
 // rollupRowKey is the rollup row key of the data row dataKey, whose bucket

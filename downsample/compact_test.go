@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/prometheus/model/value"
 	"go.uber.org/goleak"
 
+	"github.com/hbtsdb/hbtsdb/cellenc"
 	"github.com/hbtsdb/hbtsdb/index"
 	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/query"
@@ -55,13 +56,13 @@ func newFixture(t *testing.T, b schematest.Backend) *fixture {
 	stale := math.Float64frombits(value.StaleNaN)
 	req := write.Request{}
 	for i, ls := range f.series {
-		var samples []schema.Sample
+		var samples []cellenc.Sample
 		for ts := day0; ts < day0+3*hour+20*60_000; ts += 15_000 {
 			v := float64(ts-day0) / 1000 * float64(i+1)
 			if i == 2 {
 				v = 1
 			}
-			samples = append(samples, schema.Sample{T: ts, V: v})
+			samples = append(samples, cellenc.Sample{T: ts, V: v})
 		}
 		samples[100].V = stale // a stale marker keeps its NaN bits through a chunk
 		samples[101].V = math.Inf(-1)
@@ -320,7 +321,7 @@ func TestLateSamplesAreMergedAndCompactedAgain(t *testing.T) {
 			f := newFixture(t, b)
 			ls := f.series[1]
 			late := func(ts int64, v float64) write.Request {
-				return write.Request{Series: []write.Series{{Labels: ls, Samples: []schema.Sample{{T: ts, V: v}}}}}
+				return write.Request{Series: []write.Series{{Labels: ls, Samples: []cellenc.Sample{{T: ts, V: v}}}}}
 			}
 			// Written while the salt of the series is between its two steps.
 			during := day0 + 7_500 // between two 15s samples of bucket day0

@@ -43,23 +43,23 @@
 //  1. reads the rollup cells it will rewrite (each resolution's cell of each
 //     bucket), then the data rows (chunk and raw cells), and merges each row's
 //     samples with the one row decoder every reader uses
-//     (schema.DecodeDataRow: raw wins on equal timestamps);
+//     (cellenc.DecodeDataRow: raw wins on equal timestamps);
 //  2. check-and-puts, for every resolution of Options.Rollups, one rollup cell
 //     per bucket into the resolution's table (schema.RollupTable):
-//     schema.AggregateWindows of the bucket's samples, floats and native
+//     cellenc.AggregateWindows of the bucket's samples, floats and native
 //     histograms (of which a window keeps the count and the last one), stale
-//     markers included, encoded by schema.EncodeRollupWindows, in the series'
+//     markers included, encoded by cellenc.EncodeRollupWindows, in the series'
 //     row of the bucket's UTC day, qualifier the bucket's offset in the day,
 //     timestamp the bucket's last millisecond (schema/rollup.go), expecting
 //     what step 1 read. A bucket narrower than a resolution holds the part of
 //     one window that falls into it; readers merge the parts
-//     (schema.RollupWindow.Merge). Step "rollups written".
+//     (cellenc.RollupWindow.Merge). Step "rollups written".
 //  3. check-and-puts the bucket's samples as one chunk cell
-//     (schema.BucketCell), expecting the chunk cell step 1 read: floats alone
+//     (cellenc.BucketCell), expecting the chunk cell step 1 read: floats alone
 //     as one XOR or decimal chunk; native histograms and start timestamps in
 //     Prometheus' own chunk encodings, several chunks in one cell where the
 //     kind changes or Prometheus' appender cuts (counter resets, schema
-//     changes; schema/chunk.go). The cell is rewritten whole by every pass,
+//     changes; cellenc/chunk.go). The cell is rewritten whole by every pass,
 //     so a bucket compacted again with late samples of another kind leaves no
 //     chunk of the old layout behind. Step "chunks written".
 //  4. deletes the raw cells it read (above) and then the pending marks it
@@ -120,7 +120,7 @@
 //     process with that resolution in its list would serve it. So for every
 //     rollup table the store has (kv.Store.ListTables, once per salt and pass)
 //     and the compactor does not write, it check-and-puts a void cell
-//     (schema.AppendVoidRollupValue: 0x00 and a random nonce) on the value it
+//     (cellenc.AppendVoidRollupValue: 0x00 and a random nonce) on the value it
 //     read, in the same step as its own cells; readers treat a void cell as no
 //     cell and summarise the bucket from its data row. The nonce makes every
 //     void write a new value, so a compactor with the resolution, expecting
@@ -142,7 +142,7 @@
 //     after it under a fresh nonce, survives the deletion of the marks read
 //     and brings the row to the next pass.
 //   - The chunk cell of a bucket is always the same column at the same timestamp
-//     (schema/chunk.go), so a second compaction replaces it in place and nothing
+//     (cellenc/chunk.go), so a second compaction replaces it in place and nothing
 //     ever deletes a chunk column.
 //   - A process runs one Compactor per salt at a time; several processes share
 //     the salts through leases (the Worker, below), so that work is not done

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/prometheus/model/value"
 	"github.com/prometheus/prometheus/tsdb/tsdbutil"
 
+	"github.com/hbtsdb/hbtsdb/cellenc"
 	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/schema"
 	"github.com/hbtsdb/hbtsdb/schema/schematest"
@@ -20,8 +21,8 @@ import (
 
 // rowData are the samples of one data row, of both kinds.
 type rowData struct {
-	fs []schema.Sample
-	hs []schema.HistogramSample
+	fs []cellenc.Sample
+	hs []cellenc.HistogramSample
 }
 
 // histogramSeries are the series of the histogram fixture, by host: for
@@ -40,9 +41,9 @@ var histogramSeries = map[string]func(bucket int64) rowData{
 		return rowData{hs: genH(b, 0, 240, b-3_600_000, tsdbutil.GenerateTestHistogram)}
 	},
 	"st-float": func(b int64) rowData {
-		var fs []schema.Sample
+		var fs []cellenc.Sample
 		for i := range 240 {
-			fs = append(fs, schema.Sample{T: b + int64(i)*15_000, V: float64(i) * 0.1, ST: b - 1000})
+			fs = append(fs, cellenc.Sample{T: b + int64(i)*15_000, V: float64(i) * 0.1, ST: b - 1000})
 		}
 		fs[7].V = math.Float64frombits(value.StaleNaN)
 		return rowData{fs: fs}
@@ -51,31 +52,31 @@ var histogramSeries = map[string]func(bucket int64) rowData{
 		// floats, int histograms, a stale marker, float histograms, floats
 		var d rowData
 		for i := range 20 {
-			d.fs = append(d.fs, schema.Sample{T: b + int64(i)*15_000, V: math.Pi * float64(i)})
+			d.fs = append(d.fs, cellenc.Sample{T: b + int64(i)*15_000, V: math.Pi * float64(i)})
 		}
 		d.hs = genH(b, 20, 100, 0, tsdbutil.GenerateTestHistogram)
-		d.fs = append(d.fs, schema.Sample{T: b + 100*15_000, V: math.Float64frombits(value.StaleNaN)})
+		d.fs = append(d.fs, cellenc.Sample{T: b + 100*15_000, V: math.Float64frombits(value.StaleNaN)})
 		d.hs = append(d.hs, genFH(b, 101, 200, 0, tsdbutil.GenerateTestFloatHistogram)...)
-		d.hs = append(d.hs, schema.HistogramSample{T: b + 200*15_000, FH: &histogram.FloatHistogram{Sum: math.Float64frombits(value.StaleNaN)}})
+		d.hs = append(d.hs, cellenc.HistogramSample{T: b + 200*15_000, FH: &histogram.FloatHistogram{Sum: math.Float64frombits(value.StaleNaN)}})
 		for i := 201; i < 240; i++ {
-			d.fs = append(d.fs, schema.Sample{T: b + int64(i)*15_000, V: float64(i)})
+			d.fs = append(d.fs, cellenc.Sample{T: b + int64(i)*15_000, V: float64(i)})
 		}
 		return d
 	},
 }
 
-func genH(b int64, from, to int, st int64, gen func(int64) *histogram.Histogram) []schema.HistogramSample {
-	var out []schema.HistogramSample
+func genH(b int64, from, to int, st int64, gen func(int64) *histogram.Histogram) []cellenc.HistogramSample {
+	var out []cellenc.HistogramSample
 	for i := from; i < to; i++ {
-		out = append(out, schema.HistogramSample{T: b + int64(i)*15_000, ST: st, H: gen(int64(i))})
+		out = append(out, cellenc.HistogramSample{T: b + int64(i)*15_000, ST: st, H: gen(int64(i))})
 	}
 	return out
 }
 
-func genFH(b int64, from, to int, st int64, gen func(int64) *histogram.FloatHistogram) []schema.HistogramSample {
-	var out []schema.HistogramSample
+func genFH(b int64, from, to int, st int64, gen func(int64) *histogram.FloatHistogram) []cellenc.HistogramSample {
+	var out []cellenc.HistogramSample
 	for i := from; i < to; i++ {
-		out = append(out, schema.HistogramSample{T: b + int64(i)*15_000, ST: st, FH: gen(int64(i))})
+		out = append(out, cellenc.HistogramSample{T: b + int64(i)*15_000, ST: st, FH: gen(int64(i))})
 	}
 	return out
 }
@@ -105,14 +106,14 @@ func (f *fixture) putRaw(t *testing.T, host string, b int64, d rowData, late boo
 		if err != nil {
 			t.Fatal(err)
 		}
-		muts = append(muts, kv.Put(key, schema.FamilyRaw, q, cellTS(s.T), schema.AppendSampleValue(nil, s)))
+		muts = append(muts, kv.Put(key, schema.FamilyRaw, q, cellTS(s.T), cellenc.AppendSampleValue(nil, s)))
 	}
 	for _, h := range d.hs {
 		q, err := schema.AppendRawQualifier(nil, h.T-b, width)
 		if err != nil {
 			t.Fatal(err)
 		}
-		muts = append(muts, kv.Put(key, schema.FamilyRaw, q, cellTS(h.T), schema.AppendHistogramSampleValue(nil, h)))
+		muts = append(muts, kv.Put(key, schema.FamilyRaw, q, cellTS(h.T), cellenc.AppendHistogramSampleValue(nil, h)))
 	}
 	if err := f.st.Apply(context.Background(), schema.TableData, muts); err != nil {
 		t.Fatal(err)
@@ -132,7 +133,7 @@ func (f *fixture) putRaw(t *testing.T, host string, b int64, d rowData, late boo
 	}
 }
 
-// readRow reads the row of host in bucket b through schema.DecodeDataRow, and
+// readRow reads the row of host in bucket b through cellenc.DecodeDataRow, and
 // counts its cells of each family.
 func (f *fixture) readRow(t *testing.T, host string, b int64) (rowData, int, int) {
 	t.Helper()
@@ -140,7 +141,7 @@ func (f *fixture) readRow(t *testing.T, host string, b int64) (rowData, int, int
 	if err != nil {
 		t.Fatal(err)
 	}
-	rs, err := schema.DecodeDataRow(rows[0], f.settings.BucketWidth, 0, kv.MaxTimestamp)
+	rs, err := cellenc.DecodeDataRow(rows[0], f.settings.BucketWidth, 0, kv.MaxTimestamp)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +149,7 @@ func (f *fixture) readRow(t *testing.T, host string, b int64) (rowData, int, int
 }
 
 // sameRow reports how got differs from want as Prometheus' chunks give
-// samples back (schema/chunk.go): floats, timestamps and start timestamps bit
+// samples back (cellenc/chunk.go): floats, timestamps and start timestamps bit
 // for bit; histograms with every count and sum bit for bit once empty buckets
 // are dropped, the counter-reset hint left out, a stale marker by its Sum.
 func sameRow(want, got rowData) error {
@@ -239,11 +240,11 @@ func TestCompactHistogramsAndStartTimestamps(t *testing.T) {
 				}
 				for _, c := range cells[r.Resolution] {
 					d := want[fmt.Sprint(c.key.Host, c.bucketStart)]
-					wantW := schema.EncodeRollupWindows(nil, c.bucketStart, r.Resolution, schema.AggregateWindows(d.fs, d.hs, r.Resolution))
-					if got := schema.EncodeRollupWindows(nil, c.bucketStart, r.Resolution, c.windows); !bytes.Equal(got, wantW) {
+					wantW := cellenc.EncodeRollupWindows(nil, c.bucketStart, r.Resolution, cellenc.AggregateWindows(d.fs, d.hs, r.Resolution))
+					if got := cellenc.EncodeRollupWindows(nil, c.bucketStart, r.Resolution, c.windows); !bytes.Equal(got, wantW) {
 						t.Errorf("rollup %s of %s bucket %d: %x, want %x", r.Resolution, c.key.Host, c.bucketStart, got, wantW)
 					}
-					if histograms := len(d.hs) > 0 && !(len(d.hs) == 1 && schema.IsStaleHistogram(d.hs[0])); histograms != hasHistogramWindow(c.windows) {
+					if histograms := len(d.hs) > 0 && !(len(d.hs) == 1 && cellenc.IsStaleHistogram(d.hs[0])); histograms != hasHistogramWindow(c.windows) {
 						t.Errorf("rollup %s of %s bucket %d: windows with histograms %v, want %v", r.Resolution, c.key.Host, c.bucketStart, !histograms, histograms)
 					}
 				}
@@ -253,18 +254,18 @@ func TestCompactHistogramsAndStartTimestamps(t *testing.T) {
 			// 15 s samples, written as late cells (schema/late.go; schema's
 			// tests cover a raw sample replacing a chunk's of the other kind).
 			b1 := day0 + hour
-			off := func(hs []schema.HistogramSample) []schema.HistogramSample {
+			off := func(hs []cellenc.HistogramSample) []cellenc.HistogramSample {
 				for i := range hs {
 					hs[i].T += 7_000
 				}
 				return hs
 			}
 			late := map[string]rowData{
-				"int":      {fs: []schema.Sample{{T: b1 + 22_000, V: 1.5}, {T: b1 + 7_000, V: 2.5, ST: 5}}},
+				"int":      {fs: []cellenc.Sample{{T: b1 + 22_000, V: 1.5}, {T: b1 + 7_000, V: 2.5, ST: 5}}},
 				"float":    {hs: off(genH(b1, 3, 5, 0, tsdbutil.GenerateTestCustomBucketsHistogram))},
 				"st-float": {hs: off(genFH(b1, 10, 12, 77, tsdbutil.GenerateTestFloatHistogram))},
 				"mixed": {
-					fs: []schema.Sample{{T: b1 + 50*15_000 + 7_000, V: -1}},
+					fs: []cellenc.Sample{{T: b1 + 50*15_000 + 7_000, V: -1}},
 					hs: off(genH(b1, 5, 6, 0, tsdbutil.GenerateTestHistogram)),
 				},
 			}
@@ -286,7 +287,7 @@ func TestCompactHistogramsAndStartTimestamps(t *testing.T) {
 	}
 }
 
-func hasHistogramWindow(ws []schema.RollupWindow) bool {
+func hasHistogramWindow(ws []cellenc.RollupWindow) bool {
 	for _, w := range ws {
 		if w.Histograms > 0 {
 			return true
@@ -318,7 +319,7 @@ func mergeRow(d, late rowData) rowData {
 	}
 	out.fs = append(out.fs, late.fs...)
 	out.hs = append(out.hs, late.hs...)
-	slices.SortFunc(out.fs, func(a, b schema.Sample) int { return cmp.Compare(a.T, b.T) })
-	slices.SortFunc(out.hs, func(a, b schema.HistogramSample) int { return cmp.Compare(a.T, b.T) })
+	slices.SortFunc(out.fs, func(a, b cellenc.Sample) int { return cmp.Compare(a.T, b.T) })
+	slices.SortFunc(out.hs, func(a, b cellenc.HistogramSample) int { return cmp.Compare(a.T, b.T) })
 	return out
 }

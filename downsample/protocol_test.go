@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/prometheus/model/labels"
 
+	"github.com/hbtsdb/hbtsdb/cellenc"
 	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/schema"
 	"github.com/hbtsdb/hbtsdb/schema/schematest"
@@ -47,7 +48,7 @@ func TestCompactionLaysOneTombstonePerRow(t *testing.T) {
 			// Two late samples into one compacted bucket, in two requests.
 			ls := f.series[1]
 			for _, ts := range []int64{day0 + 1_000, day0 + 2_000} {
-				f.write(t, write.Request{Series: []write.Series{{Labels: ls, Samples: []schema.Sample{{T: ts, V: -1}}}}})
+				f.write(t, write.Request{Series: []write.Series{{Labels: ls, Samples: []cellenc.Sample{{T: ts, V: -1}}}}})
 			}
 			before = tombstones(t, f.st)
 			st, err = f.compactor(t, Options{Rollups: testRollups}).Compact(context.Background())
@@ -74,7 +75,7 @@ func TestCompactorsRacingOnOneSaltUndoNothing(t *testing.T) {
 		for _, step := range []string{"rollups written", "chunks written"} {
 			t.Run(b.Name+"/the other runs after "+step, func(t *testing.T) {
 				f := newFixture(t, b)
-				late := schema.Sample{T: day0 + 7_500, V: -1}
+				late := cellenc.Sample{T: day0 + 7_500, V: -1}
 				st := f.compactRacedAfter(t, step, late, testRollups)
 				if step == "rollups written" && st.Conflicts != 1 {
 					t.Errorf("the slow compactor = %+v, want 1 conflict: its chunk cell changed under it", st)
@@ -104,7 +105,7 @@ func TestCompactorsRacingOnOneSaltUndoNothing(t *testing.T) {
 // (h1's row of bucket day0, the first its salt's marks name: salt, bucket,
 // then host order), late arrives in that row and another compactor, of
 // otherRollups, does the whole salt. It returns the first compactor's Stats.
-func (f *fixture) compactRacedAfter(t *testing.T, step string, late schema.Sample, otherRollups []schema.Rollup) Stats {
+func (f *fixture) compactRacedAfter(t *testing.T, step string, late cellenc.Sample, otherRollups []schema.Rollup) Stats {
 	t.Helper()
 	salt := schema.Salt("h1", f.settings.SaltBuckets)
 	ran := false
@@ -113,7 +114,7 @@ func (f *fixture) compactRacedAfter(t *testing.T, step string, late schema.Sampl
 			return nil
 		}
 		ran = true
-		f.write(t, write.Request{Series: []write.Series{{Labels: f.series[0], Samples: []schema.Sample{late}}}})
+		f.write(t, write.Request{Series: []write.Series{{Labels: f.series[0], Samples: []cellenc.Sample{late}}}})
 		if _, err := f.compactor(t, Options{Rollups: otherRollups}).CompactSalt(context.Background(), salt); err != nil {
 			t.Errorf("the other compactor: %v", err)
 		}
@@ -141,7 +142,7 @@ func TestCompactorsWithDifferentListsLeaveNoStaleCell(t *testing.T) {
 			t.Run(b.Name+"/the other runs after "+step, func(t *testing.T) {
 				f := newFixture(t, b)
 				only5m := testRollups[:1]
-				f.compactRacedAfter(t, step, schema.Sample{T: day0 + 7_500, V: -1}, only5m)
+				f.compactRacedAfter(t, step, cellenc.Sample{T: day0 + 7_500, V: -1}, only5m)
 				if _, err := f.compactor(t, Options{Rollups: testRollups}).Compact(context.Background()); err != nil { // the other salts
 					t.Fatal(err)
 				}
@@ -210,7 +211,7 @@ func TestUnmarkedRowsOfAnUpgradedStoreAreSwept(t *testing.T) {
 				t.Fatalf("the pass that seals day0+3h = %+v, %v; want its 3 rows, unmarked, found by a sweep", st, err)
 			}
 			f.writeOnTime(t, write.Request{Series: []write.Series{{Labels: labels.FromStrings("__name__", "up", "host", "h3", "job", "node"),
-				Samples: []schema.Sample{{T: day0 + 4*hour + 1000, V: 1}}}}})
+				Samples: []cellenc.Sample{{T: day0 + 4*hour + 1000, V: 1}}}}})
 			f.now = f.now.Add(time.Hour)
 			st, err = f.compactor(t, Options{}).Compact(ctx)
 			if err != nil || st.Rows != 1 || st.RowsRead != 1 {

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/value"
 
+	"github.com/hbtsdb/hbtsdb/cellenc"
 	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/schema"
 	"github.com/hbtsdb/hbtsdb/schema/schematest"
@@ -57,9 +58,9 @@ func (f *fixture) seriesKey(t *testing.T, ls labels.Labels) schema.DataKey {
 }
 
 // samples returns every series' samples as the reader sees them.
-func (f *fixture) samples(t *testing.T) [][]schema.Sample {
+func (f *fixture) samples(t *testing.T) [][]cellenc.Sample {
 	t.Helper()
-	out := make([][]schema.Sample, len(f.series))
+	out := make([][]cellenc.Sample, len(f.series))
 	for i, ls := range f.series {
 		got, err := f.r.Samples(context.Background(), ls, 0, kv.MaxTimestamp)
 		if err != nil {
@@ -87,7 +88,7 @@ func fmtFloat(f float64, loose bool) string {
 // fmtWindows renders windows field by field, floats by their bits (any NaN
 // as "NaN" when loose), so that two renderings are equal exactly when the
 // windows are.
-func fmtWindows(ws []schema.RollupWindow, loose bool) string {
+func fmtWindows(ws []cellenc.RollupWindow, loose bool) string {
 	var b strings.Builder
 	for _, w := range ws {
 		fmt.Fprintf(&b, "[end=%d n=%d sum=%s min=%s max=%s first=%d/%s last=%d/%s resets=%s stale=%d]",
@@ -105,15 +106,15 @@ func cellName(table string, row, qualifier []byte) string {
 // wantRollups returns the rollup cells that compaction must have written for
 // the series' samples (samples[i] are f.series[i]'s): for every resolution and
 // every sealed bucket with a sample (stale markers included), the cell named
-// by the series' key with the bucket's day, holding schema.AggregateWindows of
+// by the series' key with the bucket's day, holding cellenc.AggregateWindows of
 // the bucket's samples at the bucket's last millisecond.
-func (f *fixture) wantRollups(t *testing.T, rollups []schema.Rollup, samples [][]schema.Sample) map[string]string {
+func (f *fixture) wantRollups(t *testing.T, rollups []schema.Rollup, samples [][]cellenc.Sample) map[string]string {
 	t.Helper()
 	width, cutoff := f.settings.BucketWidth, f.cutoff()
 	want := map[string]string{}
 	for i, ls := range f.series {
 		key := f.seriesKey(t, ls)
-		byBucket := map[int64][]schema.Sample{}
+		byBucket := map[int64][]cellenc.Sample{}
 		for _, s := range samples[i] {
 			b := schema.BucketStart(s.T, width)
 			byBucket[b] = append(byBucket[b], s)
@@ -126,7 +127,7 @@ func (f *fixture) wantRollups(t *testing.T, rollups []schema.Rollup, samples [][
 			k.BucketStart = schema.RollupRowStart(b)
 			for _, r := range rollups {
 				name := cellName(schema.RollupTable(r.Resolution), schema.DataRowKey(nil, k), schema.AppendRollupQualifier(nil, b))
-				want[name] = fmt.Sprintf("ts=%d %s", b+width.Milliseconds()-1, fmtWindows(schema.AggregateWindows(bs, nil, r.Resolution), false))
+				want[name] = fmt.Sprintf("ts=%d %s", b+width.Milliseconds()-1, fmtWindows(cellenc.AggregateWindows(bs, nil, r.Resolution), false))
 			}
 		}
 	}
@@ -138,8 +139,8 @@ type rollupCell struct {
 	key         schema.DataKey // BucketStart: the row's day
 	bucketStart int64
 	ts          int64
-	windows     []schema.RollupWindow
-	void        bool // a void cell (schema.IsVoidRollupValue): no windows
+	windows     []cellenc.RollupWindow
+	void        bool // a void cell (cellenc.IsVoidRollupValue): no windows
 }
 
 // rollupCells reads every cell of the rollup tables of rollups, decoded, by
@@ -166,14 +167,14 @@ func (f *fixture) rollupCells(t *testing.T, rollups []schema.Rollup) map[time.Du
 				if err != nil {
 					t.Fatal(err)
 				}
-				if schema.IsVoidRollupValue(c.Value) {
+				if cellenc.IsVoidRollupValue(c.Value) {
 					if len(c.Value) != 9 {
 						t.Errorf("void rollup cell %s of %d bytes, want 9", cellName(schema.RollupTable(r.Resolution), row.Key, c.Qualifier), len(c.Value))
 					}
 					out[r.Resolution] = append(out[r.Resolution], rollupCell{key: k, bucketStart: b, ts: c.Timestamp, void: true})
 					continue
 				}
-				ws, err := schema.DecodeRollupWindows(nil, c.Value, b, r.Resolution)
+				ws, err := cellenc.DecodeRollupWindows(nil, c.Value, b, r.Resolution)
 				if err != nil {
 					t.Fatalf("rollup cell %s: %v", cellName(schema.RollupTable(r.Resolution), row.Key, c.Qualifier), err)
 				}
@@ -210,7 +211,7 @@ func (f *fixture) gotRollups(t *testing.T, rollups []schema.Rollup) map[string]s
 // checkRollups fails the test unless the rollup tables hold exactly the cells
 // wantRollups gives for samples: no cell missing, none extra, each equal to
 // the bit.
-func (f *fixture) checkRollups(t *testing.T, rollups []schema.Rollup, samples [][]schema.Sample) {
+func (f *fixture) checkRollups(t *testing.T, rollups []schema.Rollup, samples [][]cellenc.Sample) {
 	t.Helper()
 	want, got := f.wantRollups(t, rollups, samples), f.gotRollups(t, rollups)
 	if len(want) == 0 {
@@ -238,19 +239,19 @@ func (f *fixture) checkRollups(t *testing.T, rollups []schema.Rollup, samples []
 }
 
 // checkMerges fails the test unless, for each resolution and series, the
-// windows of its rollup cells merged (schema.RollupWindow.Merge, in bucket
+// windows of its rollup cells merged (cellenc.RollupWindow.Merge, in bucket
 // order, the parts of one window from consecutive buckets) are
-// schema.AggregateWindows of the series' sealed samples: what a reader of the
+// cellenc.AggregateWindows of the series' sealed samples: what a reader of the
 // rollups gets is the whole window. Floats compare by their bits, any NaN
 // equal to any other (a merged sum is a plain sum of compensated sums: the
 // tests' values are integers, so both are exact).
-func (f *fixture) checkMerges(t *testing.T, rollups []schema.Rollup, samples [][]schema.Sample) (split int) {
+func (f *fixture) checkMerges(t *testing.T, rollups []schema.Rollup, samples [][]cellenc.Sample) (split int) {
 	t.Helper()
 	cutoff := f.cutoff()
 	cells := f.rollupCells(t, rollups)
 	for i, ls := range f.series {
 		key := f.seriesKey(t, ls)
-		var sealed []schema.Sample
+		var sealed []cellenc.Sample
 		for _, s := range samples[i] {
 			if s.T < cutoff {
 				sealed = append(sealed, s)
@@ -266,7 +267,7 @@ func (f *fixture) checkMerges(t *testing.T, rollups []schema.Rollup, samples [][
 				}
 			}
 			slices.SortFunc(own, func(a, b rollupCell) int { return cmp.Compare(a.bucketStart, b.bucketStart) })
-			var merged []schema.RollupWindow
+			var merged []cellenc.RollupWindow
 			for _, c := range own {
 				for _, w := range c.windows {
 					if n := len(merged); n > 0 && merged[n-1].End == w.End {
@@ -277,7 +278,7 @@ func (f *fixture) checkMerges(t *testing.T, rollups []schema.Rollup, samples [][
 					merged = append(merged, w)
 				}
 			}
-			want := schema.AggregateWindows(sealed, nil, r.Resolution)
+			want := cellenc.AggregateWindows(sealed, nil, r.Resolution)
 			if g, w := fmtWindows(merged, true), fmtWindows(want, true); g != w {
 				t.Errorf("%s at %s: merged rollup windows\n%s\nwant the whole windows\n%s", ls, r.Resolution, g, w)
 			}
@@ -290,25 +291,25 @@ func (f *fixture) checkMerges(t *testing.T, rollups []schema.Rollup, samples [][
 // jitter: integer values (a counter that resets now and then, or a gauge),
 // NaNs, infinities (gauges), stale markers, gaps of 10 to 70 minutes (after a
 // stale marker, sometimes with a lone stale marker in the gap).
-func randomSamples(rng *rand.Rand, from, to int64, counter bool) []schema.Sample {
+func randomSamples(rng *rand.Rand, from, to int64, counter bool) []cellenc.Sample {
 	stale := math.Float64frombits(value.StaleNaN)
-	var out []schema.Sample
+	var out []cellenc.Sample
 	v := float64(rng.IntN(1000))
 	for t := from + rng.Int64N(15_000); t < to; t += 14_000 + rng.Int64N(2_001) {
 		switch p := rng.IntN(200); {
 		case p < 3:
-			out = append(out, schema.Sample{T: t, V: stale})
+			out = append(out, cellenc.Sample{T: t, V: stale})
 			t += (10 + rng.Int64N(60)) * 60_000
 			if rng.IntN(3) == 0 && t < to {
-				out = append(out, schema.Sample{T: t, V: stale}) // alone in its windows
+				out = append(out, cellenc.Sample{T: t, V: stale}) // alone in its windows
 				t += (10 + rng.Int64N(30)) * 60_000
 			}
 		case p < 7:
-			out = append(out, schema.Sample{T: t, V: stale})
+			out = append(out, cellenc.Sample{T: t, V: stale})
 		case p < 11:
-			out = append(out, schema.Sample{T: t, V: math.NaN()})
+			out = append(out, cellenc.Sample{T: t, V: math.NaN()})
 		case p < 13 && !counter:
-			out = append(out, schema.Sample{T: t, V: math.Inf(1 - 2*rng.IntN(2))})
+			out = append(out, cellenc.Sample{T: t, V: math.Inf(1 - 2*rng.IntN(2))})
 		default:
 			switch {
 			case !counter:
@@ -318,7 +319,7 @@ func randomSamples(rng *rand.Rand, from, to int64, counter bool) []schema.Sample
 			default:
 				v += float64(rng.IntN(100))
 			}
-			out = append(out, schema.Sample{T: t, V: v})
+			out = append(out, cellenc.Sample{T: t, V: v})
 		}
 	}
 	return out
@@ -329,14 +330,14 @@ func randomSamples(rng *rand.Rand, from, to int64, counter bool) []schema.Sample
 // from day0-2h (the day before) to day0+3h20m, one of them with no sample from
 // day0+1h to day0+2h, and one at whole 15s steps (so on window and bucket
 // boundaries). It returns the samples written.
-func newRandomFixture(t *testing.T, b schematest.Backend, width time.Duration, seed uint64) (*fixture, [][]schema.Sample) {
+func newRandomFixture(t *testing.T, b schematest.Backend, width time.Duration, seed uint64) (*fixture, [][]cellenc.Sample) {
 	t.Helper()
 	b.Settings.BucketWidth = width
 	b.TableOptions.RawRetention = 0
 	b.TableOptions.Rollups = testRollups
 	f := openFixture(t, b.Store(t), b.Settings)
 	rng := rand.New(rand.NewPCG(seed, 1))
-	var all [][]schema.Sample
+	var all [][]cellenc.Sample
 	req := write.Request{}
 	for i := range 6 {
 		host := fmt.Sprintf("r%d", i)
@@ -349,14 +350,14 @@ func newRandomFixture(t *testing.T, b schematest.Backend, width time.Duration, s
 		samples := randomSamples(rng, day0-2*hour, day0+3*hour+20*60_000, counter)
 		if i == 3 {
 			// A bucket (an hour) without a sample: no row, so no rollup cell.
-			samples = slices.DeleteFunc(samples, func(s schema.Sample) bool { return s.T >= day0+hour && s.T < day0+2*hour })
+			samples = slices.DeleteFunc(samples, func(s cellenc.Sample) bool { return s.T >= day0+hour && s.T < day0+2*hour })
 		}
 		if i == 5 {
 			// On the boundaries: a sample at every bucket start, which belongs to
 			// the window that ends there (windows are closed on the right).
 			samples = samples[:0]
 			for ts := day0 - 2*hour; ts < day0+3*hour+20*60_000; ts += 15_000 {
-				samples = append(samples, schema.Sample{T: ts, V: float64(ts/15_000%97) - 40})
+				samples = append(samples, cellenc.Sample{T: ts, V: float64(ts/15_000%97) - 40})
 			}
 		}
 		f.series = append(f.series, ls)
@@ -368,7 +369,7 @@ func newRandomFixture(t *testing.T, b schematest.Backend, width time.Duration, s
 }
 
 // Compaction writes, for every resolution, one rollup cell per sealed bucket
-// that decodes to exactly schema.AggregateWindows of the bucket's samples;
+// that decodes to exactly cellenc.AggregateWindows of the bucket's samples;
 // merged across buckets, the cells' windows are the whole windows (with 30m
 // buckets an hour is two cells); a second pass writes nothing; the watermark
 // of every salt is the cutoff.

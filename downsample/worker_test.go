@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/prometheus/model/labels"
 
+	"github.com/hbtsdb/hbtsdb/cellenc"
 	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/schema"
 	"github.com/hbtsdb/hbtsdb/schema/schematest"
@@ -49,9 +50,9 @@ func newSaltedFixture(t *testing.T, b schematest.Backend, n, salts int) (*fixtur
 	}
 	req := write.Request{}
 	for i, ls := range f.series {
-		var samples []schema.Sample
+		var samples []cellenc.Sample
 		for ts := day0; ts < day0+3*hour+20*60_000; ts += 15_000 {
-			samples = append(samples, schema.Sample{T: ts, V: float64(ts-day0) / 1000 * float64(i+1)})
+			samples = append(samples, cellenc.Sample{T: ts, V: float64(ts-day0) / 1000 * float64(i+1)})
 		}
 		req.Series = append(req.Series, write.Series{Labels: ls, Samples: samples})
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/prometheus/model/labels"
 
+	"github.com/hbtsdb/hbtsdb/cellenc"
 	"github.com/hbtsdb/hbtsdb/index"
 	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/schema"
@@ -93,7 +94,7 @@ func (e *env) cells(t testing.TB) int {
 
 // stored reads every raw float sample back from the data table, by series (the
 // labels' String()), oldest first, with the labels from the series registry.
-func (e *env) stored(t testing.TB) map[string][]schema.Sample {
+func (e *env) stored(t testing.TB) map[string][]cellenc.Sample {
 	t.Helper()
 	floats, _ := e.storedRaw(t)
 	return floats
@@ -101,7 +102,7 @@ func (e *env) stored(t testing.TB) map[string][]schema.Sample {
 
 // storedHistograms reads every raw histogram sample back from the data table,
 // by series (the labels' String()), oldest first.
-func (e *env) storedHistograms(t testing.TB) map[string][]schema.HistogramSample {
+func (e *env) storedHistograms(t testing.TB) map[string][]cellenc.HistogramSample {
 	t.Helper()
 	_, hists := e.storedRaw(t)
 	return hists
@@ -109,12 +110,12 @@ func (e *env) storedHistograms(t testing.TB) map[string][]schema.HistogramSample
 
 // storedRaw reads every raw cell of the data table back: the float samples and
 // the histogram samples, each by series (the labels' String()), oldest first.
-func (e *env) storedRaw(t testing.TB) (map[string][]schema.Sample, map[string][]schema.HistogramSample) {
+func (e *env) storedRaw(t testing.TB) (map[string][]cellenc.Sample, map[string][]cellenc.HistogramSample) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	floatsByID := map[uint64][]schema.Sample{}
-	histsByID := map[uint64][]schema.HistogramSample{}
+	floatsByID := map[uint64][]cellenc.Sample{}
+	histsByID := map[uint64][]cellenc.HistogramSample{}
 	sc := e.st.Scan(ctx, schema.TableData, nil, nil, kv.Families(schema.FamilyRaw))
 	defer sc.Close()
 	for sc.Next() {
@@ -128,16 +129,16 @@ func (e *env) storedRaw(t testing.TB) (map[string][]schema.Sample, map[string][]
 			if err != nil {
 				t.Fatal(err)
 			}
-			v, err := schema.DecodeSampleValue(c.Value)
+			v, err := cellenc.DecodeSampleValue(c.Value)
 			if err != nil {
 				t.Fatal(err)
 			}
 			ts := key.BucketStart + off
 			if v.H != nil || v.FH != nil {
-				histsByID[key.SeriesID] = append(histsByID[key.SeriesID], schema.HistogramSample{T: ts, ST: v.ST, H: v.H, FH: v.FH})
+				histsByID[key.SeriesID] = append(histsByID[key.SeriesID], cellenc.HistogramSample{T: ts, ST: v.ST, H: v.H, FH: v.FH})
 				continue
 			}
-			floatsByID[key.SeriesID] = append(floatsByID[key.SeriesID], schema.Sample{T: ts, V: v.F})
+			floatsByID[key.SeriesID] = append(floatsByID[key.SeriesID], cellenc.Sample{T: ts, V: v.F})
 		}
 	}
 	if err := sc.Err(); err != nil {
@@ -154,8 +155,8 @@ func (e *env) storedRaw(t testing.TB) (map[string][]schema.Sample, map[string][]
 		}
 		return out
 	}
-	return byLabels(floatsByID, labelsOf, func(s schema.Sample) int64 { return s.T }),
-		byLabels(histsByID, labelsOf, func(s schema.HistogramSample) int64 { return s.T })
+	return byLabels(floatsByID, labelsOf, func(s cellenc.Sample) int64 { return s.T }),
+		byLabels(histsByID, labelsOf, func(s cellenc.HistogramSample) int64 { return s.T })
 }
 
 // byLabels keys samples by series labels instead of series ID, each series'
@@ -179,8 +180,8 @@ func byLabels[S any](byID map[uint64][]S, labelsOf func([]uint64) []string, time
 }
 
 // sameSamples compares bit-exactly (NaN payloads included).
-func sameSamples(a, b []schema.Sample) bool {
-	return slices.EqualFunc(a, b, func(x, y schema.Sample) bool {
+func sameSamples(a, b []cellenc.Sample) bool {
+	return slices.EqualFunc(a, b, func(x, y cellenc.Sample) bool {
 		return x.T == y.T && math.Float64bits(x.V) == math.Float64bits(y.V)
 	})
 }

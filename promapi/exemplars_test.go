@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/tsdb"
 
+	"github.com/hbtsdb/hbtsdb/cellenc"
 	"github.com/hbtsdb/hbtsdb/db"
 	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/schema"
@@ -109,7 +110,7 @@ func (e *exemplarEnv) write(t *testing.T, series []write.Series) int {
 // indexed (an exemplar alone does not create a series).
 func (e *exemplarEnv) withSamples(series []write.Series) []write.Series {
 	for i := range series {
-		series[i].Samples = []schema.Sample{{T: t0 * 1000, V: 1}}
+		series[i].Samples = []cellenc.Sample{{T: t0 * 1000, V: 1}}
 	}
 	return series
 }
@@ -315,7 +316,7 @@ func TestExemplarsOfAStoreWithoutTheTable(t *testing.T) {
 				t.Fatal(err)
 			}
 			res, err := e.db.Write(ctx, &write.Request{Series: []write.Series{{Labels: ls("__name__", "up", "host", "a"),
-				Samples: []schema.Sample{{T: t0 * 1000, V: 1}}}}})
+				Samples: []cellenc.Sample{{T: t0 * 1000, V: 1}}}}})
 			if err != nil || res.SamplesWritten != 1 {
 				t.Fatalf("a write without exemplars: %v %+v", err, res)
 			}
@@ -364,7 +365,7 @@ func testExemplarRetention(t *testing.T, b schematest.Backend) {
 	now := time.Now().UnixMilli()
 	lbls := ls("__name__", "x_bucket", "host", "h")
 	res, err := d.Write(ctx, &write.Request{Series: []write.Series{{Labels: lbls,
-		Samples:   []schema.Sample{{T: now - 48*3600_000, V: 1}, {T: now, V: 2}},
+		Samples:   []cellenc.Sample{{T: now - 48*3600_000, V: 1}, {T: now, V: 2}},
 		Exemplars: []exemplar.Exemplar{{Labels: ls("trace_id", "old"), Value: 1, Ts: now - 48*3600_000, HasTs: true}, {Labels: ls("trace_id", "new"), Value: 2, Ts: now, HasTs: true}}}}})
 	if err != nil || res.ExemplarsWritten != 2 {
 		t.Fatalf("write: %v %+v", err, res)

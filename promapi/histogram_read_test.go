@@ -25,10 +25,10 @@ import (
 	"github.com/prometheus/prometheus/util/teststorage"
 	v1 "github.com/prometheus/prometheus/web/api/v1"
 
+	"github.com/hbtsdb/hbtsdb/cellenc"
 	"github.com/hbtsdb/hbtsdb/db"
 	"github.com/hbtsdb/hbtsdb/downsample"
 	"github.com/hbtsdb/hbtsdb/kv"
-	"github.com/hbtsdb/hbtsdb/schema"
 	"github.com/hbtsdb/hbtsdb/schema/schematest"
 	"github.com/hbtsdb/hbtsdb/write"
 )
@@ -80,9 +80,9 @@ func writeHistFixture(t *testing.T, e *queryEnv) {
 		s := write.Series{Labels: histLabels(name)}
 		for _, x := range samples {
 			if x.h == nil && x.fh == nil {
-				s.Samples = append(s.Samples, schema.Sample{T: x.t, V: x.v, ST: x.st})
+				s.Samples = append(s.Samples, cellenc.Sample{T: x.t, V: x.v, ST: x.st})
 			} else {
-				s.Histograms = append(s.Histograms, schema.HistogramSample{T: x.t, ST: x.st, H: x.h, FH: x.fh})
+				s.Histograms = append(s.Histograms, cellenc.HistogramSample{T: x.t, ST: x.st, H: x.h, FH: x.fh})
 			}
 		}
 		req.Series = append(req.Series, s)
@@ -109,9 +109,9 @@ func (s histSample) typ() chunkenc.ValueType {
 func (s histSample) String() string {
 	var v []byte
 	if s.typ() == chunkenc.ValFloat {
-		v = schema.AppendSampleValue(nil, schema.Sample{T: s.t, V: s.v})
+		v = cellenc.AppendSampleValue(nil, cellenc.Sample{T: s.t, V: s.v})
 	} else {
-		v = schema.AppendHistogramSampleValue(nil, schema.HistogramSample{T: s.t, H: s.h, FH: s.fh})
+		v = cellenc.AppendHistogramSampleValue(nil, cellenc.HistogramSample{T: s.t, H: s.h, FH: s.fh})
 	}
 	return fmt.Sprintf("%d/%d/%s/%x", s.t, s.st, s.typ(), v)
 }

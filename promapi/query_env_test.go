@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/common/model"
 
+	"github.com/hbtsdb/hbtsdb/cellenc"
 	"github.com/hbtsdb/hbtsdb/db"
 	"github.com/hbtsdb/hbtsdb/schema"
 	"github.com/hbtsdb/hbtsdb/schema/schematest"
@@ -66,11 +67,11 @@ func fixture() *write.Request {
 	series := func(n int, f func(i int) float64, pairs ...string) write.Series {
 		s := write.Series{Labels: ls(pairs...)}
 		for i := range n {
-			s.Samples = append(s.Samples, schema.Sample{T: (t0 + 60*int64(i)) * 1000, V: f(i)})
+			s.Samples = append(s.Samples, cellenc.Sample{T: (t0 + 60*int64(i)) * 1000, V: f(i)})
 		}
 		return s
 	}
-	mem := write.Series{Labels: ls("__name__", "mem", "host", "web1"), Samples: []schema.Sample{
+	mem := write.Series{Labels: ls("__name__", "mem", "host", "web1"), Samples: []cellenc.Sample{
 		{T: t0 * 1000, V: 0.5}, {T: (t0 + 60) * 1000, V: nan()}, {T: (t0 + 120) * 1000, V: 1e-300}}}
 	return &write.Request{
 		Series: []write.Series{

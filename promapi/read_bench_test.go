@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/prompb"
 
+	"github.com/hbtsdb/hbtsdb/cellenc"
 	"github.com/hbtsdb/hbtsdb/db"
 	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/promapi"
@@ -100,7 +101,7 @@ func BenchmarkRemoteRead(b *testing.B) {
 			for i := range readSeries {
 				s := write.Series{Labels: labels.FromStrings("__name__", "bench_read", "instance", fmt.Sprintf("host-%04d:9100", i), "job", "node")}
 				for k := range n {
-					s.Samples = append(s.Samples, schema.Sample{T: start.Add(time.Duration(k) * readInterval).UnixMilli(), V: float64(i*n + k)})
+					s.Samples = append(s.Samples, cellenc.Sample{T: start.Add(time.Duration(k) * readInterval).UnixMilli(), V: float64(i*n + k)})
 				}
 				req.Series = append(req.Series, s)
 				if len(req.Series) == 100 || i == readSeries-1 {
@@ -341,7 +342,7 @@ func BenchmarkLast(b *testing.B) {
 				for _, ls := range append([]labels.Labels{lbls}, others...) {
 					s := write.Series{Labels: ls}
 					for k := k0; k < min(k0+perRequest, n); k++ {
-						s.Samples = append(s.Samples, schema.Sample{T: end.Add(-time.Duration(n-1-k) * every).UnixMilli(), V: float64(k)})
+						s.Samples = append(s.Samples, cellenc.Sample{T: end.Add(-time.Duration(n-1-k) * every).UnixMilli(), V: float64(k)})
 					}
 					req.Series = append(req.Series, s)
 				}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hbtsdb/hbtsdb/cellenc"
 	"github.com/hbtsdb/hbtsdb/db"
 	"github.com/hbtsdb/hbtsdb/downsample"
 	"github.com/hbtsdb/hbtsdb/query"
@@ -38,7 +39,7 @@ func newRollupEnv(t *testing.T, b schematest.Backend) *queryEnv {
 	t.Cleanup(func() { d.Close() })
 	s := write.Series{Labels: ls("__name__", "g", "host", "h")}
 	for i := range 12 * 240 {
-		s.Samples = append(s.Samples, schema.Sample{T: rollupStart.UnixMilli() + 15_000*int64(i), V: float64(i % 97)})
+		s.Samples = append(s.Samples, cellenc.Sample{T: rollupStart.UnixMilli() + 15_000*int64(i), V: float64(i % 97)})
 	}
 	if res, err := d.Write(ctx, &write.Request{Series: []write.Series{s}}); err != nil || len(res.Rejected) > 0 {
 		t.Fatalf("write: %v %+v", err, res.Rejected)

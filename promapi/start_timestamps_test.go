@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/hbtsdb/hbtsdb/schema"
+	"github.com/hbtsdb/hbtsdb/cellenc"
 	"github.com/hbtsdb/hbtsdb/schema/schematest"
 	"github.com/hbtsdb/hbtsdb/write"
 )
@@ -16,7 +16,7 @@ import (
 // went up.
 func TestQueryUseStartTimestamps(t *testing.T) {
 	b := schematest.Backends()[0] // the engine's option, not the store, is under test
-	counter := write.Series{Labels: ls("__name__", "st_counter"), Samples: []schema.Sample{
+	counter := write.Series{Labels: ls("__name__", "st_counter"), Samples: []cellenc.Sample{
 		{T: t0 * 1000, V: 10, ST: (t0 - 30) * 1000},
 		{T: (t0 + 60) * 1000, V: 20, ST: (t0 + 30) * 1000}, // started after the previous sample: a reset
 		{T: (t0 + 120) * 1000, V: 30, ST: (t0 + 30) * 1000},

@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/prometheus/prompb"
 	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
 
+	"github.com/hbtsdb/hbtsdb/cellenc"
 	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/schema"
 	"github.com/hbtsdb/hbtsdb/schema/schematest"
@@ -26,13 +27,13 @@ import (
 )
 
 // httpHistograms are histogram samples of every shape, the last at t0.
-func httpHistograms(t0 int64) []schema.HistogramSample {
+func httpHistograms(t0 int64) []cellenc.HistogramSample {
 	exp := func(hint histogram.CounterResetHint) *histogram.Histogram {
 		return &histogram.Histogram{CounterResetHint: hint, Schema: 3, ZeroThreshold: 1e-9, ZeroCount: 1, Count: 11, Sum: -3.5,
 			PositiveSpans: []histogram.Span{{Offset: -3, Length: 1}, {Offset: 4, Length: 2}}, PositiveBuckets: []int64{1, 2, -1},
 			NegativeSpans: []histogram.Span{{Offset: 1, Length: 2}}, NegativeBuckets: []int64{3, -2}}
 	}
-	return []schema.HistogramSample{
+	return []cellenc.HistogramSample{
 		{T: t0 - 8000, H: exp(histogram.UnknownCounterReset)},
 		{T: t0 - 7000, ST: t0 - 60_000, H: exp(histogram.CounterReset)},
 		{T: t0 - 6000, H: exp(histogram.NotCounterReset)},
@@ -50,10 +51,10 @@ func httpHistograms(t0 int64) []schema.HistogramSample {
 
 // sameHistogramSamples compares timestamps, start timestamps, kinds and every
 // field bit for bit (by the raw cell encoding, which holds each of them).
-func sameHistogramSamples(a, b []schema.HistogramSample) bool {
-	return slices.EqualFunc(a, b, func(x, y schema.HistogramSample) bool {
+func sameHistogramSamples(a, b []cellenc.HistogramSample) bool {
+	return slices.EqualFunc(a, b, func(x, y cellenc.HistogramSample) bool {
 		return x.T == y.T && x.ST == y.ST && (x.H == nil) == (y.H == nil) &&
-			string(schema.AppendHistogramSampleValue(nil, x)) == string(schema.AppendHistogramSampleValue(nil, y))
+			string(cellenc.AppendHistogramSampleValue(nil, x)) == string(cellenc.AppendHistogramSampleValue(nil, y))
 	})
 }
 
@@ -90,7 +91,7 @@ func TestRemoteWriteV1HistogramsRoundTrip(t *testing.T) {
 			if len(got) != 1 || !sameHistogramSamples(got[lat.String()], want) {
 				t.Errorf("stored histograms %v\nwant %s: %v", got, lat, want)
 			}
-			if floats := e.stored(t); len(floats) != 1 || !sameSamples(floats[`{__name__="up", instance="web-1"}`], []schema.Sample{{T: t0, V: 1}}) {
+			if floats := e.stored(t); len(floats) != 1 || !sameSamples(floats[`{__name__="up", instance="web-1"}`], []cellenc.Sample{{T: t0, V: 1}}) {
 				t.Errorf("stored floats %v", floats)
 			}
 			if n := e.exemplarCells(t); n != 1 {
@@ -158,7 +159,7 @@ func TestRemoteWriteV2HistogramsRoundTrip(t *testing.T) {
 				t.Errorf("stored histograms %v\nwant %s: %v", got, lat, want)
 			}
 			floats := e.stored(t)
-			if !sameSamples(floats[`{__name__="requests_total", instance="web-1"}`], []schema.Sample{{T: t0 - 1000, V: 7}, {T: t0, V: 8}}) {
+			if !sameSamples(floats[`{__name__="requests_total", instance="web-1"}`], []cellenc.Sample{{T: t0 - 1000, V: 7}, {T: t0, V: 8}}) {
 				t.Errorf("stored floats %v", floats)
 			}
 			if n := e.exemplarCells(t); n != 2 {
@@ -254,7 +255,7 @@ func BenchmarkRemoteWriteV2Histograms(b *testing.B) {
 				bodies[i] = body(i)
 			}
 			for k := range series {
-				valueBytes += len(schema.AppendHistogramSampleValue(nil, schema.HistogramSample{H: benchHistogram(k, 0)}))
+				valueBytes += len(cellenc.AppendHistogramSampleValue(nil, cellenc.HistogramSample{H: benchHistogram(k, 0)}))
 			}
 			b.ResetTimer()
 			cpu0 := processCPU(b)

@@ -24,6 +24,7 @@ import (
 	"github.com/prometheus/prometheus/prompb"
 	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
 
+	"github.com/hbtsdb/hbtsdb/cellenc"
 	"github.com/hbtsdb/hbtsdb/schema"
 	"github.com/hbtsdb/hbtsdb/schema/schematest"
 	"github.com/hbtsdb/hbtsdb/write"
@@ -492,7 +493,7 @@ func TestBadInputCorpus(t *testing.T) {
 	}
 }
 
-func countSamples(m map[string][]schema.Sample) int {
+func countSamples(m map[string][]cellenc.Sample) int {
 	n := 0
 	for _, s := range m {
 		n += len(s)
@@ -505,7 +506,7 @@ func TestRemoteWriteV1RoundTrip(t *testing.T) {
 		t.Run(b.Name, func(t *testing.T) {
 			e := newEnv(t, b, write.DefaultLimits(), WriteLimits{})
 			t0 := e.now.Add(-time.Hour).UnixMilli()
-			want := map[string][]schema.Sample{
+			want := map[string][]cellenc.Sample{
 				`{__name__="up", instance="host1:9100", job="node"}`: {{T: t0, V: 1}, {T: t0 + 15_000, V: 0}, {T: t0 + 30_000, V: math.Float64frombits(0x7ff0000000000002)}},
 				`{__name__="temp", host="h\"2", room="a b"}`:         {{T: t0, V: 5e-324}, {T: t0 + 1, V: math.Inf(1)}, {T: t0 + 2, V: math.Inf(-1)}, {T: t0 + 3, V: math.NaN()}, {T: t0 + 4, V: 1e-300}},
 			}
@@ -573,9 +574,9 @@ func TestRemoteWriteV2RoundTrip(t *testing.T) {
 				t.Errorf("stored %d series, want %d", len(got), len(series))
 			}
 			for _, s := range series {
-				var w []schema.Sample
+				var w []cellenc.Sample
 				for _, x := range s.samples {
-					w = append(w, schema.Sample{T: x.Timestamp, V: x.Value})
+					w = append(w, cellenc.Sample{T: x.Timestamp, V: x.Value})
 				}
 				if !sameSamples(got[s.labels.String()], w) {
 					t.Errorf("series %s: stored %v, want %v", s.labels, got[s.labels.String()], w)
@@ -661,7 +662,7 @@ func TestOpenTSDBPutRoundTrip(t *testing.T) {
 				r.body != `{"errors":[],"failed":0,"success":1}`+"\n" {
 				t.Fatalf("again with ?details: %d %q", r.status, r.body)
 			}
-			want := map[string][]schema.Sample{
+			want := map[string][]cellenc.Sample{
 				`{__name__="sys.cpu.user", cpu="0", host="web01"}`: {{T: sec * 1000, V: 42.5}, {T: (sec + 60) * 1000, V: 43}},
 				`{__name__="sys.cpu.user", cpu="0", host="web02"}`: {{T: ms, V: -1.5e-3}},
 				`{__name__="sys.mem.free", host="web01"}`:          {{T: ms, V: 9007199254740992}}, // 2^53+1 rounds to even

@@ -9,16 +9,18 @@ import (
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 	"github.com/prometheus/prometheus/tsdb/chunks"
 	"github.com/prometheus/prometheus/util/annotations"
+
+	"github.com/hbtsdb/hbtsdb/cellenc"
 )
 
 // MaxChunkSamples is the most samples of a chunk the ChunkQuerier encodes from
 // raw cells, as Prometheus' head cuts its chunks.
-const MaxChunkSamples = 120
+const MaxChunkSamples = cellenc.HeadChunkSamples
 
 // ChunkQuerier returns a Prometheus chunk querier of [mint, maxt] (inclusive,
 // ms), for remote read's STREAMED_XOR_CHUNKS. Each series' chunks are the stored
 // chunks of its rows (family c) as they are when a row's chunk cell holds
-// exactly its samples in the range (schema.RowSamples.Chunks, any encoding),
+// exactly its samples in the range (cellenc.RowSamples.Chunks, any encoding),
 // and otherwise chunks encoded from the row's merged samples, never across a
 // bucket boundary: XOR chunks of at most MaxChunkSamples for a row of floats
 // without start timestamps, else Prometheus' encodings cut as its head cuts
@@ -87,7 +89,7 @@ func (s *chunkSeriesSet) Warnings() annotations.Annotations { return nil }
 
 type chunkSeries struct {
 	labels labels.Labels
-	rows   []bucketSamples
+	rows   []cellenc.RowSamples
 }
 
 func (s *chunkSeries) Labels() labels.Labels { return s.labels }
@@ -101,7 +103,7 @@ func (s *chunkSeries) Iterator(chunks.Iterator) chunks.Iterator {
 // for a row with histograms or start timestamps, the whole row when reached
 // (encodeRow), its chunks handed out in turn.
 type chunkIterator struct {
-	rows    []bucketSamples
+	rows    []cellenc.RowSamples
 	r, i    int           // next row and sample within it
 	pending []chunks.Meta // the rest of a general row's chunks
 	cur     chunks.Meta
@@ -116,24 +118,24 @@ func (it *chunkIterator) Next() bool {
 		it.cur, it.pending = it.pending[0], it.pending[1:]
 		return true
 	}
-	for it.r < len(it.rows) && it.i >= it.rows[it.r].len() {
+	for it.r < len(it.rows) && it.i >= it.rows[it.r].Len() {
 		it.r, it.i = it.r+1, 0
 	}
 	if it.r >= len(it.rows) {
 		return false
 	}
 	row := &it.rows[it.r]
-	if len(row.chunks) > 0 || row.general() {
-		metas, err := row.chunkMetas()
+	if len(row.Chunks) > 0 || general(row) {
+		metas, err := chunkMetas(row)
 		if err != nil {
-			it.err = fmt.Errorf("query: encode the chunks of bucket %d: %w", row.bucketStart, err)
+			it.err = fmt.Errorf("query: encode the chunks of bucket %d: %w", row.BucketStart, err)
 			return false
 		}
-		it.i = row.len()
+		it.i = row.Len()
 		it.cur, it.pending = metas[0], metas[1:]
 		return true
 	}
-	part := row.samples[it.i:min(it.i+MaxChunkSamples, len(row.samples))]
+	part := row.Samples[it.i:min(it.i+MaxChunkSamples, len(row.Samples))]
 	chk := chunkenc.NewXORChunk()
 	app, err := chk.Appender()
 	if err != nil {
@@ -141,9 +143,9 @@ func (it *chunkIterator) Next() bool {
 		return false
 	}
 	for _, s := range part {
-		app.Append(0, s.t, s.v)
+		app.Append(0, s.T, s.V)
 	}
-	it.cur = chunks.Meta{Chunk: chk, MinTime: part[0].t, MaxTime: part[len(part)-1].t}
+	it.cur = chunks.Meta{Chunk: chk, MinTime: part[0].T, MaxTime: part[len(part)-1].T}
 	it.i += len(part)
 	return true
 }

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/hbtsdb/hbtsdb/cellenc"
 	"github.com/hbtsdb/hbtsdb/query"
-	"github.com/hbtsdb/hbtsdb/schema"
 	"github.com/hbtsdb/hbtsdb/schema/schematest"
 )
 
@@ -54,7 +54,7 @@ func TestEveryReadPathMergesChunkAndRawCells(t *testing.T) {
 	}
 }
 
-func render(samples []schema.Sample) string {
+func render(samples []cellenc.Sample) string {
 	s := ""
 	for i, x := range samples {
 		if i > 0 {

@@ -50,10 +50,10 @@
 //     kv.Store.GetRows — one Pebble iterator, one HBase multi-get — within 512
 //     rows a batch; over more, or from a rollup, one series per read, by one
 //     scan of its key range (newest bucket first). Raw cells (family
-//     r) and any chunk cells (family c, schema/chunk.go) are merged, one sample
+//     r) and any chunk cells (family c, cellenc/chunk.go) are merged, one sample
 //     per timestamp (raw wins), ascending, values bit-exact (stale markers
 //     included), of either kind: float samples and native histograms (integer
-//     and float, schema.HistogramSample), with their start timestamps. A row
+//     and float, cellenc.HistogramSample), with their start timestamps. A row
 //     of floats without start timestamps stays 16 bytes a sample (samples.go);
 //     histograms and start timestamps go beside it. Closing the querier or
 //     cancelling the Select's context stops the reads in flight;
@@ -65,7 +65,7 @@
 //     reading the series back to the start of mint's 2h head chunk range when
 //     that decides a hint (Reader.history). The ChunkQuerier (remote read's
 //     STREAMED_XOR_CHUNKS) hands out a row's stored chunks as they are
-//     (schema.RowSamples.Chunks), else chunks encoded per bucket: XOR chunks
+//     (cellenc.RowSamples.Chunks), else chunks encoded per bucket: XOR chunks
 //     of at most MaxChunkSamples for floats, and for rows with histograms or
 //     start timestamps Prometheus' encodings cut as its head cuts them
 //     (histogram, float histogram, and the ST forms XOR2 and histogram ST for
@@ -85,7 +85,7 @@
 // Sharding hints. Remote read's SAMPLES answer carries no start timestamps
 // (prompb.Sample and prompb.Histogram have none); its streamed chunks do.
 //
-// It reads only through kv.Store, schema's codecs and index/. It must never
+// It reads only through kv.Store, schema (keys), cellenc (cell values) and index/. It must never
 // import a kv backend (kv/hbase, kv/embedded, gohbase, Pebble) nor write, db,
 // promapi or cmd.
 package query

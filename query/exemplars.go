@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/prometheus/storage"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/hbtsdb/hbtsdb/cellenc"
 	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/schema"
 )
@@ -123,7 +124,7 @@ func (r *Reader) readExemplars(ctx context.Context, s *series, start, end int64)
 			if c.Family != schema.FamilyExemplars {
 				continue
 			}
-			e, err := schema.DecodeExemplarValue(c.Value)
+			e, err := cellenc.DecodeExemplarValue(c.Value)
 			if err != nil {
 				return nil, fmt.Errorf("query: exemplars of series %d (%s): row %x cell %x: %w", s.id, s.labels, row.Key, c.Qualifier, err)
 			}

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/prometheus/model/exemplar"
 	"github.com/prometheus/prometheus/model/labels"
 
+	"github.com/hbtsdb/hbtsdb/cellenc"
 	"github.com/hbtsdb/hbtsdb/index"
 	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/query"
@@ -48,9 +49,9 @@ func TestExemplarQuerier(t *testing.T) {
 			}
 			// a: exemplars on both sides of the 1h bucket edge; b: one.
 			res, err := w.Write(ctx, &write.Request{Series: []write.Series{
-				{Labels: serA, Samples: []schema.Sample{{T: hour - 1, V: 1}, {T: hour, V: 2}},
+				{Labels: serA, Samples: []cellenc.Sample{{T: hour - 1, V: 1}, {T: hour, V: 2}},
 					Exemplars: []exemplar.Exemplar{ex("a3", 3, hour+5), ex("a1", 1, hour-1), ex("a2", 2, hour)}},
-				{Labels: serB, Samples: []schema.Sample{{T: hour, V: 1}}, Exemplars: []exemplar.Exemplar{ex("b1", 9, hour+1)}},
+				{Labels: serB, Samples: []cellenc.Sample{{T: hour, V: 1}}, Exemplars: []exemplar.Exemplar{ex("b1", 9, hour+1)}},
 			}})
 			if err != nil || res.ExemplarsWritten != 4 {
 				t.Fatalf("Write = %+v, %v", res, err)
@@ -106,7 +107,7 @@ func TestExemplarQuerier(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, err = eq.Select(0, 2*hour, []*labels.Matcher{cpu1})
-			want := fmt.Sprintf(`query: exemplars of series %d ({__name__="cpu", cpu="1", host="h1", job="node"}): row %x cell 0000000900: schema: exemplar value of 1 bytes is too short: malformed`, ids[0], row)
+			want := fmt.Sprintf(`query: exemplars of series %d ({__name__="cpu", cpu="1", host="h1", job="node"}): row %x cell 0000000900: cellenc: exemplar value of 1 bytes is too short: malformed`, ids[0], row)
 			if !errors.Is(err, schema.ErrMalformed) || err.Error() != want {
 				t.Errorf("a malformed cell: %v\nwant %s", err, want)
 			}
@@ -131,7 +132,7 @@ func BenchmarkExemplarSelect(b *testing.B) {
 		series := write.Series{Labels: labels.FromStrings("__name__", "lat_bucket", "host", "h", "le", fmt.Sprint(s))}
 		for i := range 360 {
 			ts := int64(i) * 10_000
-			series.Samples = append(series.Samples, schema.Sample{T: ts, V: float64(i)})
+			series.Samples = append(series.Samples, cellenc.Sample{T: ts, V: float64(i)})
 			series.Exemplars = append(series.Exemplars, exemplar.Exemplar{
 				Labels: labels.FromStrings("trace_id", fmt.Sprintf("%032x", s*1000+i)), Value: float64(i) / 7, Ts: ts, HasTs: true})
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/hbtsdb/hbtsdb/cellenc"
 	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/schema"
 )
@@ -51,14 +52,14 @@ type fetcher struct {
 	// their rows before mint that asHead needs (Reader.history), in the same
 	// goroutine as the read; history is that of the series next returned.
 	withHistory bool
-	history     []bucketSamples
+	history     []cellenc.RowSamples
 }
 
 // fetched is one read's outcome: rows[i] are the rows of the read's i-th
 // series, history[i] (when read) its rows before mint.
 type fetched struct {
-	rows    [][]bucketSamples
-	history [][]bucketSamples
+	rows    [][]cellenc.RowSamples
+	history [][]cellenc.RowSamples
 	err     error
 }
 
@@ -110,7 +111,7 @@ func (f *fetcher) run() {
 			var res fetched
 			if f.batch == 1 {
 				rows, err := f.r.readPlanned(f.ctx, &ss[0], f.mint, f.maxt, f.plan)
-				res = fetched{rows: [][]bucketSamples{rows}, err: err}
+				res = fetched{rows: [][]cellenc.RowSamples{rows}, err: err}
 			} else {
 				res.rows, res.err = f.r.readBatch(f.ctx, ss, f.mint, f.maxt)
 			}
@@ -124,7 +125,7 @@ func (f *fetcher) run() {
 
 // next returns the next series and its rows, false at the end or on error
 // (then the error).
-func (f *fetcher) next() (*series, []bucketSamples, bool, error) {
+func (f *fetcher) next() (*series, []cellenc.RowSamples, bool, error) {
 	if f.pos >= len(f.series) {
 		f.cancel()
 		return nil, nil, false, nil
@@ -156,7 +157,7 @@ func (f *fetcher) next() (*series, []bucketSamples, bool, error) {
 	}
 	f.pos++
 	for _, b := range rows {
-		f.samples += b.len()
+		f.samples += b.Len()
 	}
 	if maxSamples := f.r.opts.MaxSamples; maxSamples > 0 && f.samples > maxSamples {
 		f.cancel()
@@ -167,7 +168,7 @@ func (f *fetcher) next() (*series, []bucketSamples, bool, error) {
 
 // nextWithSamples is next, skipping the series without a sample in the range (a
 // series indexed on a day of the range may have none in it).
-func (f *fetcher) nextWithSamples() (*series, []bucketSamples, bool, error) {
+func (f *fetcher) nextWithSamples() (*series, []cellenc.RowSamples, bool, error) {
 	for {
 		ser, rows, ok, err := f.next()
 		if !ok || len(rows) > 0 {
@@ -178,15 +179,15 @@ func (f *fetcher) nextWithSamples() (*series, []bucketSamples, bool, error) {
 
 // histories returns Reader.history of each of ss (whose rows are rows), nil
 // when none has any (float series never do).
-func (r *Reader) histories(ctx context.Context, ss []series, mint int64, rows [][]bucketSamples) ([][]bucketSamples, error) {
-	var out [][]bucketSamples
+func (r *Reader) histories(ctx context.Context, ss []series, mint int64, rows [][]cellenc.RowSamples) ([][]cellenc.RowSamples, error) {
+	var out [][]cellenc.RowSamples
 	for j := range ss {
 		h, err := r.history(ctx, &ss[j], mint, rows[j])
 		if err != nil {
 			return nil, err
 		}
 		if h != nil && out == nil {
-			out = make([][]bucketSamples, len(ss))
+			out = make([][]cellenc.RowSamples, len(ss))
 		}
 		if h != nil {
 			out[j] = h
@@ -201,7 +202,7 @@ func (f *fetcher) close() { f.cancel() }
 // readBatch reads the rows of ss overlapping [mint, maxt] (inclusive, ms,
 // mint >= 0) with one GetRows, and returns each series' samples, oldest bucket
 // first, as readSeries does.
-func (r *Reader) readBatch(ctx context.Context, ss []series, mint, maxt int64) ([][]bucketSamples, error) {
+func (r *Reader) readBatch(ctx context.Context, ss []series, mint, maxt int64) ([][]cellenc.RowSamples, error) {
 	width := r.settings.BucketWidth
 	first, last := schema.BucketStart(mint, width), schema.BucketStart(maxt, width)
 	n := int(r.buckets(mint, maxt))
@@ -223,9 +224,9 @@ func (r *Reader) readBatch(ctx context.Context, ss []series, mint, maxt int64) (
 	if err != nil {
 		return nil, fmt.Errorf("query: read %d series: %w", len(ss), err)
 	}
-	out := make([][]bucketSamples, len(ss))
+	out := make([][]cellenc.RowSamples, len(ss))
 	for i := range ss {
-		var got []bucketSamples
+		var got []cellenc.RowSamples
 		for _, row := range rows[i*n : (i+1)*n] {
 			if len(row.Cells) == 0 {
 				continue
@@ -234,7 +235,7 @@ func (r *Reader) readBatch(ctx context.Context, ss []series, mint, maxt int64) (
 			if err != nil {
 				return nil, fmt.Errorf("query: read series %d (%s): %w", ss[i].id, ss[i].labels, err)
 			}
-			if b.len() > 0 {
+			if b.Len() > 0 {
 				got = append(got, b)
 			}
 		}

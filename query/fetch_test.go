@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/prometheus/storage"
 	"go.uber.org/goleak"
 
+	"github.com/hbtsdb/hbtsdb/cellenc"
 	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/schema"
 	"github.com/hbtsdb/hbtsdb/schema/schematest"
@@ -89,7 +90,7 @@ func fetchFixture(t *testing.T, b schematest.Backend) (kv.Store, schema.Settings
 	for i := range 4 {
 		req.Series = append(req.Series, write.Series{
 			Labels:  labels.FromStrings("__name__", "cpu", "host", "h1", "cpu", fmt.Sprint(i)),
-			Samples: []schema.Sample{{T: int64(1000 + i), V: float64(i)}},
+			Samples: []cellenc.Sample{{T: int64(1000 + i), V: float64(i)}},
 		})
 	}
 	if res, err := w.Write(context.Background(), &req); err != nil || res.SamplesWritten != 4 {

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 	"github.com/prometheus/prometheus/tsdb/tsdbutil"
 
+	"github.com/hbtsdb/hbtsdb/cellenc"
 	"github.com/hbtsdb/hbtsdb/downsample"
 	"github.com/hbtsdb/hbtsdb/index"
 	"github.com/hbtsdb/hbtsdb/kv"
@@ -27,7 +28,7 @@ import (
 // a start timestamp), integer histograms (one with a start timestamp, the
 // third a counter reset), a float histogram, a float again, and in the next
 // bucket custom-buckets histograms, the second a counter reset. Its samples are written as raw cells
-// (schema's codecs) over float samples written by write.Writer, which
+// (cellenc's codecs) over float samples written by write.Writer, which
 // registers and indexes the series.
 var mixedSeries = labels.FromStrings("__name__", "mixed", "host", "h1", "job", "node")
 
@@ -73,7 +74,7 @@ func writeMixed(t *testing.T, b schematest.Backend) (*query.Reader, kv.Store) {
 	// raw cells below replace them.
 	req := write.Request{Series: []write.Series{{Labels: mixedSeries}}}
 	for _, s := range samples {
-		req.Series[0].Samples = append(req.Series[0].Samples, schema.Sample{T: s.t})
+		req.Series[0].Samples = append(req.Series[0].Samples, cellenc.Sample{T: s.t})
 	}
 	if res, err := w.Write(ctx, &req); err != nil || res.SamplesWritten != len(samples) {
 		t.Fatalf("Write = %+v, %v", res, err)
@@ -119,9 +120,9 @@ func compact(t *testing.T, st kv.Store, b schematest.Backend) {
 // must hand back, bit for bit.
 func (s mixedSample) value() []byte {
 	if s.h == nil && s.fh == nil {
-		return schema.AppendSampleValue(nil, schema.Sample{T: s.t, V: s.v, ST: s.st})
+		return cellenc.AppendSampleValue(nil, cellenc.Sample{T: s.t, V: s.v, ST: s.st})
 	}
-	return schema.AppendHistogramSampleValue(nil, schema.HistogramSample{T: s.t, ST: s.st, H: s.h, FH: s.fh})
+	return cellenc.AppendHistogramSampleValue(nil, cellenc.HistogramSample{T: s.t, ST: s.st, H: s.h, FH: s.fh})
 }
 
 // readIterator renders what an iterator hands out as "t/st/type/value"

@@ -5,6 +5,8 @@ import (
 	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 	"github.com/prometheus/prometheus/tsdb/chunks"
+
+	"github.com/hbtsdb/hbtsdb/cellenc"
 )
 
 // Iterators. A series whose rows hold float samples only, without start
@@ -15,36 +17,38 @@ import (
 // in any of its rows is iterated by the same list iterator over mixedList, its
 // float and histogram samples merged by timestamp.
 
-// sampleList is the samples of one series, ascending.
-type sampleList []sample
+// sampleList is the float samples of one series, ascending.
+type sampleList []cellenc.Sample
 
-func (s sampleList) Get(i int) chunks.Sample { return &s[i] }
+// Get returns the i-th sample as a chunks.Sample without allocating: a
+// floatSample is one pointer, which an interface holds as it is.
+func (s sampleList) Get(i int) chunks.Sample { return floatSample{&s[i]} }
 func (s sampleList) Len() int                { return len(s) }
 
 // flatten concatenates the float samples of a series' rows (oldest first); one
 // row is returned without a copy.
-func flatten(rows []bucketSamples) sampleList {
+func flatten(rows []cellenc.RowSamples) sampleList {
 	switch len(rows) {
 	case 0:
 		return nil
 	case 1:
-		return rows[0].samples
+		return rows[0].Samples
 	}
 	n := 0
 	for _, r := range rows {
-		n += len(r.samples)
+		n += len(r.Samples)
 	}
 	out := make(sampleList, 0, n)
 	for _, r := range rows {
-		out = append(out, r.samples...)
+		out = append(out, r.Samples...)
 	}
 	return out
 }
 
-// general reports whether any of rows holds histograms or start timestamps.
-func general(rows []bucketSamples) bool {
+// anyGeneral reports whether any of rows holds histograms or start timestamps.
+func anyGeneral(rows []cellenc.RowSamples) bool {
 	for i := range rows {
-		if rows[i].general() {
+		if general(&rows[i]) {
 			return true
 		}
 	}
@@ -80,27 +84,22 @@ func (s mixedList) Len() int                { return len(s) }
 
 // flattenMixed merges the float and histogram samples of a series' rows
 // (oldest first) into one list.
-func flattenMixed(rows []bucketSamples) mixedList {
+func flattenMixed(rows []cellenc.RowSamples) mixedList {
 	n := 0
 	for i := range rows {
-		n += rows[i].len()
+		n += rows[i].Len()
 	}
 	out := make(mixedList, 0, n)
 	for r := range rows {
 		b := &rows[r]
-		fs, hs := b.samples, b.histograms
-		for i, j := 0, 0; i < len(fs) || j < len(hs); {
-			if i < len(fs) && (j >= len(hs) || fs[i].t < hs[j].T) {
-				x := mixedSample{t: fs[i].t, v: fs[i].v}
-				if b.sts != nil {
-					x.st = b.sts[i]
-				}
-				out = append(out, x)
-				i++
+		for i, isHist := range b.InTimeOrder() {
+			if !isHist {
+				x := &b.Samples[i]
+				out = append(out, mixedSample{t: x.T, st: x.ST, v: x.V})
 				continue
 			}
-			out = append(out, mixedSample{t: hs[j].T, st: hs[j].ST, h: hs[j].H, fh: hs[j].FH})
-			j++
+			h := &b.Histograms[i]
+			out = append(out, mixedSample{t: h.T, st: h.ST, h: h.H, fh: h.FH})
 		}
 	}
 	return out
@@ -146,12 +145,14 @@ func (s *mixedSample) Copy() chunks.Sample {
 	return &mixedSample{t: s.t, st: s.st, v: s.v, h: s.H(), fh: s.FH()}
 }
 
-// sample implements chunks.Sample (a float sample; values bit-exact).
+// floatSample implements chunks.Sample for a float sample of a sampleList
+// (values bit-exact).
+type floatSample struct{ s *cellenc.Sample }
 
-func (s *sample) T() int64                    { return s.t }
-func (*sample) ST() int64                     { return 0 } // a sample with a start timestamp is a mixedSample
-func (s *sample) F() float64                  { return s.v }
-func (*sample) H() *histogram.Histogram       { return nil }
-func (*sample) FH() *histogram.FloatHistogram { return nil }
-func (*sample) Type() chunkenc.ValueType      { return chunkenc.ValFloat }
-func (s *sample) Copy() chunks.Sample         { c := *s; return &c }
+func (f floatSample) T() int64                    { return f.s.T }
+func (f floatSample) ST() int64                   { return f.s.ST }
+func (f floatSample) F() float64                  { return f.s.V }
+func (floatSample) H() *histogram.Histogram       { return nil }
+func (floatSample) FH() *histogram.FloatHistogram { return nil }
+func (floatSample) Type() chunkenc.ValueType      { return chunkenc.ValFloat }
+func (f floatSample) Copy() chunks.Sample         { c := *f.s; return floatSample{&c} }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/prometheus/model/labels"
 
+	"github.com/hbtsdb/hbtsdb/cellenc"
 	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/schema"
 )
@@ -19,8 +20,8 @@ type LastSeries struct {
 	// newest native histogram samples, each newest first: together the n
 	// newest samples Last was asked for (fewer when the series has fewer), of
 	// either kind.
-	Samples    []schema.Sample
-	Histograms []schema.HistogramSample
+	Samples    []cellenc.Sample
+	Histograms []cellenc.HistogramSample
 }
 
 // len is the number of samples of both kinds.
@@ -43,7 +44,7 @@ func (s *LastSeries) len() int { return len(s.Samples) + len(s.Histograms) }
 // row. Samples with timestamps in the future are returned like any other: the
 // newest stored readings are what the caller asked for.
 //
-// Each row is decoded by schema.DecodeDataRow, the one data-row decoder of every
+// Each row is decoded by cellenc.DecodeDataRow, the one data-row decoder of every
 // read path: chunk cells (family c) and raw cells (family r) merged, raw winning
 // on equal timestamps. Every stored row holds at least one sample, in one family or the
 // other: compaction deletes a bucket's raw cells only after its chunk is written.
@@ -125,7 +126,7 @@ func (r *Reader) newestAfter(ctx context.Context, after, stop []byte, n int, ls 
 // newestOfRow appends the samples of one data row to ls, newest first, float
 // and histogram samples merged by time, until ls holds n.
 func (r *Reader) newestOfRow(row kv.Row, n int, ls *LastSeries) error {
-	rs, err := schema.DecodeDataRow(row, r.settings.BucketWidth, 0, kv.MaxTimestamp)
+	rs, err := cellenc.DecodeDataRow(row, r.settings.BucketWidth, 0, kv.MaxTimestamp)
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/prometheus/model/labels"
 
+	"github.com/hbtsdb/hbtsdb/cellenc"
 	"github.com/hbtsdb/hbtsdb/index"
 	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/query"
@@ -67,8 +68,8 @@ func TestLastReadsOnlyTheNewestRows(t *testing.T) {
 				s := write.Series{Labels: ls}
 				for i := range hours {
 					// Two readings per hour: at :10 and :40.
-					s.Samples = append(s.Samples, schema.Sample{T: start + int64(i)*3_600_000 + 600_000, V: float64(2 * i)},
-						schema.Sample{T: start + int64(i)*3_600_000 + 2_400_000, V: float64(2*i + 1)})
+					s.Samples = append(s.Samples, cellenc.Sample{T: start + int64(i)*3_600_000 + 600_000, V: float64(2 * i)},
+						cellenc.Sample{T: start + int64(i)*3_600_000 + 2_400_000, V: float64(2*i + 1)})
 				}
 				req.Series = append(req.Series, s)
 			}
@@ -83,9 +84,9 @@ func TestLastReadsOnlyTheNewestRows(t *testing.T) {
 			}
 			counting := &rowCountingStore{Store: st}
 			r := query.NewReader(counting, b.Settings, index.NewRegistry(st, index.RegistryOptions{}), nil)
-			newest := func(i int) schema.Sample { // the i-th newest reading of series a
+			newest := func(i int) cellenc.Sample { // the i-th newest reading of series a
 				k := 2*hours - 1 - i
-				return schema.Sample{T: start + int64(k/2)*3_600_000 + 600_000 + int64(k%2)*1_800_000, V: float64(k)}
+				return cellenc.Sample{T: start + int64(k/2)*3_600_000 + 600_000 + int64(k%2)*1_800_000, V: float64(k)}
 			}
 			for _, tc := range []struct {
 				name   string
@@ -115,7 +116,7 @@ func TestLastReadsOnlyTheNewestRows(t *testing.T) {
 						if !labels.Equal(s.Labels, tc.series[i]) {
 							t.Errorf("series %d is %s, want %s", i, s.Labels, tc.series[i])
 						}
-						var want []schema.Sample
+						var want []cellenc.Sample
 						for j := range tc.n {
 							want = append(want, newest(j))
 						}

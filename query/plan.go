@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 
+	"github.com/hbtsdb/hbtsdb/cellenc"
 	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/schema"
 )
@@ -59,8 +60,8 @@ const rowsPerRoundTrip = 100
 // (the host/metric scan), one entry per series.
 type selection struct {
 	series     []series
-	rows       [][]bucketSamples
-	history    [][]bucketSamples // with rows: each series' rows before mint, for asHead (Reader.history)
+	rows       [][]cellenc.RowSamples
+	history    [][]cellenc.RowSamples // with rows: each series' rows before mint, for asHead (Reader.history)
 	mint, maxt int64
 	onlyLabels bool
 }
@@ -199,7 +200,7 @@ func (r *Reader) hostScan(ctx context.Context, mint, maxt int64, limit int, hm h
 	sel := selection{mint: mint, maxt: maxt}
 	var (
 		cur     *series
-		rows    []bucketSamples
+		rows    []cellenc.RowSamples
 		samples int
 		noTags  []int // series whose rows had no t: cells
 	)
@@ -228,9 +229,9 @@ func (r *Reader) hostScan(ctx context.Context, mint, maxt int64, limit int, hm h
 		if err != nil {
 			return selection{}, fmt.Errorf("query: scan %s on host %s, series %d: %w", hm.metric, hm.host, id, err)
 		}
-		if b.len() > 0 {
+		if b.Len() > 0 {
 			rows = append(rows, b)
-			samples += b.len()
+			samples += b.Len()
 			if maxSamples := r.opts.MaxSamples; maxSamples > 0 && samples > maxSamples {
 				return selection{}, fmt.Errorf("query: more than %d samples in %s on host %s: %w", maxSamples, hm.metric, hm.host, ErrTooManySamples)
 			}
@@ -262,7 +263,7 @@ func (r *Reader) hostScan(ctx context.Context, mint, maxt int64, limit int, hm h
 	if maxSeries := r.opts.MaxSeries; maxSeries > 0 && len(idx) > maxSeries {
 		return selection{}, fmt.Errorf("query: %d series match %s, more than the limit of %d: %w", len(idx), matchersString(ms), maxSeries, ErrTooManySeries)
 	}
-	out := selection{mint: mint, maxt: maxt, series: make([]series, len(idx)), rows: make([][]bucketSamples, len(idx))}
+	out := selection{mint: mint, maxt: maxt, series: make([]series, len(idx)), rows: make([][]cellenc.RowSamples, len(idx))}
 	for j, i := range idx {
 		out.series[j], out.rows[j] = sel.series[i], sel.rows[i]
 	}

@@ -12,6 +12,8 @@ import (
 	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 	"github.com/prometheus/prometheus/util/annotations"
+
+	"github.com/hbtsdb/hbtsdb/cellenc"
 )
 
 var (
@@ -237,7 +239,7 @@ func (s *listSeriesSet) Next() bool {
 	if s.i >= len(s.sel.series) {
 		return false
 	}
-	var rows, history []bucketSamples
+	var rows, history []cellenc.RowSamples
 	if s.sel.rows != nil {
 		rows = s.sel.rows[s.i]
 	}
@@ -256,27 +258,27 @@ func (*listSeriesSet) Warnings() annotations.Annotations { return nil }
 // when a row holds histograms or start timestamps (newSeriesIterator).
 type floatSeries struct {
 	labels labels.Labels
-	rows   []bucketSamples
+	rows   []cellenc.RowSamples
 	mixed  mixedList
 }
 
 // newFloatSeries returns the series of rows, its histograms as Prometheus'
 // head hands them out (asHead), after history (see Reader.history).
-func newFloatSeries(ls labels.Labels, history, rows []bucketSamples) (*floatSeries, error) {
+func newFloatSeries(ls labels.Labels, history, rows []cellenc.RowSamples) (*floatSeries, error) {
 	s := &floatSeries{labels: ls, rows: rows}
-	if !general(rows) {
+	if !anyGeneral(rows) {
 		return s, nil
 	}
 	skip := 0
 	if len(history) > 0 {
 		for i := range history {
-			skip += history[i].len()
+			skip += history[i].Len()
 		}
 		rows = append(slices.Clip(history), rows...)
 	}
 	s.mixed = flattenMixed(rows)
 	for i := range rows {
-		if len(rows[i].histograms) > 0 {
+		if len(rows[i].Histograms) > 0 {
 			if err := asHead(s.mixed); err != nil {
 				return nil, fmt.Errorf("query: series %s: %w", ls, err)
 			}
@@ -291,19 +293,19 @@ func newFloatSeries(ls labels.Labels, history, rows []bucketSamples) (*floatSeri
 // give the histograms of rows (its rows from mint on) the hints Prometheus'
 // head would: when the first of them is a histogram, it may be the second of
 // a head chunk that started before mint (and so "not a reset"). A head chunk
-// never crosses the end of its 2h range (headChunkRange), so the rows of
+// never crosses the end of its 2h range (cellenc.HeadChunkRange), so the rows of
 // [start of mint's range, mint) are all that can matter. None when the first
 // sample is a float (a histogram after it starts a chunk whatever came
 // before) or mint starts a range.
-func (r *Reader) history(ctx context.Context, s *series, mint int64, rows []bucketSamples) ([]bucketSamples, error) {
+func (r *Reader) history(ctx context.Context, s *series, mint int64, rows []cellenc.RowSamples) ([]cellenc.RowSamples, error) {
 	if len(rows) == 0 {
 		return nil, nil
 	}
-	fs, hs := rows[0].samples, rows[0].histograms
-	if len(hs) == 0 || (len(fs) > 0 && fs[0].t < hs[0].T) {
+	fs, hs := rows[0].Samples, rows[0].Histograms
+	if len(hs) == 0 || (len(fs) > 0 && fs[0].T < hs[0].T) {
 		return nil, nil
 	}
-	from := mint - mint%headChunkRange
+	from := mint - mint%cellenc.HeadChunkRange
 	if from >= mint {
 		return nil, nil
 	}

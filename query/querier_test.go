@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 
+	"github.com/hbtsdb/hbtsdb/cellenc"
 	"github.com/hbtsdb/hbtsdb/index"
 	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/query"
@@ -56,10 +57,10 @@ func newFixture(t *testing.T, b schematest.Backend) *fixture {
 	}
 	stale := math.Float64frombits(value.StaleNaN)
 	req := write.Request{Series: []write.Series{
-		{Labels: serA, Samples: []schema.Sample{{T: 0, V: 1}, {T: hour - 1, V: 2}, {T: hour, V: 3}, {T: hour + 1, V: stale}, {T: 2*day + 5, V: 4}}},
-		{Labels: serB, Samples: []schema.Sample{{T: 10, V: 10}, {T: 2 * hour, V: 11}}},
-		{Labels: serC, Samples: []schema.Sample{{T: 2*day + 7, V: 20}}},
-		{Labels: serD, Samples: []schema.Sample{{T: 30, V: 103}, {T: 50, V: 105}}},
+		{Labels: serA, Samples: []cellenc.Sample{{T: 0, V: 1}, {T: hour - 1, V: 2}, {T: hour, V: 3}, {T: hour + 1, V: stale}, {T: 2*day + 5, V: 4}}},
+		{Labels: serB, Samples: []cellenc.Sample{{T: 10, V: 10}, {T: 2 * hour, V: 11}}},
+		{Labels: serC, Samples: []cellenc.Sample{{T: 2*day + 7, V: 20}}},
+		{Labels: serD, Samples: []cellenc.Sample{{T: 30, V: 103}, {T: 50, V: 105}}},
 	}}
 	if res, err := w.Write(ctx, &req); err != nil || res.SamplesWritten != 10 {
 		t.Fatalf("Write = %+v, %v", res, err)
@@ -72,12 +73,12 @@ func newFixture(t *testing.T, b schematest.Backend) *fixture {
 	}
 	chk := chunkenc.NewXORChunk()
 	app, _ := chk.Appender()
-	for _, s := range []schema.Sample{{T: 20, V: 2}, {T: 30, V: 3}, {T: 40, V: 4}} {
+	for _, s := range []cellenc.Sample{{T: 20, V: 2}, {T: 30, V: 3}, {T: 40, V: 4}} {
 		app.Append(0, s.T, s.V)
 	}
 	row := schema.DataRowKey(nil, schema.DataKey{Salt: schema.Salt("h1", b.Settings.SaltBuckets), Host: "h1", Metric: "mem", SeriesID: ids[0]})
 	q, _ := schema.AppendChunkQualifier(nil, 20, b.Settings.BucketWidth)
-	put := kv.Put(row, schema.FamilyChunk, q, 40, schema.AppendChunkValue(nil, byte(chunkenc.EncXOR), chk.Bytes()))
+	put := kv.Put(row, schema.FamilyChunk, q, 40, cellenc.AppendChunkValue(nil, byte(chunkenc.EncXOR), chk.Bytes()))
 	if err := st.Apply(ctx, schema.TableData, []kv.Mutation{put}); err != nil {
 		t.Fatal(err)
 	}

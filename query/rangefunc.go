@@ -4,7 +4,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/hbtsdb/hbtsdb/schema"
+	"github.com/hbtsdb/hbtsdb/cellenc"
 )
 
 // Range functions computed from rollup windows, as the engine computes them
@@ -24,7 +24,7 @@ import (
 // checks that against the engine on raw data.
 
 // funcNeedsCounters reports whether fn reads the counter fields of windows
-// (schema.RollupWindow.HasCounters).
+// (cellenc.RollupWindow.HasCounters).
 func funcNeedsCounters(fn string) bool {
 	switch fn {
 	case "rate", "increase", "irate", "idelta", "changes", "resets":
@@ -42,7 +42,7 @@ var rollupFuncs = map[string]bool{
 // evalWindows computes fn over the windows ws (ascending, all ending in
 // (t-rng, t]) for the range (t-rng, t], rng in ms; false when the engine
 // gives no value (too few samples).
-func evalWindows(fn string, ws []schema.RollupWindow, t, rng int64) (float64, bool) {
+func evalWindows(fn string, ws []cellenc.RollupWindow, t, rng int64) (float64, bool) {
 	switch fn {
 	case "count_over_time":
 		var n uint64
@@ -61,9 +61,9 @@ func evalWindows(fn string, ws []schema.RollupWindow, t, rng int64) (float64, bo
 	case "idelta":
 		return instantValue(ws, false)
 	case "changes":
-		return countPairs(ws, func(w schema.RollupWindow) uint64 { return w.Changes }, isChange)
+		return countPairs(ws, func(w cellenc.RollupWindow) uint64 { return w.Changes }, isChange)
 	case "resets":
-		return countPairs(ws, func(w schema.RollupWindow) uint64 { return uint64(len(w.ResetValues)) }, isReset)
+		return countPairs(ws, func(w cellenc.RollupWindow) uint64 { return uint64(len(w.ResetValues)) }, isReset)
 	}
 	return 0, false
 }
@@ -77,7 +77,7 @@ func isReset(prev, cur float64) bool { return cur < prev }
 // countPairs counts, as changes() and resets() do, the pairs of consecutive
 // samples that pass test: per window its own count (inside), and the pairs
 // across window boundaries.
-func countPairs(ws []schema.RollupWindow, inside func(schema.RollupWindow) uint64, test func(prev, cur float64) bool) (float64, bool) {
+func countPairs(ws []cellenc.RollupWindow, inside func(cellenc.RollupWindow) uint64, test func(prev, cur float64) bool) (float64, bool) {
 	var (
 		n    uint64
 		seen bool
@@ -98,7 +98,7 @@ func countPairs(ws []schema.RollupWindow, inside func(schema.RollupWindow) uint6
 
 // extrapolatedRate is the engine's extrapolatedRate for float samples
 // without start timestamps, over (rangeStart, rangeEnd], rng ms long.
-func extrapolatedRate(ws []schema.RollupWindow, rangeStart, rangeEnd, rng int64, isCounter, isRate bool) (float64, bool) {
+func extrapolatedRate(ws []cellenc.RollupWindow, rangeStart, rangeEnd, rng int64, isCounter, isRate bool) (float64, bool) {
 	first, last := -1, -1
 	var count uint64
 	for i, w := range ws {
@@ -174,7 +174,7 @@ func extrapolatedRate(ws []schema.RollupWindow, rangeStart, rangeEnd, rng int64,
 
 // prevWithSamples returns the index of the last window before i with float
 // samples (there is one: i is after the first).
-func prevWithSamples(ws []schema.RollupWindow, i int) int {
+func prevWithSamples(ws []cellenc.RollupWindow, i int) int {
 	for i--; ws[i].Count == 0; i-- {
 	}
 	return i
@@ -182,7 +182,7 @@ func prevWithSamples(ws []schema.RollupWindow, i int) int {
 
 // instantValue is the engine's instantValue (irate, idelta) for float
 // samples without start timestamps: from the last two samples.
-func instantValue(ws []schema.RollupWindow, isRate bool) (float64, bool) {
+func instantValue(ws []cellenc.RollupWindow, isRate bool) (float64, bool) {
 	last := -1
 	for i := len(ws) - 1; i >= 0; i-- {
 		if ws[i].Count > 0 {
@@ -223,7 +223,7 @@ func instantValue(ws []schema.RollupWindow, isRate bool) (float64, bool) {
 }
 
 // slicesHaveSamples reports whether some window of ws has float samples.
-func slicesHaveSamples(ws []schema.RollupWindow) bool {
+func slicesHaveSamples(ws []cellenc.RollupWindow) bool {
 	for _, w := range ws {
 		if w.Count > 0 {
 			return true

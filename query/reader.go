@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/prometheus/model/labels"
 
+	"github.com/hbtsdb/hbtsdb/cellenc"
 	"github.com/hbtsdb/hbtsdb/index"
 	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/schema"
@@ -100,7 +101,7 @@ func matches(ls labels.Labels, matchers []*labels.Matcher) bool {
 // decodes each with decodeRow, the one data-row decoder of every read path: chunk
 // cells (family c) and raw cells (family r) merged, raw winning on equal
 // timestamps.
-func (r *Reader) Samples(ctx context.Context, lbls labels.Labels, mint, maxt int64) ([]schema.Sample, error) {
+func (r *Reader) Samples(ctx context.Context, lbls labels.Labels, mint, maxt int64) ([]cellenc.Sample, error) {
 	maxt = min(maxt, kv.MaxTimestamp)
 	if maxt < 0 || maxt < mint {
 		return nil, nil
@@ -121,17 +122,11 @@ func (r *Reader) Samples(ctx context.Context, lbls labels.Labels, mint, maxt int
 	}
 	n := 0
 	for _, b := range rows {
-		n += len(b.samples)
+		n += len(b.Samples)
 	}
-	out := make([]schema.Sample, 0, n)
+	out := make([]cellenc.Sample, 0, n)
 	for _, b := range rows {
-		for i, x := range b.samples {
-			s := schema.Sample{T: x.t, V: x.v}
-			if b.sts != nil {
-				s.ST = b.sts[i]
-			}
-			out = append(out, s)
-		}
+		out = append(out, b.Samples...)
 	}
 	return out, nil
 }

@@ -8,9 +8,9 @@ import (
 
 	"github.com/prometheus/prometheus/model/labels"
 
+	"github.com/hbtsdb/hbtsdb/cellenc"
 	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/query"
-	"github.com/hbtsdb/hbtsdb/schema"
 	"github.com/hbtsdb/hbtsdb/schema/schematest"
 	"github.com/hbtsdb/hbtsdb/write"
 )
@@ -35,10 +35,10 @@ func TestReader(t *testing.T) {
 			load := labels.FromStrings("__name__", "load", "job", "node", "instance", "a")
 			// Day 0: upA, upB, load. Day 3: upC, upA. Days 1, 2: nothing.
 			req := write.Request{Series: []write.Series{
-				{Labels: upA, Samples: []schema.Sample{{T: 1000, V: 1}, {T: 3*day + 5, V: 2}, {T: 3600_000 + 1, V: 3}}},
-				{Labels: upB, Samples: []schema.Sample{{T: 2000, V: 4}}},
-				{Labels: load, Samples: []schema.Sample{{T: 3000, V: 5}}},
-				{Labels: upC, Samples: []schema.Sample{{T: 3*day + 7, V: 6}}},
+				{Labels: upA, Samples: []cellenc.Sample{{T: 1000, V: 1}, {T: 3*day + 5, V: 2}, {T: 3600_000 + 1, V: 3}}},
+				{Labels: upB, Samples: []cellenc.Sample{{T: 2000, V: 4}}},
+				{Labels: load, Samples: []cellenc.Sample{{T: 3000, V: 5}}},
+				{Labels: upC, Samples: []cellenc.Sample{{T: 3*day + 7, V: 6}}},
 			}}
 			if res, err := w.Write(ctx, &req); err != nil || res.SamplesWritten != 6 {
 				t.Fatalf("Write = %+v, %v", res, err)
@@ -75,14 +75,14 @@ func TestReader(t *testing.T) {
 				name       string
 				lbls       labels.Labels
 				mint, maxt int64
-				want       []schema.Sample
+				want       []cellenc.Sample
 			}{
-				{"every sample, sorted across buckets and days", upA, 0, kv.MaxTimestamp, []schema.Sample{{T: 1000, V: 1}, {T: 3600_000 + 1, V: 3}, {T: 3*day + 5, V: 2}}},
-				{"bounds are inclusive", upA, 1000, 3600_001, []schema.Sample{{T: 1000, V: 1}, {T: 3600_000 + 1, V: 3}}},
+				{"every sample, sorted across buckets and days", upA, 0, kv.MaxTimestamp, []cellenc.Sample{{T: 1000, V: 1}, {T: 3600_000 + 1, V: 3}, {T: 3*day + 5, V: 2}}},
+				{"bounds are inclusive", upA, 1000, 3600_001, []cellenc.Sample{{T: 1000, V: 1}, {T: 3600_000 + 1, V: 3}}},
 				{"a range inside a bucket", upA, 1001, 3600_000, nil},
-				{"labels with empty values are ignored", labels.FromStrings("__name__", "up", "job", "api", "instance", "a", "x", ""), 0, 4 * day, []schema.Sample{{T: 3*day + 7, V: 6}}},
+				{"labels with empty values are ignored", labels.FromStrings("__name__", "up", "job", "api", "instance", "a", "x", ""), 0, 4 * day, []cellenc.Sample{{T: 3*day + 7, V: 6}}},
 				{"an unknown series has none", labels.FromStrings("__name__", "nope"), 0, 4 * day, nil},
-				{"negative bounds are clamped", upB, -100, 2000, []schema.Sample{{T: 2000, V: 4}}},
+				{"negative bounds are clamped", upB, -100, 2000, []cellenc.Sample{{T: 2000, V: 4}}},
 			} {
 				t.Run("Samples: "+tc.name, func(t *testing.T) {
 					got, err := r.Samples(ctx, tc.lbls, tc.mint, tc.maxt)
@@ -95,7 +95,7 @@ func TestReader(t *testing.T) {
 			t.Run("days far apart cost one scan each, not one per day", func(t *testing.T) {
 				late := labels.FromStrings("__name__", "late")
 				far := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
-				if _, err := w.Write(ctx, &write.Request{Series: []write.Series{{Labels: late, Samples: []schema.Sample{{T: far, V: 1}}}}}); err != nil {
+				if _, err := w.Write(ctx, &write.Request{Series: []write.Series{{Labels: late, Samples: []cellenc.Sample{{T: far, V: 1}}}}}); err != nil {
 					t.Fatal(err)
 				}
 				got, err := r.SeriesInRange(ctx, 0, kv.MaxTimestamp, eq("__name__", "late"))

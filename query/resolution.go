@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/util/annotations"
 
+	"github.com/hbtsdb/hbtsdb/cellenc"
 	"github.com/hbtsdb/hbtsdb/schema"
 )
 
@@ -35,7 +36,7 @@ import (
 //     are) the range holds whole windows, so the answer is raw's, to the bit;
 //   - sum_over_time gets each window's sum, for a series whose windows hold
 //     only integers adding up to at most 2^52 in magnitude
-//     (schema.SumsExact): then the engine's sum of window sums and raw data's
+//     (cellenc.SumsExact): then the engine's sum of window sums and raw data's
 //     sum of samples are both the exact sum, the same float. Any other series
 //     is read from raw data (rollup.go: needsRaw): adding window sums instead
 //     of samples rounds differently (0.1 beside 1e9 and -1e9 an hour later
@@ -257,7 +258,7 @@ type planCaveat struct {
 
 // note records the first reason the windows ws served in mode give for not
 // being raw data's answer (whyNotRaw).
-func (c *planCaveat) note(ws []schema.RollupWindow, mode readMode) {
+func (c *planCaveat) note(ws []cellenc.RollupWindow, mode readMode) {
 	if c == nil || c.reason.Load() != nil {
 		return
 	}
@@ -358,7 +359,7 @@ func (r *Reader) chooseResolution(ctx context.Context, hints *storage.SelectHint
 		// holds the expiry point (its older samples are only in the rollup),
 		// raw data after it. Raw samples of that window read as well would be
 		// counted twice.
-		rawFrom := schema.WindowEnd(expired, ro.Resolution) + 1
+		rawFrom := cellenc.WindowEnd(expired, ro.Resolution) + 1
 		info := fmt.Sprintf("raw samples before %s have expired (raw retention %s); the range up to %s is served from the %s rollup",
 			rfc3339(expired), model.Duration(ret), rfc3339(rawFrom-1), model.Duration(ro.Resolution))
 		switch {

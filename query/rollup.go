@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/prometheus/model/value"
 
+	"github.com/hbtsdb/hbtsdb/cellenc"
 	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/schema"
 )
@@ -19,8 +20,8 @@ import (
 // cells are deleted, and rewritten when late samples are compacted. So a
 // bucket that still has raw cells (not compacted yet, compacted only in part,
 // or with late samples) may have no rollup cell or a stale one: its windows are
-// computed from the data row itself (chunk and raw cells, schema.DecodeDataRow)
-// with the same code compaction uses (schema.AggregateWindows). A key-only scan
+// computed from the data row itself (chunk and raw cells, cellenc.DecodeDataRow)
+// with the same code compaction uses (cellenc.AggregateWindows). A key-only scan
 // of the series' raw family finds those buckets; the others are read from the
 // rollup table, and a bucket found in neither (no data, compacted before the
 // resolution was configured, or with a void cell: compacted again by a process
@@ -29,18 +30,18 @@ import (
 // windows are those of all the bucket's samples.
 
 // readPlanned reads one series as p says: raw rows, or rollup samples (as one
-// bucketSamples) followed by the raw rows from p.rawFrom on.
+// cellenc.RowSamples) followed by the raw rows from p.rawFrom on.
 //
 // A rollup keeps of native histograms only what instant selectors,
 // last_over_time and present_over_time need (each window's last histogram,
-// schema.RollupWindow.LastH). For the other modes, a series whose windows hold
+// cellenc.RollupWindow.LastH). For the other modes, a series whose windows hold
 // histograms is read from raw data wherever raw data still exists (its answer
 // from the windows would lack the histograms: sum_over_time of histograms, or
 // the annotations of max_over_time and min_over_time over them); before the
 // raw retention, the windows' floats are all there is. So is a series whose
 // sums are not exact when the plan promises sum_over_time raw data's answer
 // (needsRaw).
-func (r *Reader) readPlanned(ctx context.Context, s *series, mint, maxt int64, p rollupPlan) ([]bucketSamples, error) {
+func (r *Reader) readPlanned(ctx context.Context, s *series, mint, maxt int64, p rollupPlan) ([]cellenc.RowSamples, error) {
 	switch p.mode {
 	case modeRaw:
 		return r.readSeries(ctx, s, mint, maxt)
@@ -49,7 +50,7 @@ func (r *Reader) readPlanned(ctx context.Context, s *series, mint, maxt int64, p
 	}
 	hi := min(maxt, p.rawFrom-1)
 	rawFrom := p.rawFrom
-	var out []bucketSamples
+	var out []cellenc.RowSamples
 	if mint <= hi {
 		ws, err := r.readWindows(ctx, s, p.rollup, mint, hi, false)
 		if err != nil {
@@ -63,7 +64,7 @@ func (r *Reader) readPlanned(ctx context.Context, s *series, mint, maxt int64, p
 			// Raw data from the start of the window that holds the expiry
 			// point: reading that window from both would count samples
 			// twice. The windows before it are all there is.
-			from := schema.WindowEnd(expired, p.rollup.Resolution) - p.rollup.Resolution.Milliseconds() + 1
+			from := cellenc.WindowEnd(expired, p.rollup.Resolution) - p.rollup.Resolution.Milliseconds() + 1
 			hi, rawFrom = min(hi, from-1), min(rawFrom, from)
 			ws = windowsEndingBy(ws, hi)
 		}
@@ -71,7 +72,7 @@ func (r *Reader) readPlanned(ctx context.Context, s *series, mint, maxt int64, p
 			p.caveat.note(ws, p.mode)
 		}
 		if fs, hs := windowSamples(ws, p.mode, mint, hi); len(fs)+len(hs) > 0 {
-			out = append(out, bucketSamples{bucketStart: -1, samples: fs, histograms: hs})
+			out = append(out, cellenc.RowSamples{BucketStart: -1, Samples: fs, Histograms: hs})
 		}
 	}
 	if rawFrom <= maxt {
@@ -87,9 +88,9 @@ func (r *Reader) readPlanned(ctx context.Context, s *series, mint, maxt int64, p
 // needsRaw reports whether a series whose windows are ws must be read from
 // raw data where raw data still exists: its windows hold histograms that mode
 // does not serve, or the plan promises raw data's answer for sum_over_time and
-// the windows' sums are not exact (schema.SumsExact), so that adding them
+// the windows' sums are not exact (cellenc.SumsExact), so that adding them
 // could round differently from adding the samples.
-func needsRaw(p rollupPlan, ws []schema.RollupWindow) bool {
+func needsRaw(p rollupPlan, ws []cellenc.RollupWindow) bool {
 	switch whyNotRaw(ws, p.mode) {
 	case "":
 		return false
@@ -107,19 +108,19 @@ const (
 
 // whyNotRaw says why the windows ws, read in mode, cannot give raw data's
 // answer ("" when they can): they hold histograms mode does not serve, or
-// their sums are not exact (schema.SumsExact).
-func whyNotRaw(ws []schema.RollupWindow, mode readMode) string {
+// their sums are not exact (cellenc.SumsExact).
+func whyNotRaw(ws []cellenc.RollupWindow, mode readMode) string {
 	switch {
 	case !mode.servesHistograms() && hasHistograms(ws):
 		return whyHistograms
-	case mode == modeSum && !schema.SumsExact(ws):
+	case mode == modeSum && !cellenc.SumsExact(ws):
 		return whyInexactSum
 	}
 	return ""
 }
 
 // windowsEndingBy returns the windows of ws (ascending) that end by t.
-func windowsEndingBy(ws []schema.RollupWindow, t int64) []schema.RollupWindow {
+func windowsEndingBy(ws []cellenc.RollupWindow, t int64) []cellenc.RollupWindow {
 	n := len(ws)
 	for n > 0 && ws[n-1].End > t {
 		n--
@@ -136,7 +137,7 @@ func (r *Reader) rawExpiry() int64 {
 }
 
 // hasHistograms reports whether some window holds a histogram sample.
-func hasHistograms(ws []schema.RollupWindow) bool {
+func hasHistograms(ws []cellenc.RollupWindow) bool {
 	for _, w := range ws {
 		if w.Histograms > 0 {
 			return true
@@ -149,15 +150,15 @@ func hasHistograms(ws []schema.RollupWindow) bool {
 // those in [mint, maxt], ascending, of each kind; window-end samples of a
 // window ending after maxt are put at maxt. Histograms are returned for the
 // modes that serve them (readMode.servesHistograms): each window's last.
-func windowSamples(ws []schema.RollupWindow, mode readMode, mint, maxt int64) ([]sample, []schema.HistogramSample) {
-	out := make([]sample, 0, len(ws))
-	var hs []schema.HistogramSample
+func windowSamples(ws []cellenc.RollupWindow, mode readMode, mint, maxt int64) ([]cellenc.Sample, []cellenc.HistogramSample) {
+	out := make([]cellenc.Sample, 0, len(ws))
+	var hs []cellenc.HistogramSample
 	add := func(t int64, v float64) {
 		if t >= mint && t <= maxt {
-			out = append(out, sample{t: t, v: v})
+			out = append(out, cellenc.Sample{T: t, V: v})
 		}
 	}
-	addH := func(w schema.RollupWindow) {
+	addH := func(w cellenc.RollupWindow) {
 		if w.Histograms > 0 && w.LastH.T >= mint && w.LastH.T <= maxt {
 			hs = append(hs, w.LastH)
 		}
@@ -203,10 +204,10 @@ func windowSamples(ws []schema.RollupWindow, mode readMode, mint, maxt int64) ([
 // samples, also those outside [mint, maxt]). With counters, a rollup cell
 // written before windows kept their counter fields (HasCounters) is
 // replaced by its bucket's data row where that still exists.
-func (r *Reader) readWindows(ctx context.Context, s *series, ro schema.Rollup, mint, maxt int64, counters bool) ([]schema.RollupWindow, error) {
+func (r *Reader) readWindows(ctx context.Context, s *series, ro schema.Rollup, mint, maxt int64, counters bool) ([]cellenc.RollupWindow, error) {
 	width := r.settings.BucketWidth
 	res := ro.Resolution
-	firstEnd, lastEnd := schema.WindowEnd(mint, res), schema.WindowEnd(maxt, res)
+	firstEnd, lastEnd := cellenc.WindowEnd(mint, res), cellenc.WindowEnd(maxt, res)
 	firstBucket := schema.BucketStart(firstEnd-res.Milliseconds()+1, width)
 	lastBucket := schema.BucketStart(lastEnd, width)
 
@@ -220,7 +221,7 @@ func (r *Reader) readWindows(ctx context.Context, s *series, ro schema.Rollup, m
 	}
 	type bucketWindows struct {
 		start int64
-		ws    []schema.RollupWindow
+		ws    []cellenc.RollupWindow
 	}
 	var buckets []bucketWindows
 	// Cells without counter fields, when asked for them: kept for a bucket
@@ -243,13 +244,13 @@ func (r *Reader) readWindows(ctx context.Context, s *series, ro schema.Rollup, m
 				sc.Close()
 				return nil, err
 			}
-			if b < firstBucket || b > lastBucket || isDirty[b] || schema.IsVoidRollupValue(c.Value) {
-				// A void cell (schema.AppendVoidRollupValue) is no cell: the
+			if b < firstBucket || b > lastBucket || isDirty[b] || cellenc.IsVoidRollupValue(c.Value) {
+				// A void cell (cellenc.AppendVoidRollupValue) is no cell: the
 				// bucket was compacted by a compactor that does not write this
 				// resolution, and is read from its data row below.
 				continue
 			}
-			ws, err := schema.DecodeRollupWindows(nil, c.Value, b, res)
+			ws, err := cellenc.DecodeRollupWindows(nil, c.Value, b, res)
 			if err != nil {
 				sc.Close()
 				return nil, err
@@ -303,16 +304,16 @@ func (r *Reader) readWindows(ctx context.Context, s *series, ro schema.Rollup, m
 				continue
 			}
 			countDataRow(ctx, row)
-			rs, err := schema.DecodeDataRow(row, width, batch[i], batch[i]+width.Milliseconds()-1)
+			rs, err := cellenc.DecodeDataRow(row, width, batch[i], batch[i]+width.Milliseconds()-1)
 			if err != nil {
 				return nil, err
 			}
-			buckets = append(buckets, bucketWindows{batch[i], schema.AggregateWindows(rs.Samples, rs.Histograms, res)})
+			buckets = append(buckets, bucketWindows{batch[i], cellenc.AggregateWindows(rs.Samples, rs.Histograms, res)})
 		}
 	}
 
 	slices.SortFunc(buckets, func(a, b bucketWindows) int { return cmp.Compare(a.start, b.start) })
-	var out []schema.RollupWindow
+	var out []cellenc.RollupWindow
 	for _, b := range buckets {
 		for _, w := range b.ws {
 			if w.End < firstEnd || w.End > lastEnd {
@@ -351,7 +352,7 @@ func (r *Reader) bucketsWithRaw(ctx context.Context, s *series, first, last int6
 
 // hasCounters reports whether the windows with float samples of ws keep the
 // counter fields (a cell written before them decodes without).
-func hasCounters(ws []schema.RollupWindow) bool {
+func hasCounters(ws []cellenc.RollupWindow) bool {
 	for _, w := range ws {
 		if w.Count > 0 && !w.HasCounters {
 			return false

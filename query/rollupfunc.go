@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/util/annotations"
 
+	"github.com/hbtsdb/hbtsdb/cellenc"
 	"github.com/hbtsdb/hbtsdb/schema"
 )
 
@@ -234,7 +235,7 @@ func funcSelector(call *parser.Call, name string) *parser.VectorSelector {
 // readFunc computes p's function for series s from the windows of
 // [mint, maxt] (p.readRange): one sample per evaluation time with a value,
 // and a stale marker at one without after one with.
-func (r *Reader) readFunc(ctx context.Context, s *series, mint, maxt int64, p *funcPlan) ([]bucketSamples, error) {
+func (r *Reader) readFunc(ctx context.Context, s *series, mint, maxt int64, p *funcPlan) ([]cellenc.RowSamples, error) {
 	ws, err := r.readWindows(ctx, s, p.rollup, mint, maxt, funcNeedsCounters(p.fn))
 	if err != nil {
 		return nil, fmt.Errorf("query: read series %d (%s) from the %s rollup: %w", s.id, s.labels, schema.RollupTable(p.rollup.Resolution), err)
@@ -247,7 +248,7 @@ func (r *Reader) readFunc(ctx context.Context, s *series, mint, maxt int64, p *f
 	if s := ReadStatsFrom(ctx); s != nil {
 		s.funcSeries.Add(1)
 	}
-	var out []sample
+	var out []cellenc.Sample
 	lo, hi := 0, 0 // ws[lo:hi] end in (t-rng, t]
 	for t := p.from; t <= p.to; t += p.step {
 		for hi < len(ws) && ws[hi].End <= t {
@@ -261,9 +262,9 @@ func (r *Reader) readFunc(ctx context.Context, s *series, mint, maxt int64, p *f
 			p.sawFloats.Store(true)
 		}
 		if v, ok := evalWindows(p.fn, in, t, p.rng); ok {
-			out = append(out, sample{t: t, v: v})
-		} else if n := len(out); n > 0 && !value.IsStaleNaN(out[n-1].v) {
-			out = append(out, sample{t: t, v: math.Float64frombits(value.StaleNaN)})
+			out = append(out, cellenc.Sample{T: t, V: v})
+		} else if n := len(out); n > 0 && !value.IsStaleNaN(out[n-1].V) {
+			out = append(out, cellenc.Sample{T: t, V: math.Float64frombits(value.StaleNaN)})
 		}
 		if p.step == 0 {
 			break
@@ -272,7 +273,7 @@ func (r *Reader) readFunc(ctx context.Context, s *series, mint, maxt int64, p *f
 	if len(out) == 0 {
 		return nil, nil
 	}
-	return []bucketSamples{{bucketStart: -1, samples: out}}, nil
+	return []cellenc.RowSamples{{BucketStart: -1, Samples: out}}, nil
 }
 
 // ReaderSource is a queryable whose read path Engine can plan with: *Reader,

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hbtsdb/hbtsdb/cellenc"
 	"github.com/hbtsdb/hbtsdb/schema"
 )
 
@@ -47,7 +48,7 @@ func BenchmarkRawSampleCell(b *testing.B) {
 	for b.Loop() {
 		bs := schema.BucketStart(ts, time.Hour)
 		buf, _ = schema.AppendRawQualifier(buf[:0], ts-bs, time.Hour)
-		buf = schema.AppendRawValue(buf, 0.25)
+		buf = cellenc.AppendRawValue(buf, 0.25)
 	}
 }
 

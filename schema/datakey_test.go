@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hbtsdb/hbtsdb/cellenc"
 	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/schema"
 )
@@ -268,7 +269,7 @@ func TestDataRowKeyAllocatesNothingGivenCapacity(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(100, func() {
 		buf, _ = schema.AppendRawQualifier(buf[:0], 1234, time.Hour)
-		buf = schema.AppendRawValue(buf, 1.5)
+		buf = cellenc.AppendRawValue(buf, 1.5)
 	}); n != 0 {
 		t.Errorf("raw cell encoders allocate %v times per call", n)
 	}

@@ -1,16 +1,18 @@
-// Package schema owns hbtsdb's physical layout: the names of tables and column
-// families, the codecs of row keys, qualifiers and values, and the schema meta row
+// Package schema owns hbtsdb's keys, tables and settings: the names of tables and
+// column families, the codecs of row keys and qualifiers, and the schema meta row
 // that records the settings a store was created with. Everything that knows how a
-// byte of a key or cell is arranged lives here, so that write/, query/, index/ and
-// downsample/ agree by construction.
+// byte of a key is arranged, or at which row and qualifier a cell lives, is here,
+// so that write/, query/, index/ and downsample/ agree by construction. The cell
+// values (raw samples, native histograms, chunks, rollup windows, exemplars) and
+// their byte formats are package cellenc's, which imports this one; schema never
+// imports cellenc.
 //
-// The package is pure functions and the two value types they encode (Sample,
-// Metadata), fuzzed (fuzz_test.go); it does no I/O. Creating, checking and opening
-// a store's schema (the meta row protocol) is schema/provision's. It imports only
-// the standard library, Prometheus' model types and chunk encoding (tsdb/chunkenc,
-// for the chunk cells) and kv/ (for Cell and TableSpec);
-// it must never import a backend (kv/hbase, kv/embedded, gohbase, Pebble) or a
-// package above it.
+// The package is pure functions and the few small values of the meta table they
+// encode (Settings, Metadata, leases, watermarks), fuzzed (fuzz_test.go); it does
+// no I/O. Creating, checking and opening a store's schema (the meta row protocol)
+// is schema/provision's. It imports only the standard library, Prometheus' model
+// types and kv/ (for Cell and TableSpec); it must never import a backend
+// (kv/hbase, kv/embedded, gohbase, Pebble), cellenc or a package above it.
 //
 // # Tables
 //
@@ -18,8 +20,9 @@
 //
 //	data    row = salt | esc(host) 0x00 | esc(metric) 0x00 | seriesID(8) | ^bucketStart(8)
 //	        r: raw samples   qualifier = offset(4) in the bucket, value = float64 bits(8)
-//	                         or a native histogram (histogram.go, at least 20 bytes)
-//	        c: chunks        a sealed bucket, compressed (chunk.go; written by compaction)
+//	                         or a native histogram (cellenc/raw.go, cellenc/histogram.go)
+//	        c: chunks        qualifier = offset(4) = 0, value = a sealed bucket,
+//	                         compressed (cellenc/chunk.go; written by compaction)
 //	        t: tags          qualifier = label name, value = label value
 //	series  0x00 "next-id"            i:next = highest series ID handed out
 //	        0x01 | canonical labels   i:id   = seriesID(8)
@@ -30,26 +33,28 @@
 //	        row "metadata" 0x00 metric: m:type, m:help, m:unit (metric metadata)
 //	        row "lease" 0x00 job 0x00 salt(1): m:lease = "owner expiryMs" (worker leases)
 //	exemplars row = as data (the exemplar's bucket), TTL = the exemplar retention
-//	        e: exemplars     qualifier = slotOffset(4) | index(1), value = flags | ts | value bits | labels (exemplar.go)
+//	        e: exemplars     qualifier = slotOffset(4) | index(1), value = flags | ts | value bits | labels (cellenc/exemplar.go)
 //	rollup-<resolution>  one table per resolution of the list (rollup-5m, rollup-1h), TTL = its retention
-//	        row = as data, bucketStart = the UTC day    a:<offset(4) of the data bucket> = its windows
+//	        row = as data, bucketStart = the UTC day    a:<offset(4) of the data bucket> = its windows (cellenc/rollupcell.go)
 //
 // All integers are big-endian, so that byte order is numeric order. Variable-length
 // strings inside keys are escaped and terminated (escape.go) so that keys sort as
 // the tuples they encode and a prefix never matches a longer host, metric or label.
 // Each file states the invariants of its layout next to the code that keeps them:
 // escape.go (escaping and why it preserves order), datakey.go (data rows), raw.go
-// (raw samples), histogram.go (native histogram samples), chunk.go and datarow.go (chunks, and the one decoder of a data
-// row's chunk and raw cells), index.go (tag index), series.go (series registry), tables.go (table
-// and family specs), settings.go (the meta row's settings), metadata.go (metric metadata),
-// lease.go (worker leases), rollup.go (the resolution list, rollup windows and their codec) and
-// exemplar.go (exemplars and their per-series bound).
+// (raw sample qualifiers), chunk.go (chunk qualifiers), late.go (late cells),
+// pending.go (the compaction queue), index.go (tag index), series.go (series
+// registry), tables.go (table and family specs), settings.go (the meta row's
+// settings), metadata.go (metric metadata), lease.go (worker leases), watermark.go
+// (job watermarks), rollup.go (the resolution list, rollup tables and where a
+// bucket's rollup cell lies in its row) and exemplar.go (the exemplar table, its
+// qualifiers and per-series bound).
 //
 // # Conventions
 //
 // Encoders are append-style, as strconv.AppendInt: they append to dst and return the
 // extended slice, allocating nothing when dst has room, because the write path
-// builds a row key, a qualifier and a value for every sample. Decoders accept exactly
+// builds a row key and a qualifier for every sample. Decoders accept exactly
 // what the encoders write and nothing else, so that a decoded value re-encodes to
 // the same bytes; on anything else they return an error wrapping ErrMalformed.
 // Timestamps are milliseconds since the Unix epoch, as everywhere in hbtsdb.

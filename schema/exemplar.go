@@ -5,9 +5,6 @@ import (
 	"fmt"
 	"math"
 	"time"
-
-	"github.com/prometheus/prometheus/model/exemplar"
-	"github.com/prometheus/prometheus/model/labels"
 )
 
 // Exemplars: table TableExemplars, family FamilyExemplars.
@@ -16,7 +13,7 @@ import (
 //	            exemplar's timestamp: salt(1) | esc(host) 0x00 | esc(metric) 0x00 |
 //	            seriesID(8) | ^bucketStart(8)
 //	qualifier = slotOffset(4) | index(1)
-//	value     = flags(1) | ts(8) | value(8) | labels
+//	value     = flags(1) | ts(8) | value(8) | labels (cellenc/exemplar.go)
 //	timestamp = the exemplar's timestamp (ms)
 //
 // slotOffset is the offset in ms from the bucket start of the exemplar's slot:
@@ -27,11 +24,7 @@ import (
 // (ExemplarIndex: the slot cut into perSlot equal parts), or, when another
 // exemplar of the same write request took it, the next free one (a request
 // keeps the newest perSlot exemplars of a slot, so all of them get a place).
-// flags bit 0
-// is Exemplar.HasTs, the other bits are 0; ts is the exemplar's timestamp
-// (int64, big-endian; equal to the cell timestamp), value its float64 bits
-// (big-endian, so NaN payloads survive); labels are uvarint(count) then, per
-// label in labels.Labels order, uvarint(len) name uvarint(len) value.
+// The value's layout is cellenc/exemplar.go's.
 //
 // Invariants:
 //
@@ -85,12 +78,6 @@ const (
 // ExemplarQualifierLen is the length of an exemplar qualifier.
 const ExemplarQualifierLen = 5
 
-// exemplarFixedLen is flags(1) | ts(8) | value(8).
-const exemplarFixedLen = 17
-
-// exemplarFlagHasTs is Exemplar.HasTs in the flags byte.
-const exemplarFlagHasTs = 0x01
-
 // ExemplarSlotOffset is the qualifier offset of the slot of ts in the bucket
 // that starts at bucketStart: the offset of ts rounded down to a multiple of
 // slot (counted from the bucket start). slot must be at least a millisecond;
@@ -135,100 +122,6 @@ func ParseExemplarQualifier(q []byte) (slotOffset int64, index uint8, err error)
 		return 0, 0, fmt.Errorf("schema: exemplar qualifier of %d bytes, want %d: %w", len(q), ExemplarQualifierLen, ErrMalformed)
 	}
 	return int64(binary.BigEndian.Uint32(q)), q[4], nil
-}
-
-// ExemplarValueLen is the length of the value AppendExemplarValue writes for e.
-func ExemplarValueLen(e exemplar.Exemplar) int {
-	n := exemplarFixedLen + exemplarUvarintLen(uint64(e.Labels.Len()))
-	e.Labels.Range(func(l labels.Label) {
-		n += exemplarUvarintLen(uint64(len(l.Name))) + len(l.Name) + exemplarUvarintLen(uint64(len(l.Value))) + len(l.Value)
-	})
-	return n
-}
-
-// AppendExemplarValue appends the cell value of e to dst: flags, timestamp,
-// value bits and labels, bit-exact.
-func AppendExemplarValue(dst []byte, e exemplar.Exemplar) []byte {
-	var flags byte
-	if e.HasTs {
-		flags |= exemplarFlagHasTs
-	}
-	dst = append(dst, flags)
-	dst = binary.BigEndian.AppendUint64(dst, uint64(e.Ts))
-	dst = binary.BigEndian.AppendUint64(dst, math.Float64bits(e.Value))
-	dst = binary.AppendUvarint(dst, uint64(e.Labels.Len()))
-	e.Labels.Range(func(l labels.Label) {
-		dst = binary.AppendUvarint(dst, uint64(len(l.Name)))
-		dst = append(dst, l.Name...)
-		dst = binary.AppendUvarint(dst, uint64(len(l.Value)))
-		dst = append(dst, l.Value...)
-	})
-	return dst
-}
-
-// DecodeExemplarValue decodes an exemplar cell value. It fails, wrapping
-// ErrMalformed, on a value shorter than its fixed part, unknown flag bits, a
-// label count or length that overruns the value, trailing bytes, or label
-// names that are empty, unsorted or repeated (AppendExemplarValue writes
-// labels.Labels, sorted and unique).
-func DecodeExemplarValue(b []byte) (exemplar.Exemplar, error) {
-	var e exemplar.Exemplar
-	if len(b) < exemplarFixedLen+1 {
-		return e, fmt.Errorf("schema: exemplar value of %d bytes is too short: %w", len(b), ErrMalformed)
-	}
-	if b[0]&^exemplarFlagHasTs != 0 {
-		return e, fmt.Errorf("schema: exemplar value flags %#02x has unknown bits: %w", b[0], ErrMalformed)
-	}
-	e.HasTs = b[0]&exemplarFlagHasTs != 0
-	e.Ts = int64(binary.BigEndian.Uint64(b[1:]))
-	e.Value = math.Float64frombits(binary.BigEndian.Uint64(b[9:]))
-	rest := b[exemplarFixedLen:]
-	n, k := binary.Uvarint(rest)
-	if k <= 0 || n > uint64(len(rest)) {
-		return e, fmt.Errorf("schema: exemplar value label count: %w", ErrMalformed)
-	}
-	rest = rest[k:]
-	sb := labels.NewScratchBuilder(int(n))
-	prev := ""
-	for i := uint64(0); i < n; i++ {
-		var name, value string
-		var err error
-		if name, rest, err = exemplarString(rest); err != nil {
-			return e, fmt.Errorf("schema: exemplar value label %d name: %w", i, err)
-		}
-		if value, rest, err = exemplarString(rest); err != nil {
-			return e, fmt.Errorf("schema: exemplar value label %d value: %w", i, err)
-		}
-		if name == "" || (i > 0 && name <= prev) {
-			return e, fmt.Errorf("schema: exemplar value label %d name %q is empty, unsorted or repeated: %w", i, name, ErrMalformed)
-		}
-		prev = name
-		sb.Add(name, value)
-	}
-	if len(rest) != 0 {
-		return e, fmt.Errorf("schema: exemplar value has %d trailing bytes: %w", len(rest), ErrMalformed)
-	}
-	e.Labels = sb.Labels()
-	return e, nil
-}
-
-// exemplarString reads a uvarint length and that many bytes.
-func exemplarString(b []byte) (string, []byte, error) {
-	n, k := binary.Uvarint(b)
-	if k <= 0 || n > uint64(len(b)-k) {
-		return "", b, fmt.Errorf("length overruns the value: %w", ErrMalformed)
-	}
-	return string(b[k : k+int(n)]), b[k+int(n):], nil
-}
-
-// exemplarUvarintLen is the length of x as a uvarint.
-func exemplarUvarintLen(x uint64) int {
-	n := 1
-	for x >= 0x80 {
-		x >>= 7
-		n++
-	}
-	return n
 }
 
 // QualifierExemplarRetention (meta table, schema row) is the exemplar

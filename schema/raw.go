@@ -10,7 +10,8 @@ import (
 // Raw samples: family FamilyRaw of the data table, one cell per sample.
 //
 //	qualifier = offset(4)   big-endian uint32, ms from the row's bucketStart
-//	value     = bits(8)     big-endian IEEE-754 float64 bits, as math.Float64bits
+//	value     = bits(8)     big-endian IEEE-754 float64 bits (cellenc/raw.go), or a
+//	                        native histogram (cellenc/histogram.go)
 //	timestamp = the sample's timestamp, bucketStart + offset (ms)
 //
 // Invariants:
@@ -25,11 +26,8 @@ import (
 //     retried remote-write batch) overwrites the same cell instead of adding a
 //     version, and the family's TTL expires samples by their own age.
 
-// RawQualifierLen and RawValueLen are the sizes of a raw sample's qualifier and value.
-const (
-	RawQualifierLen = 4
-	RawValueLen     = 8
-)
+// RawQualifierLen is the size of a raw sample's qualifier.
+const RawQualifierLen = 4
 
 // AppendRawQualifier appends the qualifier of a raw sample at offset milliseconds
 // after its bucket start to dst. The sample's timestamp is bucketStart + offset; the
@@ -53,18 +51,4 @@ func DecodeRawQualifier(q []byte, width time.Duration) (offset int64, err error)
 		return 0, fmt.Errorf("schema: raw sample offset %d ms outside bucket width %s: %w", offset, width, ErrMalformed)
 	}
 	return offset, nil
-}
-
-// AppendRawValue appends the 8-byte big-endian bit pattern of v to dst.
-func AppendRawValue(dst []byte, v float64) []byte {
-	return binary.BigEndian.AppendUint64(dst, math.Float64bits(v))
-}
-
-// DecodeRawValue decodes a raw sample's value bit-exactly. It fails, wrapping
-// ErrMalformed, unless b is 8 bytes long.
-func DecodeRawValue(b []byte) (float64, error) {
-	if len(b) != RawValueLen {
-		return 0, fmt.Errorf("schema: raw sample value of %d bytes, want %d: %w", len(b), RawValueLen, ErrMalformed)
-	}
-	return math.Float64frombits(binary.BigEndian.Uint64(b)), nil
 }

@@ -9,7 +9,7 @@ import (
 
 	"github.com/prometheus/prometheus/model/labels"
 
-	"github.com/hbtsdb/hbtsdb/schema"
+	"github.com/hbtsdb/hbtsdb/cellenc"
 	"github.com/hbtsdb/hbtsdb/schema/schematest"
 	"github.com/hbtsdb/hbtsdb/write"
 )
@@ -72,7 +72,7 @@ func benchExisting(b *testing.B, be schematest.Backend) {
 		for i := range benchBatch {
 			reqs[r].Series = append(reqs[r].Series, write.Series{
 				Labels:  benchLabels("host", r*benchBatch+i),
-				Samples: []schema.Sample{{T: base, V: float64(i)}},
+				Samples: []cellenc.Sample{{T: base, V: float64(i)}},
 			})
 		}
 		// Register every series, index it and write its first row's tags.
@@ -85,7 +85,7 @@ func benchExisting(b *testing.B, be schematest.Backend) {
 		// 15s per request, wrapping after 20h (old timestamps are rewritten).
 		ts := base + int64((i+1)%4800)*15_000
 		for s := range req.Series {
-			req.Series[s].Samples[0] = schema.Sample{T: ts, V: float64(i)}
+			req.Series[s].Samples[0] = cellenc.Sample{T: ts, V: float64(i)}
 		}
 		res, err := w.Write(ctx, req)
 		if err != nil || res.SamplesWritten != benchBatch {
@@ -109,7 +109,7 @@ func benchNew(b *testing.B, be schematest.Backend) {
 			for i := range benchBatch {
 				out[r].Series = append(out[r].Series, write.Series{
 					Labels:  benchLabels(fmt.Sprintf("new%d-%d", round, r), i),
-					Samples: []schema.Sample{{T: ts, V: float64(i)}},
+					Samples: []cellenc.Sample{{T: ts, V: float64(i)}},
 				})
 			}
 		}

@@ -19,8 +19,8 @@
 //     nothing but exemplars is looked up (Registry.Lookup), never registered
 //     (an exemplar alone does not create a series, as in Prometheus' TSDB);
 //  3. build, grouped by data row, the raw-sample cells (family r, qualifier and
-//     value from schema's codecs): float samples (8 bytes, 16 with a start
-//     timestamp) and native histogram samples (schema.AppendHistogramSampleValue)
+//     value from cellenc's codecs): float samples (8 bytes, 16 with a start
+//     timestamp) and native histogram samples (cellenc.AppendHistogramSampleValue)
 //     in the same cells, so a series may change kind sample by sample. A row is
 //     on time or late by the clock as the cells are built (schema.IsOnTime): an
 //     on-time cell's timestamp is its sample's, a late cell's the bucket's last

@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/prometheus/model/exemplar"
 
+	"github.com/hbtsdb/hbtsdb/cellenc"
 	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/schema"
 )
@@ -106,7 +107,7 @@ func appendExemplarPuts(muts []kv.Mutation, buf []byte, k schema.DataKey, sorted
 			// off lies in [0, width), and widths fit 32 bits: no error.
 			buf, _ = schema.AppendExemplarQualifier(buf, off, uint8(idx))
 			mid := len(buf)
-			buf = schema.AppendExemplarValue(buf, e)
+			buf = cellenc.AppendExemplarValue(buf, e)
 			muts = append(muts, kv.Put(row, schema.FamilyExemplars, buf[start:mid:mid], e.Ts, buf[mid:len(buf):len(buf)]))
 			stored++
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/prometheus/model/exemplar"
 	"github.com/prometheus/prometheus/model/labels"
 
+	"github.com/hbtsdb/hbtsdb/cellenc"
 	"github.com/hbtsdb/hbtsdb/schema"
 )
 
@@ -30,7 +31,7 @@ func describePuts(t *testing.T, w *Writer, k schema.DataKey, ex []exemplar.Exemp
 		if err != nil {
 			t.Fatal(err)
 		}
-		e, err := schema.DecodeExemplarValue(m.Value)
+		e, err := cellenc.DecodeExemplarValue(m.Value)
 		if err != nil {
 			t.Fatal(err)
 		}

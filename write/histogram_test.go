@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/value"
 
+	"github.com/hbtsdb/hbtsdb/cellenc"
 	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/schema"
 	"github.com/hbtsdb/hbtsdb/schema/schematest"
@@ -22,8 +23,8 @@ import (
 )
 
 // rawRows reads back what the data table holds of series lbls, decoded by
-// schema.DecodeDataRow: its float and histogram samples, ascending.
-func (f *fixture) rawRows(t testing.TB, lbls labels.Labels) ([]schema.Sample, []schema.HistogramSample) {
+// cellenc.DecodeDataRow: its float and histogram samples, ascending.
+func (f *fixture) rawRows(t testing.TB, lbls labels.Labels) ([]cellenc.Sample, []cellenc.HistogramSample) {
 	t.Helper()
 	ctx := context.Background()
 	ids := make([]uint64, 1)
@@ -39,12 +40,12 @@ func (f *fixture) rawRows(t testing.TB, lbls labels.Labels) ([]schema.Sample, []
 	sc := f.st.Scan(ctx, schema.TableData, start, stop)
 	defer sc.Close()
 	var (
-		floats []schema.Sample
-		hists  []schema.HistogramSample
+		floats []cellenc.Sample
+		hists  []cellenc.HistogramSample
 	)
 	// Rows come newest bucket first.
 	for sc.Next() {
-		rs, err := schema.DecodeDataRow(sc.Row(), f.settings.BucketWidth, 0, kv.MaxTimestamp)
+		rs, err := cellenc.DecodeDataRow(sc.Row(), f.settings.BucketWidth, 0, kv.MaxTimestamp)
 		if err != nil {
 			t.Fatalf("DecodeDataRow: %v", err)
 		}
@@ -58,8 +59,8 @@ func (f *fixture) rawRows(t testing.TB, lbls labels.Labels) ([]schema.Sample, []
 }
 
 // encoded is a histogram sample's raw cell value: every field, bit for bit.
-func encoded(hs schema.HistogramSample) string {
-	return string(schema.AppendHistogramSampleValue(nil, hs))
+func encoded(hs cellenc.HistogramSample) string {
+	return string(cellenc.AppendHistogramSampleValue(nil, hs))
 }
 
 // intH is an integer histogram with both sides and a zero bucket.
@@ -74,9 +75,9 @@ func intH(hint histogram.CounterResetHint) *histogram.Histogram {
 }
 
 // histogramCorpus are histogram samples of every shape, at nowMs - 10s.. .
-func histogramCorpus() []schema.HistogramSample {
+func histogramCorpus() []cellenc.HistogramSample {
 	at := func(i int) int64 { return nowMs - 10_000 + int64(i)*1000 }
-	return []schema.HistogramSample{
+	return []cellenc.HistogramSample{
 		{T: at(0), H: intH(histogram.UnknownCounterReset)},
 		{T: at(1), ST: at(0) - 500, H: intH(histogram.CounterReset)},
 		{T: at(2), H: intH(histogram.NotCounterReset)},
@@ -111,7 +112,7 @@ func TestHistogramsAreStoredBitExact(t *testing.T) {
 		h := labels.FromStrings("__name__", "lat_seconds", "instance", "i")
 		c := labels.FromStrings("__name__", "requests_total", "instance", "i")
 		corpus := histogramCorpus()
-		floats := []schema.Sample{{T: nowMs - 2000, V: 1, ST: nowMs - 60_000}, {T: nowMs - 1000, V: 2}, {T: nowMs, V: 3, ST: nowMs - 60_000}}
+		floats := []cellenc.Sample{{T: nowMs - 2000, V: 1, ST: nowMs - 60_000}, {T: nowMs - 1000, V: 2}, {T: nowMs, V: 3, ST: nowMs - 60_000}}
 		res := f.write(t, write.Request{Series: []write.Series{{Labels: h, Histograms: corpus}, {Labels: c, Samples: floats}}})
 		want := write.Result{SeriesWritten: 2, SamplesWritten: 3, HistogramsWritten: len(corpus)}
 		if res.SeriesWritten != want.SeriesWritten || res.SamplesWritten != want.SamplesWritten ||
@@ -138,7 +139,7 @@ func TestHistogramsAreStoredBitExact(t *testing.T) {
 	})
 }
 
-func sameSamples(a, b []schema.Sample) bool {
+func sameSamples(a, b []cellenc.Sample) bool {
 	if len(a) != len(b) {
 		return false
 	}
@@ -160,53 +161,53 @@ func TestInvalidHistogramsAreRejected(t *testing.T) {
 			shared[b.Name] = b.Store(t)
 		}
 	}
-	good := func(t int64) schema.HistogramSample { return schema.HistogramSample{T: t, H: intH(0)} }
+	good := func(t int64) cellenc.HistogramSample { return cellenc.HistogramSample{T: t, H: intH(0)} }
 	bad := nowMs - 5000
 	when := "histogram at timestamp " + itoa(bad) + " (" + dateOf(bad) + ")"
 	for i, tc := range []struct {
 		name    string
-		h       schema.HistogramSample
+		h       cellenc.HistogramSample
 		problem string
 		kind    error
-		floats  []schema.Sample
+		floats  []cellenc.Sample
 	}{
-		{"spans that ask for more buckets than sent", schema.HistogramSample{H: &histogram.Histogram{Count: 1, Sum: 1,
+		{"spans that ask for more buckets than sent", cellenc.HistogramSample{H: &histogram.Histogram{Count: 1, Sum: 1,
 			PositiveSpans: []histogram.Span{{Offset: 0, Length: 2}}, PositiveBuckets: []int64{1}}},
 			": positive side: spans need 2 buckets, have 1 buckets: histogram spans specify different number of buckets than provided", write.ErrInvalidHistogram, nil},
-		{"a negative bucket count", schema.HistogramSample{H: &histogram.Histogram{Count: 1, Sum: 1,
+		{"a negative bucket count", cellenc.HistogramSample{H: &histogram.Histogram{Count: 1, Sum: 1,
 			PositiveSpans: []histogram.Span{{Offset: 0, Length: 2}}, PositiveBuckets: []int64{2, -3}}},
 			": positive side: bucket number 2 has observation count of -1: histogram has a bucket whose observation count is negative", write.ErrInvalidHistogram, nil},
-		{"a negative float bucket count", schema.HistogramSample{FH: &histogram.FloatHistogram{Count: 1, Sum: 1,
+		{"a negative float bucket count", cellenc.HistogramSample{FH: &histogram.FloatHistogram{Count: 1, Sum: 1,
 			NegativeSpans: []histogram.Span{{Offset: 0, Length: 1}}, NegativeBuckets: []float64{-1}}},
 			": negative side: bucket number 1 has observation count of -1: histogram has a bucket whose observation count is negative", write.ErrInvalidHistogram, nil},
-		{"a count smaller than its buckets", schema.HistogramSample{H: &histogram.Histogram{Count: 2, Sum: 1,
+		{"a count smaller than its buckets", cellenc.HistogramSample{H: &histogram.Histogram{Count: 2, Sum: 1,
 			PositiveSpans: []histogram.Span{{Offset: 0, Length: 2}}, PositiveBuckets: []int64{2, 0}}},
 			": 4 observations found in buckets, but the Count field is 2: histogram's observation count should equal the number of observations found in the buckets (in absence of NaN)", write.ErrInvalidHistogram, nil},
-		{"a count that does not add up with a NaN sum", schema.HistogramSample{H: &histogram.Histogram{Count: 1, Sum: math.NaN(), ZeroCount: 3}},
+		{"a count that does not add up with a NaN sum", cellenc.HistogramSample{H: &histogram.Histogram{Count: 1, Sum: math.NaN(), ZeroCount: 3}},
 			": 3 observations found in buckets, but the Count field is 1: histogram's observation count should be at least the number of observations found in the buckets", write.ErrInvalidHistogram, nil},
-		{"schema -5", schema.HistogramSample{H: &histogram.Histogram{Schema: -5}},
+		{"schema -5", cellenc.HistogramSample{H: &histogram.Histogram{Schema: -5}},
 			": histogram has an invalid schema, which must be between -4 and 8 for exponential buckets, or -53 for custom buckets, got schema -5", write.ErrInvalidHistogram, nil},
-		{"schema 53", schema.HistogramSample{H: &histogram.Histogram{Schema: 53}},
+		{"schema 53", cellenc.HistogramSample{H: &histogram.Histogram{Schema: 53}},
 			": histogram has an invalid schema, which must be between -4 and 8 for exponential buckets, or -53 for custom buckets, got schema 53", write.ErrInvalidHistogram, nil},
-		{"custom bounds with an exponential schema", schema.HistogramSample{FH: &histogram.FloatHistogram{Schema: 2, CustomValues: []float64{1}}},
+		{"custom bounds with an exponential schema", cellenc.HistogramSample{FH: &histogram.FloatHistogram{Schema: 2, CustomValues: []float64{1}}},
 			": histogram with exponential schema must not have custom bounds", write.ErrInvalidHistogram, nil},
-		{"custom buckets without enough bounds", schema.HistogramSample{H: &histogram.Histogram{Schema: -53, Count: 3, Sum: 1,
+		{"custom buckets without enough bounds", cellenc.HistogramSample{H: &histogram.Histogram{Schema: -53, Count: 3, Sum: 1,
 			PositiveSpans: []histogram.Span{{Offset: 0, Length: 3}}, PositiveBuckets: []int64{1, 0, 0}, CustomValues: []float64{1}}},
 			": custom buckets: only 1 custom bounds defined which is insufficient to cover total span length of 3: histogram custom bounds are too few", write.ErrInvalidHistogram, nil},
-		{"custom buckets with a zero bucket", schema.HistogramSample{H: &histogram.Histogram{Schema: -53, ZeroCount: 1, Count: 1, CustomValues: []float64{1}}},
+		{"custom buckets with a zero bucket", cellenc.HistogramSample{H: &histogram.Histogram{Schema: -53, ZeroCount: 1, Count: 1, CustomValues: []float64{1}}},
 			": custom buckets: must have zero count of 0", write.ErrInvalidHistogram, nil},
-		{"a NaN zero threshold", schema.HistogramSample{H: &histogram.Histogram{ZeroThreshold: math.NaN()}},
+		{"a NaN zero threshold", cellenc.HistogramSample{H: &histogram.Histogram{ZeroThreshold: math.NaN()}},
 			" has an invalid zero threshold NaN (it must be a number >= 0)", write.ErrInvalidHistogram, nil},
-		{"a negative zero threshold", schema.HistogramSample{FH: &histogram.FloatHistogram{ZeroThreshold: -1}},
+		{"a negative zero threshold", cellenc.HistogramSample{FH: &histogram.FloatHistogram{ZeroThreshold: -1}},
 			" has an invalid zero threshold -1 (it must be a number >= 0)", write.ErrInvalidHistogram, nil},
-		{"an unknown counter reset hint", schema.HistogramSample{H: &histogram.Histogram{CounterResetHint: 4}},
+		{"an unknown counter reset hint", cellenc.HistogramSample{H: &histogram.Histogram{CounterResetHint: 4}},
 			" has the unknown counter reset hint 4", write.ErrInvalidHistogram, nil},
-		{"no histogram at all", schema.HistogramSample{},
+		{"no histogram at all", cellenc.HistogramSample{},
 			" has neither an integer nor a float histogram", write.ErrInvalidHistogram, nil},
-		{"both kinds at once", schema.HistogramSample{H: &histogram.Histogram{}, FH: &histogram.FloatHistogram{}},
+		{"both kinds at once", cellenc.HistogramSample{H: &histogram.Histogram{}, FH: &histogram.FloatHistogram{}},
 			" has neither an integer nor a float histogram", write.ErrInvalidHistogram, nil},
-		{"a float sample at the same timestamp", schema.HistogramSample{H: intH(0)},
-			" duplicates a float sample at the same timestamp", write.ErrDuplicateSample, []schema.Sample{{T: bad, V: 7}}},
+		{"a float sample at the same timestamp", cellenc.HistogramSample{H: intH(0)},
+			" duplicates a float sample at the same timestamp", write.ErrDuplicateSample, []cellenc.Sample{{T: bad, V: 7}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, b := range schematest.Backends() {
@@ -220,7 +221,7 @@ func TestInvalidHistogramsAreRejected(t *testing.T) {
 					h := tc.h
 					h.T = bad
 					res := f.write(t, write.Request{Series: []write.Series{{Labels: lbls, Samples: tc.floats,
-						Histograms: []schema.HistogramSample{good(bad - 1000), h, good(bad + 1000)}}}})
+						Histograms: []cellenc.HistogramSample{good(bad - 1000), h, good(bad + 1000)}}}})
 					reason := when + tc.problem + " in series {__name__=\"bad_histogram\", case=" + strconv.Quote(lbls.Get("case")) + "}"
 					if len(res.Rejected) != 1 || res.Rejected[0].Reason != reason || res.Rejected[0].Samples != 1 ||
 						res.Rejected[0].Series != 0 || res.Rejected[0].Sample != len(tc.floats)+1 || !errors.Is(res.Rejected[0].Kind, tc.kind) {
@@ -269,7 +270,7 @@ func TestHistogramResolutionIsReduced(t *testing.T) {
 			PositiveSpans: []histogram.Span{{Offset: 0, Length: 3}}, PositiveBuckets: []int64{1, 0, 0},
 		}
 		fine.ZeroCount = 2
-		in := []schema.HistogramSample{{T: nowMs - 4000, H: fine}, {T: nowMs - 3000, FH: wide}, {T: nowMs - 2000, H: tooWide}, {T: nowMs - 1000, H: nhcb}}
+		in := []cellenc.HistogramSample{{T: nowMs - 4000, H: fine}, {T: nowMs - 3000, FH: wide}, {T: nowMs - 2000, H: tooWide}, {T: nowMs - 1000, H: nhcb}}
 		keep := []*histogram.Histogram{fine.Copy(), tooWide.Copy(), nhcb.Copy()}
 		keepF := wide.Copy()
 		res := f.write(t, write.Request{Series: []write.Series{{Labels: lbls, Histograms: in}}})
@@ -284,8 +285,8 @@ func TestHistogramResolutionIsReduced(t *testing.T) {
 			t.Fatalf("rejected:\n%swant:\n%s(Result %+v)", got.String(), wantRejected, res)
 		}
 		// The request's histograms are not changed in place.
-		if encoded(schema.HistogramSample{H: in[0].H}) != encoded(schema.HistogramSample{H: keep[0]}) ||
-			encoded(schema.HistogramSample{FH: in[1].FH}) != encoded(schema.HistogramSample{FH: keepF}) {
+		if encoded(cellenc.HistogramSample{H: in[0].H}) != encoded(cellenc.HistogramSample{H: keep[0]}) ||
+			encoded(cellenc.HistogramSample{FH: in[1].FH}) != encoded(cellenc.HistogramSample{FH: keepF}) {
 			t.Errorf("the request's histograms were changed: %v %v", in[0].H, in[1].FH)
 		}
 		_, hists := f.rawRows(t, lbls)
@@ -295,12 +296,12 @@ func TestHistogramResolutionIsReduced(t *testing.T) {
 		// Schema 10 -> 8: buckets 1 and 2 merge into bucket 1.
 		wantFine := &histogram.Histogram{Schema: 8, Count: 4, Sum: 4, ZeroCount: 2,
 			PositiveSpans: []histogram.Span{{Offset: 1, Length: 1}}, PositiveBuckets: []int64{2}}
-		if encoded(hists[0]) != encoded(schema.HistogramSample{T: nowMs - 4000, H: wantFine}) {
+		if encoded(hists[0]) != encoded(cellenc.HistogramSample{T: nowMs - 4000, H: wantFine}) {
 			t.Errorf("schema 10 histogram stored as %v, want %v", hists[0].H, wantFine)
 		}
 		wantWide := &histogram.FloatHistogram{Schema: 1, Count: 3, Sum: 3,
 			PositiveSpans: []histogram.Span{{Offset: 1, Length: 1}, {Offset: 1, Length: 1}}, PositiveBuckets: []float64{2, 1}}
-		if encoded(hists[1]) != encoded(schema.HistogramSample{T: nowMs - 3000, FH: wantWide}) {
+		if encoded(hists[1]) != encoded(cellenc.HistogramSample{T: nowMs - 3000, FH: wantWide}) {
 			t.Errorf("3-bucket histogram stored as %v, want %v", hists[1].FH, wantWide)
 		}
 	})
@@ -373,8 +374,8 @@ func TestHistogramsCountAgainstMaxSamplesPerRequest(t *testing.T) {
 		f := newFixture(t, b.Store(t), b.Settings, testLimits)
 		s := write.Series{Labels: labels.FromStrings("__name__", "mixed")}
 		for i := range 11 {
-			s.Samples = append(s.Samples, schema.Sample{T: nowMs - int64(i), V: 1})
-			s.Histograms = append(s.Histograms, schema.HistogramSample{T: nowMs - 100 - int64(i), H: intH(0)})
+			s.Samples = append(s.Samples, cellenc.Sample{T: nowMs - int64(i), V: 1})
+			s.Histograms = append(s.Histograms, cellenc.HistogramSample{T: nowMs - 100 - int64(i), H: intH(0)})
 		}
 		_, err := f.w.Write(context.Background(), &write.Request{Series: []write.Series{s}})
 		if want := "invalid write request: 22 samples in the request, over the limit of 20"; err == nil || err.Error() != want {

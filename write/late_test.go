@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/prometheus/model/labels"
 
+	"github.com/hbtsdb/hbtsdb/cellenc"
 	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/schema"
 	"github.com/hbtsdb/hbtsdb/schema/schematest"
@@ -110,7 +111,7 @@ func TestOnTimeAndLateSamples(t *testing.T) {
 		req := func(ts ...int64) write.Request {
 			s := write.Series{Labels: lbls}
 			for _, t := range ts {
-				s.Samples = append(s.Samples, schema.Sample{T: t, V: float64(t)})
+				s.Samples = append(s.Samples, cellenc.Sample{T: t, V: float64(t)})
 			}
 			return write.Request{Series: []write.Series{s}}
 		}
@@ -141,7 +142,7 @@ func TestOnTimeAndLateSamples(t *testing.T) {
 		if got := marks(t, st); !slices.Equal(got, wantMarks) {
 			t.Errorf("pending marks %v, want %v", got, wantMarks)
 		}
-		wantSamples := []schema.Sample{
+		wantSamples := []cellenc.Sample{
 			{T: open - hour - 30*60_000, V: float64(open - hour - 30*60_000)},
 			{T: open - hour - 29*60_000, V: float64(open - hour - 29*60_000)},
 			{T: open - 1000, V: float64(open - 1000)},

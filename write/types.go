@@ -6,10 +6,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hbtsdb/hbtsdb/internal/optcheck"
-	"github.com/hbtsdb/hbtsdb/schema"
 	"github.com/prometheus/prometheus/model/exemplar"
 	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/hbtsdb/hbtsdb/cellenc"
+	"github.com/hbtsdb/hbtsdb/internal/optcheck"
+	"github.com/hbtsdb/hbtsdb/schema"
 )
 
 // Series is one label set (with __name__) and its samples, in any order: float
@@ -18,8 +20,8 @@ import (
 // request is a duplicate: the histogram is rejected.
 type Series struct {
 	Labels     labels.Labels
-	Samples    []schema.Sample
-	Histograms []schema.HistogramSample
+	Samples    []cellenc.Sample
+	Histograms []cellenc.HistogramSample
 	Exemplars  []exemplar.Exemplar
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
 
+	"github.com/hbtsdb/hbtsdb/cellenc"
 	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/schema"
 )
@@ -397,7 +398,7 @@ func histogramError(ls labels.Labels, t int64, problem string, kind error) error
 }
 
 // histogramBuckets is how many buckets hs has, both sides.
-func histogramBuckets(hs schema.HistogramSample) int {
+func histogramBuckets(hs cellenc.HistogramSample) int {
 	if hs.H != nil {
 		return len(hs.H.PositiveBuckets) + len(hs.H.NegativeBuckets)
 	}
@@ -408,7 +409,7 @@ func histogramBuckets(hs schema.HistogramSample) int {
 // aside) and returns it as it is stored: hs itself, or a copy at a lower
 // resolution (see above). On a problem it returns an *invalidError of kind
 // ErrInvalidHistogram.
-func (l Limits) checkHistogram(ls labels.Labels, hs schema.HistogramSample) (schema.HistogramSample, error) {
+func (l Limits) checkHistogram(ls labels.Labels, hs cellenc.HistogramSample) (cellenc.HistogramSample, error) {
 	if (hs.H == nil) == (hs.FH == nil) {
 		return hs, histogramError(ls, hs.T, " has neither an integer nor a float histogram", ErrInvalidHistogram)
 	}
@@ -490,7 +491,7 @@ func (l Limits) checkHistogram(ls labels.Labels, hs schema.HistogramSample) (sch
 
 // bucketsAt is how many buckets hs has once reduced to schema target, which
 // is below its schema.
-func bucketsAt(hs schema.HistogramSample, target int32) int {
+func bucketsAt(hs cellenc.HistogramSample, target int32) int {
 	if hs.H != nil {
 		h := hs.H.Copy()
 		_ = h.ReduceResolution(target)

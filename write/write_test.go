@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/prometheus/model/labels"
 
+	"github.com/hbtsdb/hbtsdb/cellenc"
 	"github.com/hbtsdb/hbtsdb/index"
 	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/query"
@@ -68,7 +69,7 @@ func (f *fixture) write(t testing.TB, req write.Request) write.Result {
 }
 
 // samples reads a series' samples of the last two days and the next hour.
-func (f *fixture) samples(t testing.TB, lbls labels.Labels) []schema.Sample {
+func (f *fixture) samples(t testing.TB, lbls labels.Labels) []cellenc.Sample {
 	t.Helper()
 	got, err := f.r.Samples(context.Background(), lbls, nowMs-48*3600_000, nowMs+3600_000)
 	if err != nil {
@@ -105,7 +106,7 @@ func sorted(ss ...string) labels.Labels {
 	return b.Labels()
 }
 
-func one(t int64, v float64) []schema.Sample { return []schema.Sample{{T: t, V: v}} }
+func one(t int64, v float64) []cellenc.Sample { return []cellenc.Sample{{T: t, V: v}} }
 
 func TestValidation(t *testing.T) {
 	// The cases share one store per backend (creating tables on HBase takes
@@ -139,7 +140,7 @@ func TestValidation(t *testing.T) {
 		},
 		{
 			name:   "an empty label name is rejected",
-			series: []write.Series{{Labels: labels.FromStrings("__name__", "up", "", "x"), Samples: []schema.Sample{{T: nowMs, V: 1}, {T: nowMs + 1, V: 2}}}},
+			series: []write.Series{{Labels: labels.FromStrings("__name__", "up", "", "x"), Samples: []cellenc.Sample{{T: nowMs, V: 1}, {T: nowMs + 1, V: 2}}}},
 			want:   []write.Rejection{{Series: 1, Sample: -1, Samples: 2, Reason: `label name "" is empty in series {""="x", __name__="up"}`}},
 		},
 		{
@@ -215,7 +216,7 @@ func TestValidation(t *testing.T) {
 		},
 		{
 			name: "samples out of the time window are rejected one by one, the others stored",
-			series: []write.Series{{Labels: labels.FromStrings("__name__", "window"), Samples: []schema.Sample{
+			series: []write.Series{{Labels: labels.FromStrings("__name__", "window"), Samples: []cellenc.Sample{
 				{T: nowMs - 24*3600_000, V: 1}, // the oldest accepted
 				{T: nowMs - 24*3600_000 - 1, V: 2},
 				{T: -1, V: 3},
@@ -231,7 +232,7 @@ func TestValidation(t *testing.T) {
 		{
 			name:   "without limits only negative timestamps are out of range",
 			limits: &write.Limits{},
-			series: []write.Series{{Labels: labels.FromStrings("__name__", "unlimited"), Samples: []schema.Sample{{T: 0, V: 1}, {T: -5, V: 2}, {T: kv.MaxTimestamp, V: 3}}}},
+			series: []write.Series{{Labels: labels.FromStrings("__name__", "unlimited"), Samples: []cellenc.Sample{{T: 0, V: 1}, {T: -5, V: 2}, {T: kv.MaxTimestamp, V: 3}}}},
 			want: []write.Rejection{
 				{Series: 1, Sample: 1, Samples: 1, Reason: `timestamp -5 is negative (before 1970-01-01T00:00:00Z) in series {__name__="unlimited"}`},
 			},
@@ -345,7 +346,7 @@ func TestRequestLimits(t *testing.T) {
 		for i := range 3 {
 			s := write.Series{Labels: labels.FromStrings("__name__", "many_samples", "i", fmt.Sprint(i))}
 			for j := range 7 {
-				s.Samples = append(s.Samples, schema.Sample{T: nowMs - int64(j), V: 1})
+				s.Samples = append(s.Samples, cellenc.Sample{T: nowMs - int64(j), V: 1})
 			}
 			tooManySamples.Series = append(tooManySamples.Series, s)
 		}
@@ -398,9 +399,9 @@ func TestValuesAreStoredBitExact(t *testing.T) {
 			1,                  // the smallest subnormal
 			math.Float64bits(math.MaxFloat64),
 		}
-		var samples []schema.Sample
+		var samples []cellenc.Sample
 		for i, b := range bits {
-			samples = append(samples, schema.Sample{T: nowMs - int64(len(bits)-i)*1000, V: math.Float64frombits(b)})
+			samples = append(samples, cellenc.Sample{T: nowMs - int64(len(bits)-i)*1000, V: math.Float64frombits(b)})
 		}
 		f.write(t, write.Request{Series: []write.Series{{Labels: lbls, Samples: samples}}})
 		got := f.samples(t, lbls)
@@ -424,8 +425,8 @@ func TestRetriesAreIdempotent(t *testing.T) {
 		a := labels.FromStrings("__name__", "retried", "host", "web-1", "job", "node")
 		c := labels.FromStrings("__name__", "retried", "host", "web-2", "job", "node")
 		req := write.Request{Series: []write.Series{
-			{Labels: a, Samples: []schema.Sample{{T: nowMs, V: 1}, {T: nowMs - 3600_000, V: 2}, {T: nowMs - 13*3600_000, V: 3}, {T: nowMs + 1, V: stale}}},
-			{Labels: c, Samples: []schema.Sample{{T: nowMs - 1000, V: 0.5}}},
+			{Labels: a, Samples: []cellenc.Sample{{T: nowMs, V: 1}, {T: nowMs - 3600_000, V: 2}, {T: nowMs - 13*3600_000, V: 3}, {T: nowMs + 1, V: stale}}},
+			{Labels: c, Samples: []cellenc.Sample{{T: nowMs - 1000, V: 0.5}}},
 		}}
 		for range 3 {
 			res := f.write(t, req)
@@ -433,7 +434,7 @@ func TestRetriesAreIdempotent(t *testing.T) {
 				t.Fatalf("Result %+v", res)
 			}
 		}
-		want := []schema.Sample{{T: nowMs - 13*3600_000, V: 3}, {T: nowMs - 3600_000, V: 2}, {T: nowMs, V: 1}, {T: nowMs + 1, V: stale}}
+		want := []cellenc.Sample{{T: nowMs - 13*3600_000, V: 3}, {T: nowMs - 3600_000, V: 2}, {T: nowMs, V: 1}, {T: nowMs + 1, V: stale}}
 		got := f.samples(t, a)
 		if len(got) != len(want) {
 			t.Fatalf("read %v, want %v", got, want)
@@ -478,7 +479,7 @@ func TestTagsPostingsAndMetadataAreWrittenOncePerProcess(t *testing.T) {
 		lbls := labels.FromStrings("__name__", "node_load1", "instance", "10.0.0.1:9100", "job", "node")
 		today, yesterday := nowMs-1000, nowMs-20*3600_000 // yesterday is another day and bucket
 		req := write.Request{
-			Series: []write.Series{{Labels: lbls, Samples: []schema.Sample{{T: today, V: 1}, {T: yesterday, V: 2}, {T: today + 1, V: 3}}}},
+			Series: []write.Series{{Labels: lbls, Samples: []cellenc.Sample{{T: today, V: 1}, {T: yesterday, V: 2}, {T: today + 1, V: 3}}}},
 			Metadata: []schema.Metadata{
 				{Metric: "node_load1", Type: "gauge", Help: "1m load average.", Unit: ""},
 				{}, // no metadata: ignored

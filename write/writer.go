@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/prometheus/model/exemplar"
 	"github.com/prometheus/prometheus/model/labels"
 
+	"github.com/hbtsdb/hbtsdb/cellenc"
 	"github.com/hbtsdb/hbtsdb/index"
 	"github.com/hbtsdb/hbtsdb/index/lru"
 	"github.com/hbtsdb/hbtsdb/kv"
@@ -179,12 +180,12 @@ type plannedSeries struct {
 
 // plannedMore is what a planned series has beside float samples.
 type plannedMore struct {
-	histograms []schema.HistogramSample // valid histogram samples, as stored
-	exemplars  []exemplar.Exemplar      // valid exemplars, as stored
+	histograms []cellenc.HistogramSample // valid histogram samples, as stored
+	exemplars  []exemplar.Exemplar       // valid exemplars, as stored
 }
 
 // histograms returns the series' valid histogram samples, as stored.
-func (p *plannedSeries) histograms() []schema.HistogramSample {
+func (p *plannedSeries) histograms() []cellenc.HistogramSample {
 	if p.more == nil {
 		return nil
 	}
@@ -307,7 +308,7 @@ func (w *Writer) validate(req *Request, now time.Time) (plan, error) {
 // i, planned as ps) and returns the valid ones as they are stored; it adds a
 // Rejection for each invalid one. It returns s.Histograms itself when all are
 // stored unchanged, the common case.
-func (p *plan) planHistograms(lim Limits, i int, s *Series, ps *plannedSeries) []schema.HistogramSample {
+func (p *plan) planHistograms(lim Limits, i int, s *Series, ps *plannedSeries) []cellenc.HistogramSample {
 	// Float timestamps of the series, to find histograms that duplicate them:
 	// only when the series has both kinds, which is rare.
 	var floats map[int64]struct{}
@@ -319,7 +320,7 @@ func (p *plan) planHistograms(lim Limits, i int, s *Series, ps *plannedSeries) [
 			}
 		}
 	}
-	var out []schema.HistogramSample // nil while every histogram so far is stored unchanged
+	var out []cellenc.HistogramSample // nil while every histogram so far is stored unchanged
 	for j, hs := range s.Histograms {
 		stored := hs
 		err := p.bounds.check(s.Labels, hs.T)
@@ -334,13 +335,13 @@ func (p *plan) planHistograms(lim Limits, i int, s *Series, ps *plannedSeries) [
 		if err != nil {
 			p.res.Rejected = append(p.res.Rejected, Rejection{Series: i, Sample: len(s.Samples) + j, Samples: 1, Reason: err.Error(), Kind: kindOf(err)})
 			if out == nil {
-				out = append(make([]schema.HistogramSample, 0, len(s.Histograms)), s.Histograms[:j]...)
+				out = append(make([]cellenc.HistogramSample, 0, len(s.Histograms)), s.Histograms[:j]...)
 			}
 			continue
 		}
 		changed := stored.H != hs.H || stored.FH != hs.FH
 		if changed && out == nil {
-			out = append(make([]schema.HistogramSample, 0, len(s.Histograms)), s.Histograms[:j]...)
+			out = append(make([]cellenc.HistogramSample, 0, len(s.Histograms)), s.Histograms[:j]...)
 		}
 		if out != nil {
 			out = append(out, stored)
@@ -556,7 +557,7 @@ func (w *Writer) build(req *Request, pl *plan, ids []uint64, nowMs int64) batch 
 		k := w.settings.PlacementOf(p.lbls)
 		keys[i] = k
 		rowLen := 1 + schema.EscapedLen(k.Host) + schema.EscapedLen(k.Metric) + 16
-		size += p.samples*(schema.RawQualifierLen+schema.RawValueLen) + rowLen +
+		size += p.samples*(schema.RawQualifierLen+cellenc.RawValueLen) + rowLen +
 			len(p.histograms())*(schema.RawQualifierLen+histogramValueLen)
 		samples += p.samples + len(p.histograms())
 	}
@@ -643,7 +644,7 @@ func (w *Writer) build(req *Request, pl *plan, ids []uint64, nowMs int64) batch 
 			start := len(buf)
 			// The offset is in [0, width): AppendRawQualifier cannot fail.
 			buf, _ = schema.AppendRawQualifier(buf, smp.T-bs, w.width)
-			buf = schema.AppendSampleValue(buf, smp)
+			buf = cellenc.AppendSampleValue(buf, smp)
 			q := buf[start : start+schema.RawQualifierLen : start+schema.RawQualifierLen]
 			v := buf[start+schema.RawQualifierLen : len(buf) : len(buf)]
 			b.muts = append(b.muts, kv.Put(row, schema.FamilyRaw, q, ts, v))
@@ -652,7 +653,7 @@ func (w *Writer) build(req *Request, pl *plan, ids []uint64, nowMs int64) batch 
 			row, bs, ts := rowOf(i, hs.T)
 			start := len(buf)
 			buf, _ = schema.AppendRawQualifier(buf, hs.T-bs, w.width)
-			buf = schema.AppendHistogramSampleValue(buf, hs)
+			buf = cellenc.AppendHistogramSampleValue(buf, hs)
 			q := buf[start : start+schema.RawQualifierLen : start+schema.RawQualifierLen]
 			v := buf[start+schema.RawQualifierLen : len(buf) : len(buf)]
 			b.muts = append(b.muts, kv.Put(row, schema.FamilyRaw, q, ts, v))
@@ -724,7 +725,7 @@ func (w *Writer) appendTags(b *batch, buf, row []byte, lbls labels.Labels, bucke
 // histogram.Error when histogram.Validate refused it), whose text is the
 // Rejection reason Write would give. Duplicates of float samples are Write's
 // to find.
-func (w *Writer) CheckHistogram(lbls labels.Labels, hs schema.HistogramSample, now time.Time) (schema.HistogramSample, error) {
+func (w *Writer) CheckHistogram(lbls labels.Labels, hs cellenc.HistogramSample, now time.Time) (cellenc.HistogramSample, error) {
 	if err := w.opts.Limits.bounds(now).check(lbls, hs.T); err != nil {
 		return hs, err
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/prometheus/model/labels"
 
+	"github.com/hbtsdb/hbtsdb/cellenc"
 	"github.com/hbtsdb/hbtsdb/db"
 	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/kv/embedded"
@@ -45,13 +46,13 @@ func newOldStore(t *testing.T) *oldStore {
 	start := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
 	req := write.Request{}
 	for i, ls := range s.series {
-		var samples []schema.Sample
+		var samples []cellenc.Sample
 		for ts := start; ts < start+(3*60+20)*60_000; ts += 15_000 {
-			samples = append(samples, schema.Sample{T: ts, V: float64(ts-start)/1000 + float64(i)})
+			samples = append(samples, cellenc.Sample{T: ts, V: float64(ts-start)/1000 + float64(i)})
 		}
 		req.Series = append(req.Series, write.Series{Labels: ls, Samples: samples})
 	}
-	req.Series = append(req.Series, write.Series{Labels: s.series[0], Samples: []schema.Sample{{T: time.Now().UnixMilli(), V: -1}}})
+	req.Series = append(req.Series, write.Series{Labels: s.series[0], Samples: []cellenc.Sample{{T: time.Now().UnixMilli(), V: -1}}})
 	s.with(t, func(d *db.DB, _ kv.Store) {
 		res, err := d.Write(context.Background(), &req)
 		if err != nil || len(res.Rejected) > 0 {

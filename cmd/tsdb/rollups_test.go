@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hbtsdb/hbtsdb/cellenc"
 	"github.com/hbtsdb/hbtsdb/kv/embedded"
 	"github.com/hbtsdb/hbtsdb/schema"
 )
@@ -167,7 +168,7 @@ func rollupCells(t *testing.T, dir string, res time.Duration) (cells int, sample
 			if err != nil {
 				t.Fatal(err)
 			}
-			ws, err := schema.DecodeRollupWindows(nil, c.Value, bucket, res)
+			ws, err := cellenc.DecodeRollupWindows(nil, c.Value, bucket, res)
 			if err != nil {
 				t.Fatal(err)
 			}

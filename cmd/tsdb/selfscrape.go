@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 
+	"github.com/hbtsdb/hbtsdb/cellenc"
 	"github.com/hbtsdb/hbtsdb/schema"
 	"github.com/hbtsdb/hbtsdb/write"
 )
@@ -74,7 +75,7 @@ func familiesToRequest(mfs []*dto.MetricFamily, ts int64, target labels.Labels) 
 			b.Set(extra[i], extra[i+1])
 		}
 		b.Set(model.MetricNameLabel, name)
-		req.Series = append(req.Series, write.Series{Labels: b.Labels(), Samples: []schema.Sample{{T: ts, V: v}}})
+		req.Series = append(req.Series, write.Series{Labels: b.Labels(), Samples: []cellenc.Sample{{T: ts, V: v}}})
 	}
 	for _, mf := range mfs {
 		name := mf.GetName()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/prometheus/model/labels"
 
+	"github.com/hbtsdb/hbtsdb/cellenc"
 	"github.com/hbtsdb/hbtsdb/db"
 	"github.com/hbtsdb/hbtsdb/schema"
 	"github.com/hbtsdb/hbtsdb/schema/provision"
@@ -122,7 +123,7 @@ func runIngest(b *testing.B, batch int) ingestResult {
 	// batch samples a request.
 	sendPhase := func(s, from, to int) error {
 		req := write.Request{Series: make([]write.Series, 0, batch)}
-		samples := make([]schema.Sample, batch)
+		samples := make([]cellenc.Sample, batch)
 		flush := func() error {
 			if len(req.Series) == 0 {
 				return nil
@@ -147,7 +148,7 @@ func runIngest(b *testing.B, batch int) ingestResult {
 					v = float64((k*31+step*17)%1000) / 8
 				}
 				i := len(req.Series)
-				samples[i] = schema.Sample{T: ts, V: v}
+				samples[i] = cellenc.Sample{T: ts, V: v}
 				req.Series = append(req.Series, write.Series{Labels: series[k], Samples: samples[i : i+1 : i+1]})
 				if len(req.Series) == batch {
 					if err := flush(); err != nil {

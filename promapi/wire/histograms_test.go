@@ -11,14 +11,14 @@ import (
 	"github.com/prometheus/prometheus/prompb"
 	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
 
-	"github.com/hbtsdb/hbtsdb/schema"
+	"github.com/hbtsdb/hbtsdb/cellenc"
 )
 
 // testHistograms are histogram samples of every shape the decoders must keep:
 // integer and float, positive and negative spans, a zero bucket, custom
 // buckets (NHCB), every counter-reset hint, the extreme schemas, a stale
 // marker, and start timestamps (which only 2.0 carries).
-func testHistograms() []schema.HistogramSample {
+func testHistograms() []cellenc.HistogramSample {
 	intH := func(hint histogram.CounterResetHint) *histogram.Histogram {
 		return &histogram.Histogram{
 			CounterResetHint: hint, Schema: 1, ZeroThreshold: 0.001, ZeroCount: 2, Count: 12, Sum: 18.4,
@@ -28,7 +28,7 @@ func testHistograms() []schema.HistogramSample {
 			NegativeBuckets: []int64{2, 1},
 		}
 	}
-	return []schema.HistogramSample{
+	return []cellenc.HistogramSample{
 		{T: 1000, H: intH(histogram.UnknownCounterReset)},
 		{T: 2000, ST: 500, H: intH(histogram.CounterReset)},
 		{T: 3000, H: intH(histogram.NotCounterReset)},
@@ -144,7 +144,7 @@ func TestDecodeV2HistogramsAndStartTimestamps(t *testing.T) {
 	if got := req.Series[0].Exemplars; !sameExemplars(got, wantEx) {
 		t.Errorf("exemplars = %+v, want %+v", got, wantEx)
 	}
-	wantSamples := []schema.Sample{{T: 1000, V: 1, ST: 10}, {T: 2000, V: 2}}
+	wantSamples := []cellenc.Sample{{T: 1000, V: 1, ST: 10}, {T: 2000, V: 2}}
 	if got := req.Series[1].Samples; !sameSamples(got, wantSamples) {
 		t.Errorf("samples = %+v, want %+v", got, wantSamples)
 	}

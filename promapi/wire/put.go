@@ -13,7 +13,7 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 
-	"github.com/hbtsdb/hbtsdb/schema"
+	"github.com/hbtsdb/hbtsdb/cellenc"
 	"github.com/hbtsdb/hbtsdb/write"
 )
 
@@ -118,7 +118,7 @@ func DecodePut(body []byte) (*Put, error) {
 			p.Request.Series = append(p.Request.Series, write.Series{Labels: lbls})
 			p.origin = append(p.origin, nil)
 		}
-		p.Request.Series[s].Samples = append(p.Request.Series[s].Samples, schema.Sample{T: t, V: v})
+		p.Request.Series[s].Samples = append(p.Request.Series[s].Samples, cellenc.Sample{T: t, V: v})
 		p.origin[s] = append(p.origin[s], i)
 	}
 	return p, nil

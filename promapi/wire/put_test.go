@@ -10,7 +10,7 @@ import (
 
 	"github.com/prometheus/prometheus/model/labels"
 
-	"github.com/hbtsdb/hbtsdb/schema"
+	"github.com/hbtsdb/hbtsdb/cellenc"
 	"github.com/hbtsdb/hbtsdb/write"
 )
 
@@ -123,8 +123,8 @@ func TestDecodePut(t *testing.T) {
 	}
 	cpu, mem := labels.FromStrings("__name__", "sys.cpu", "cpu", "0", "host", "web01"), labels.FromStrings("__name__", "sys.mem", "host", "web01")
 	want := write.Request{Series: []write.Series{
-		{Labels: cpu, Samples: []schema.Sample{{T: 1_700_000_000_000, V: 42.5}, {T: 1_700_000_060_000, V: math.Copysign(0, -1)}}},
-		{Labels: mem, Samples: []schema.Sample{{T: 1_700_000_000_123, V: 9007199254740992}}}, // 2^53+1 rounds to even
+		{Labels: cpu, Samples: []cellenc.Sample{{T: 1_700_000_000_000, V: 42.5}, {T: 1_700_000_060_000, V: math.Copysign(0, -1)}}},
+		{Labels: mem, Samples: []cellenc.Sample{{T: 1_700_000_000_123, V: 9007199254740992}}}, // 2^53+1 rounds to even
 	}}
 	if !sameRequest(p.Request, want) {
 		t.Errorf("request = %+v\nwant %+v", p.Request, want)

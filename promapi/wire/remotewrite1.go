@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/prompb"
 
+	"github.com/hbtsdb/hbtsdb/cellenc"
 	"github.com/hbtsdb/hbtsdb/schema"
 	"github.com/hbtsdb/hbtsdb/write"
 )
@@ -71,7 +72,7 @@ func decodeV1(data []byte) (write.Request, error) {
 		return write.Request{}, err
 	}
 	req := write.Request{Series: make([]write.Series, 0, nSeries)}
-	samples := make([]schema.Sample, 0, nSamples)
+	samples := make([]cellenc.Sample, 0, nSamples)
 	b := labels.NewScratchBuilder(16)
 	d := seriesDecoderV1{b: &b}
 	r := pbReader{b: data}
@@ -128,13 +129,13 @@ func decodeV1(data []byte) (write.Request, error) {
 // builder of exemplar labels.
 type seriesDecoderV1 struct {
 	b, eb      *labels.ScratchBuilder
-	histograms []schema.HistogramSample
+	histograms []cellenc.HistogramSample
 	exemplars  []exemplar.Exemplar
 }
 
 // decode decodes one TimeSeries: its labels into d.b (in wire order), its
 // samples appended to samples, its histograms and exemplars to d's.
-func (d *seriesDecoderV1) decode(data []byte, samples []schema.Sample) ([]schema.Sample, error) {
+func (d *seriesDecoderV1) decode(data []byte, samples []cellenc.Sample) ([]cellenc.Sample, error) {
 	b := d.b
 	r := pbReader{b: data}
 	for !r.done() {
@@ -221,8 +222,8 @@ func decodeLabelV1(data []byte) (name, value []byte, err error) {
 	return name, value, nil
 }
 
-func decodeSampleV1(data []byte) (schema.Sample, error) {
-	var s schema.Sample
+func decodeSampleV1(data []byte) (cellenc.Sample, error) {
+	var s cellenc.Sample
 	r := pbReader{b: data}
 	for !r.done() {
 		field, wire, start, err := r.tag("Sample")
@@ -261,11 +262,11 @@ func decodeSampleV1(data []byte) (schema.Sample, error) {
 // it is exactly what Prometheus' receiver appends: an integer histogram when
 // its counts are integers, a float histogram otherwise. 1.0 has no start
 // timestamps.
-func histogramV1(h *prompb.Histogram) schema.HistogramSample {
+func histogramV1(h *prompb.Histogram) cellenc.HistogramSample {
 	if h.IsFloatHistogram() {
-		return schema.HistogramSample{T: h.Timestamp, FH: h.ToFloatHistogram()}
+		return cellenc.HistogramSample{T: h.Timestamp, FH: h.ToFloatHistogram()}
 	}
-	return schema.HistogramSample{T: h.Timestamp, H: h.ToIntHistogram()}
+	return cellenc.HistogramSample{T: h.Timestamp, H: h.ToIntHistogram()}
 }
 
 // metricTypeV1 is the metric type of a 1.0 MetricMetadata; unknown values are

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/prompb"
 
+	"github.com/hbtsdb/hbtsdb/cellenc"
 	"github.com/hbtsdb/hbtsdb/schema"
 	"github.com/hbtsdb/hbtsdb/write"
 )
@@ -30,7 +31,7 @@ func fromV1(msg *prompb.WriteRequest) write.Request {
 	for i := range msg.Timeseries {
 		total += len(msg.Timeseries[i].Samples)
 	}
-	samples := make([]schema.Sample, 0, total)
+	samples := make([]cellenc.Sample, 0, total)
 	req := write.Request{Series: make([]write.Series, 0, len(msg.Timeseries))}
 	for i := range msg.Timeseries {
 		ts := &msg.Timeseries[i]
@@ -45,14 +46,14 @@ func fromV1(msg *prompb.WriteRequest) write.Request {
 		s := write.Series{Labels: b.Labels()}
 		start := len(samples)
 		for _, x := range ts.Samples {
-			samples = append(samples, schema.Sample{T: x.Timestamp, V: x.Value})
+			samples = append(samples, cellenc.Sample{T: x.Timestamp, V: x.Value})
 		}
 		s.Samples = samples[start:len(samples):len(samples)]
 		for _, h := range ts.Histograms {
 			if h.IsFloatHistogram() {
-				s.Histograms = append(s.Histograms, schema.HistogramSample{T: h.Timestamp, FH: h.ToFloatHistogram()})
+				s.Histograms = append(s.Histograms, cellenc.HistogramSample{T: h.Timestamp, FH: h.ToFloatHistogram()})
 			} else {
-				s.Histograms = append(s.Histograms, schema.HistogramSample{T: h.Timestamp, H: h.ToIntHistogram()})
+				s.Histograms = append(s.Histograms, cellenc.HistogramSample{T: h.Timestamp, H: h.ToIntHistogram()})
 			}
 		}
 		for _, e := range ts.Exemplars {
@@ -93,18 +94,18 @@ func sameRequest(a, b write.Request) bool {
 }
 
 // sameSamples compares bit-exactly (NaN payloads included).
-func sameSamples(a, b []schema.Sample) bool {
-	return slices.EqualFunc(a, b, func(x, y schema.Sample) bool {
+func sameSamples(a, b []cellenc.Sample) bool {
+	return slices.EqualFunc(a, b, func(x, y cellenc.Sample) bool {
 		return x.T == y.T && x.ST == y.ST && math.Float64bits(x.V) == math.Float64bits(y.V)
 	})
 }
 
 // sameHistograms compares bit-exactly: kind, every field and float bits, by
 // their raw cell encoding, which holds each of them.
-func sameHistograms(a, b []schema.HistogramSample) bool {
-	return slices.EqualFunc(a, b, func(x, y schema.HistogramSample) bool {
+func sameHistograms(a, b []cellenc.HistogramSample) bool {
+	return slices.EqualFunc(a, b, func(x, y cellenc.HistogramSample) bool {
 		return x.T == y.T && (x.H == nil) == (y.H == nil) && (x.FH == nil) == (y.FH == nil) &&
-			string(schema.AppendHistogramSampleValue(nil, x)) == string(schema.AppendHistogramSampleValue(nil, y))
+			string(cellenc.AppendHistogramSampleValue(nil, x)) == string(cellenc.AppendHistogramSampleValue(nil, y))
 	})
 }
 
@@ -255,7 +256,7 @@ func TestDecodeV1KeepsValuesAndMetadata(t *testing.T) {
 	if got := math.Float64bits(req.Series[0].Samples[0].V); got != 0x7ff0000000000002 {
 		t.Errorf("stale marker bits = %x", got)
 	}
-	if got := req.Series[0].Samples[1]; got != (schema.Sample{T: 2, V: 5e-324}) {
+	if got := req.Series[0].Samples[1]; got != (cellenc.Sample{T: 2, V: 5e-324}) {
 		t.Errorf("second sample = %v", got)
 	}
 	want := schema.Metadata{Metric: "up", Type: model.MetricTypeCounter, Help: "h", Unit: "seconds"}

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
 
+	"github.com/hbtsdb/hbtsdb/cellenc"
 	"github.com/hbtsdb/hbtsdb/schema"
 	"github.com/hbtsdb/hbtsdb/write"
 )
@@ -16,7 +17,7 @@ import (
 // DecodeV2 decodes a body whose sender declared it a remote-write 2.0
 // io.prometheus.write.v2.Request (uncompressed protobuf) into a write.Request:
 // every series with its float samples (with their start_timestamp, as
-// schema.Sample.ST), native histogram samples (converted by writev2's own
+// cellenc.Sample.ST), native histogram samples (converted by writev2's own
 // ToIntHistogram and ToFloatHistogram, as Prometheus' receiver does, with
 // their start_timestamp) and exemplars (writev2's ToExemplar), its labels
 // resolved through the symbols table and sorted by name (duplicates and
@@ -109,7 +110,7 @@ func fromV2(msg *writev2.Request) (write.Request, error) {
 	for i := range msg.Timeseries {
 		total += len(msg.Timeseries[i].Samples)
 	}
-	samples := make([]schema.Sample, 0, total)
+	samples := make([]cellenc.Sample, 0, total)
 	req := write.Request{Series: make([]write.Series, 0, len(msg.Timeseries))}
 	var seenMetadata map[string]bool
 	b := labels.NewScratchBuilder(16)
@@ -135,12 +136,12 @@ func fromV2(msg *writev2.Request) (write.Request, error) {
 		if len(ts.Samples) > 0 {
 			start := len(samples)
 			for _, smp := range ts.Samples {
-				samples = append(samples, schema.Sample{T: smp.Timestamp, V: smp.Value, ST: smp.StartTimestamp})
+				samples = append(samples, cellenc.Sample{T: smp.Timestamp, V: smp.Value, ST: smp.StartTimestamp})
 			}
 			s.Samples = samples[start:len(samples):len(samples)]
 		}
 		if len(ts.Histograms) > 0 {
-			s.Histograms = make([]schema.HistogramSample, len(ts.Histograms))
+			s.Histograms = make([]cellenc.HistogramSample, len(ts.Histograms))
 			for j := range ts.Histograms {
 				s.Histograms[j] = histogramV2(&ts.Histograms[j])
 			}
@@ -164,11 +165,11 @@ func fromV2(msg *writev2.Request) (write.Request, error) {
 // it is exactly what Prometheus' receiver appends: an integer histogram when
 // its counts are integers, a float histogram otherwise, with its start
 // timestamp.
-func histogramV2(h *writev2.Histogram) schema.HistogramSample {
+func histogramV2(h *writev2.Histogram) cellenc.HistogramSample {
 	if h.IsFloatHistogram() {
-		return schema.HistogramSample{T: h.Timestamp, ST: h.StartTimestamp, FH: h.ToFloatHistogram()}
+		return cellenc.HistogramSample{T: h.Timestamp, ST: h.StartTimestamp, FH: h.ToFloatHistogram()}
 	}
-	return schema.HistogramSample{T: h.Timestamp, ST: h.StartTimestamp, H: h.ToIntHistogram()}
+	return cellenc.HistogramSample{T: h.Timestamp, ST: h.StartTimestamp, H: h.ToIntHistogram()}
 }
 
 // metadataV2 returns a series' metadata, or a zero Metadata when it has none (or

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
 
+	"github.com/hbtsdb/hbtsdb/cellenc"
 	"github.com/hbtsdb/hbtsdb/schema"
 	"github.com/hbtsdb/hbtsdb/write"
 )
@@ -125,14 +126,14 @@ func FuzzDecodeV2(f *testing.F) {
 					t.Errorf("timeseries[%d]: label %q=%q missing from %s", i, name, value, got.Labels)
 				}
 			}
-			wantSamples := make([]schema.Sample, len(ts.Samples))
+			wantSamples := make([]cellenc.Sample, len(ts.Samples))
 			for j, x := range ts.Samples {
-				wantSamples[j] = schema.Sample{T: x.Timestamp, V: x.Value, ST: x.StartTimestamp}
+				wantSamples[j] = cellenc.Sample{T: x.Timestamp, V: x.Value, ST: x.StartTimestamp}
 			}
 			if !sameSamples(got.Samples, wantSamples) {
 				t.Errorf("timeseries[%d]: samples %v, want %v", i, got.Samples, wantSamples)
 			}
-			var wantHistograms []schema.HistogramSample
+			var wantHistograms []cellenc.HistogramSample
 			for _, h := range ts.Histograms {
 				wantHistograms = append(wantHistograms, histogramV2(&h))
 			}
@@ -183,7 +184,7 @@ func TestDecodeV2ResolvesSymbolsAndMetadata(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(req.Series) != 3 || len(req.Series[2].Histograms) != 1 || req.Series[1].Labels.Get("code") != "500" || req.Series[1].Samples[0] != (schema.Sample{T: 5, V: 1}) {
+	if len(req.Series) != 3 || len(req.Series[2].Histograms) != 1 || req.Series[1].Labels.Get("code") != "500" || req.Series[1].Samples[0] != (cellenc.Sample{T: 5, V: 1}) {
 		t.Errorf("series = %+v", req.Series)
 	}
 	want := schema.Metadata{Metric: "http_requests_total", Type: model.MetricTypeCounter, Help: "Requests.", Unit: "requests"}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hbtsdb/hbtsdb/cellenc"
 	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/kv/embedded"
 	"github.com/hbtsdb/hbtsdb/schema"
@@ -382,7 +383,7 @@ func testTheLayoutInARealStore(t *testing.T, newStore func(*testing.T) kv.Store)
 		if err != nil {
 			t.Fatal(err)
 		}
-		muts = append(muts, kv.Put(row, schema.FamilyRaw, q, s.ts, schema.AppendRawValue(nil, s.v)))
+		muts = append(muts, kv.Put(row, schema.FamilyRaw, q, s.ts, cellenc.AppendRawValue(nil, s.v)))
 	}
 	if err := st.Apply(ctx, schema.TableData, muts); err != nil {
 		t.Fatal(err)
@@ -406,7 +407,7 @@ func testTheLayoutInARealStore(t *testing.T, newStore func(*testing.T) kv.Store)
 	if err != nil || k.BucketStart+off != now || c.Timestamp != now {
 		t.Errorf("cell at offset %d (%v), timestamp %d; want the sample at %d", off, err, c.Timestamp, now)
 	}
-	v, err := schema.DecodeRawValue(c.Value)
+	v, err := cellenc.DecodeRawValue(c.Value)
 	if err != nil || math.Float64bits(v) != 0x7ff0000000000002 {
 		t.Errorf("stale marker came back as %#x, %v", math.Float64bits(v), err)
 	}

@@ -1,4 +1,4 @@
-package schema
+package cellenc
 
 import "github.com/prometheus/prometheus/model/histogram"
 

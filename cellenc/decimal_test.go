@@ -1,4 +1,4 @@
-package schema_test
+package cellenc_test
 
 import (
 	"errors"
@@ -7,24 +7,25 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hbtsdb/hbtsdb/cellenc"
 	"github.com/hbtsdb/hbtsdb/schema"
 )
 
 // decimalRoundTrip encodes samples as a decimal chunk (wanting ok as given)
 // and decodes them back to the bit.
-func decimalRoundTrip(t *testing.T, samples []schema.Sample, wantOK bool) []byte {
+func decimalRoundTrip(t *testing.T, samples []cellenc.Sample, wantOK bool) []byte {
 	t.Helper()
-	b, ok := schema.AppendDecimalChunk(nil, samples)
+	b, ok := cellenc.AppendDecimalChunk(nil, samples)
 	if ok != wantOK {
 		t.Fatalf("AppendDecimalChunk(%v) ok = %v, want %v", samples, ok, wantOK)
 	}
 	if !ok {
 		return nil
 	}
-	if b[0] != schema.EncDecimal {
+	if b[0] != cellenc.EncDecimal {
 		t.Fatalf("encoding byte %#x", b[0])
 	}
-	got, n, err := schema.DecodeDecimalChunk(nil, b[1:], math.MinInt64, math.MaxInt64)
+	got, n, err := cellenc.DecodeDecimalChunk(nil, b[1:], math.MinInt64, math.MaxInt64)
 	if err != nil || n != len(samples) || len(got) != len(samples) {
 		t.Fatalf("DecodeDecimalChunk: %d samples (%d), %v; want %d", len(got), n, err, len(samples))
 	}
@@ -53,10 +54,10 @@ func TestDecimalChunkRoundTrip(t *testing.T) {
 		{"2^53", func(int) float64 { return 1 << 53 }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var ss []schema.Sample
+			var ss []cellenc.Sample
 			ts := int64(1_700_000_000_000)
 			for i := range 240 {
-				ss = append(ss, schema.Sample{T: ts, V: tc.gen(i)})
+				ss = append(ss, cellenc.Sample{T: ts, V: tc.gen(i)})
 				ts += 15_000
 				if i%50 == 7 {
 					ts += int64(r.IntN(2000)) // irregular steps now and then
@@ -70,7 +71,7 @@ func TestDecimalChunkRoundTrip(t *testing.T) {
 	// Values with no exact decimal form keep the bucket XOR.
 	for _, v := range []float64{math.NaN(), math.Inf(1), math.Inf(-1), math.Copysign(0, -1), math.Nextafter(0.3, 1),
 		1.0 / 3, 1 << 54, math.SmallestNonzeroFloat64, 1e-16} {
-		decimalRoundTrip(t, []schema.Sample{{T: 1, V: 1}, {T: 2, V: v}}, false)
+		decimalRoundTrip(t, []cellenc.Sample{{T: 1, V: 1}, {T: 2, V: v}}, false)
 	}
 }
 
@@ -79,24 +80,24 @@ func TestDecimalChunkRoundTrip(t *testing.T) {
 // either way the row decodes to the samples written.
 func TestBucketChunkCellPicksTheSmaller(t *testing.T) {
 	r := rand.New(rand.NewPCG(9, 9))
-	counter, random := make([]schema.Sample, 240), make([]schema.Sample, 240)
+	counter, random := make([]cellenc.Sample, 240), make([]cellenc.Sample, 240)
 	v := 1000.0
 	for i := range counter {
 		v += float64(1400+r.IntN(200)) / 100
 		v = math.Round(v*100) / 100
-		counter[i] = schema.Sample{T: int64(i) * 15_000, V: v}
-		random[i] = schema.Sample{T: int64(i) * 15_000, V: r.Float64()}
+		counter[i] = cellenc.Sample{T: int64(i) * 15_000, V: v}
+		random[i] = cellenc.Sample{T: int64(i) * 15_000, V: r.Float64()}
 	}
 	for _, tc := range []struct {
 		name    string
-		samples []schema.Sample
+		samples []cellenc.Sample
 		enc     byte
 		maxLen  int
 	}{
-		{"counter", counter, schema.EncDecimal, 240 * 2},
+		{"counter", counter, cellenc.EncDecimal, 240 * 2},
 		{"random", random, 1, 240 * 9},
 	} {
-		cell, err := schema.BucketChunkCell(tc.samples, 0, time.Hour)
+		cell, err := cellenc.BucketChunkCell(tc.samples, 0, time.Hour)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -112,18 +113,18 @@ func TestDecodeDecimalChunkRejectsMalformed(t *testing.T) {
 		b    []byte
 		msg  string
 	}{
-		{"empty", nil, "schema: decimal chunk: bad varint at byte 0: malformed"},
-		{"no samples", []byte{0x00, 0x00, 0x00, 0x01, 0x00, 0x00}, "schema: decimal chunk: 0 samples at byte 2: malformed"},
-		{"step 0", []byte{0x02, 0x01, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00}, "schema: decimal chunk: a step that is not positive at byte 3: malformed"},
-		{"timestamp mode 2", []byte{0x03, 0x01, 0x01, 0x02, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00}, "schema: decimal chunk: timestamp mode 2 at byte 4: malformed"},
-		{"steps going back", []byte{0x03, 0x01, 0x02, 0x01, 0x05, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00}, "schema: decimal chunk: timestamps not ascending at byte 5: malformed"},
-		{"scale 16", []byte{0x01, 0x01, 0x10, 0x01, 0x00, 0x00}, "schema: decimal chunk: scale 16 at byte 3: malformed"},
-		{"gcd 0", []byte{0x01, 0x01, 0x00, 0x00, 0x00, 0x00}, "schema: decimal chunk: gcd 0 at byte 4: malformed"},
-		{"value mode 2", []byte{0x01, 0x01, 0x00, 0x01, 0x02, 0x00}, "schema: decimal chunk: value mode 2 at byte 5: malformed"},
-		{"value beyond 2^53", []byte{0x01, 0x01, 0x00, 0x01, 0x00, 0x82, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01}, "schema: decimal chunk: value out of range at byte 14: malformed"},
-		{"trailing bytes", []byte{0x01, 0x01, 0x00, 0x01, 0x00, 0x00, 0x00}, "schema: decimal chunk: 1 trailing bytes at byte 6: malformed"},
+		{"empty", nil, "cellenc: decimal chunk: bad varint at byte 0: malformed"},
+		{"no samples", []byte{0x00, 0x00, 0x00, 0x01, 0x00, 0x00}, "cellenc: decimal chunk: 0 samples at byte 2: malformed"},
+		{"step 0", []byte{0x02, 0x01, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00}, "cellenc: decimal chunk: a step that is not positive at byte 3: malformed"},
+		{"timestamp mode 2", []byte{0x03, 0x01, 0x01, 0x02, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00}, "cellenc: decimal chunk: timestamp mode 2 at byte 4: malformed"},
+		{"steps going back", []byte{0x03, 0x01, 0x02, 0x01, 0x05, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00}, "cellenc: decimal chunk: timestamps not ascending at byte 5: malformed"},
+		{"scale 16", []byte{0x01, 0x01, 0x10, 0x01, 0x00, 0x00}, "cellenc: decimal chunk: scale 16 at byte 3: malformed"},
+		{"gcd 0", []byte{0x01, 0x01, 0x00, 0x00, 0x00, 0x00}, "cellenc: decimal chunk: gcd 0 at byte 4: malformed"},
+		{"value mode 2", []byte{0x01, 0x01, 0x00, 0x01, 0x02, 0x00}, "cellenc: decimal chunk: value mode 2 at byte 5: malformed"},
+		{"value beyond 2^53", []byte{0x01, 0x01, 0x00, 0x01, 0x00, 0x82, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01}, "cellenc: decimal chunk: value out of range at byte 14: malformed"},
+		{"trailing bytes", []byte{0x01, 0x01, 0x00, 0x01, 0x00, 0x00, 0x00}, "cellenc: decimal chunk: 1 trailing bytes at byte 6: malformed"},
 	} {
-		_, _, err := schema.DecodeDecimalChunk(nil, tc.b, math.MinInt64, math.MaxInt64)
+		_, _, err := cellenc.DecodeDecimalChunk(nil, tc.b, math.MinInt64, math.MaxInt64)
 		if !errors.Is(err, schema.ErrMalformed) || err.Error() != tc.msg {
 			t.Errorf("%s: DecodeDecimalChunk(% x) = %v, want %s", tc.name, tc.b, err, tc.msg)
 		}

@@ -1,4 +1,4 @@
-package schema_test
+package cellenc_test
 
 import (
 	"encoding/binary"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/prometheus/tsdb/tsdbutil"
 
+	"github.com/hbtsdb/hbtsdb/cellenc"
 	"github.com/hbtsdb/hbtsdb/schema"
 )
 
@@ -21,8 +22,8 @@ import (
 // counter fields: runs of equal values, +0 after -0, NaNs in a row (no change)
 // and after numbers (a change), ±Inf, resets to a smaller value or to the
 // same, stale markers between samples, at gaps from 1 ms to past a window.
-func randomCounterSeries(r *rand.Rand, from, to int64) []schema.Sample {
-	var out []schema.Sample
+func randomCounterSeries(r *rand.Rand, from, to int64) []cellenc.Sample {
+	var out []cellenc.Sample
 	t := from + r.Int64N(300_000)
 	v := float64(r.IntN(10))
 	steps := []int64{1, 15_000, 15_000, 15_000, 60_000, 299_999, 300_000, 300_001}
@@ -38,7 +39,7 @@ func randomCounterSeries(r *rand.Rand, from, to int64) []schema.Sample {
 		case k == 7:
 			v = math.Inf(r.IntN(2)*2 - 1)
 		case k == 8:
-			out = append(out, schema.Sample{T: t, V: staleNaN})
+			out = append(out, cellenc.Sample{T: t, V: staleNaN})
 			t += steps[r.IntN(len(steps))]
 			continue
 		case k <= 10:
@@ -49,7 +50,7 @@ func randomCounterSeries(r *rand.Rand, from, to int64) []schema.Sample {
 			}
 			v += float64(r.IntN(3)) + float64(r.IntN(2))*0.5
 		}
-		out = append(out, schema.Sample{T: t, V: v})
+		out = append(out, cellenc.Sample{T: t, V: v})
 		t += steps[r.IntN(len(steps))]
 	}
 	return out
@@ -79,23 +80,25 @@ func TestAggregateWindowsCountersMatchBruteForce(t *testing.T) {
 // parts without writing to them.
 func TestMergeCountersCases(t *testing.T) {
 	const m = 60_000
-	agg := func(s ...schema.Sample) schema.RollupWindow { return schema.AggregateWindows(s, nil, time.Minute)[0] }
+	agg := func(s ...cellenc.Sample) cellenc.RollupWindow {
+		return cellenc.AggregateWindows(s, nil, time.Minute)[0]
+	}
 	for _, tc := range []struct {
 		name string
-		a, b []schema.Sample
+		a, b []cellenc.Sample
 	}{
-		{"stale only, then one sample", []schema.Sample{{T: 1, V: staleNaN}}, []schema.Sample{{T: 2, V: 5}}},
-		{"stale only, then two", []schema.Sample{{T: 1, V: staleNaN}}, []schema.Sample{{T: 2, V: 5}, {T: 3, V: 1}}},
-		{"one sample, then stale only", []schema.Sample{{T: 1, V: 5}}, []schema.Sample{{T: 2, V: staleNaN}}},
-		{"two samples, then stale only", []schema.Sample{{T: 1, V: 5}, {T: 2, V: 4}}, []schema.Sample{{T: 3, V: staleNaN}}},
-		{"one and one: a reset at the boundary", []schema.Sample{{T: 1, V: 5}}, []schema.Sample{{T: 2, V: 1}}},
-		{"resets on both sides and at the boundary", []schema.Sample{{T: 1, V: 5}, {T: 2, V: 3}, {T: 3, V: 9}},
-			[]schema.Sample{{T: 4, V: 2}, {T: 5, V: 1}, {T: m, V: 1}}},
-		{"no change at the boundary", []schema.Sample{{T: 1, V: 1}, {T: 2, V: 2}}, []schema.Sample{{T: 3, V: 2}, {T: 4, V: 2}}},
-		{"NaN then NaN: no change", []schema.Sample{{T: 1, V: math.NaN()}}, []schema.Sample{{T: 2, V: nanPayload}}},
-		{"number then NaN: a change, no reset", []schema.Sample{{T: 1, V: 7}}, []schema.Sample{{T: 2, V: nanPayload}, {T: 3, V: 1}}},
-		{"-0 then +0: no change", []schema.Sample{{T: 1, V: negZero}}, []schema.Sample{{T: 2, V: 0}}},
-		{"+Inf then a number: a reset of +Inf", []schema.Sample{{T: 1, V: math.Inf(1)}}, []schema.Sample{{T: 2, V: 3}}},
+		{"stale only, then one sample", []cellenc.Sample{{T: 1, V: staleNaN}}, []cellenc.Sample{{T: 2, V: 5}}},
+		{"stale only, then two", []cellenc.Sample{{T: 1, V: staleNaN}}, []cellenc.Sample{{T: 2, V: 5}, {T: 3, V: 1}}},
+		{"one sample, then stale only", []cellenc.Sample{{T: 1, V: 5}}, []cellenc.Sample{{T: 2, V: staleNaN}}},
+		{"two samples, then stale only", []cellenc.Sample{{T: 1, V: 5}, {T: 2, V: 4}}, []cellenc.Sample{{T: 3, V: staleNaN}}},
+		{"one and one: a reset at the boundary", []cellenc.Sample{{T: 1, V: 5}}, []cellenc.Sample{{T: 2, V: 1}}},
+		{"resets on both sides and at the boundary", []cellenc.Sample{{T: 1, V: 5}, {T: 2, V: 3}, {T: 3, V: 9}},
+			[]cellenc.Sample{{T: 4, V: 2}, {T: 5, V: 1}, {T: m, V: 1}}},
+		{"no change at the boundary", []cellenc.Sample{{T: 1, V: 1}, {T: 2, V: 2}}, []cellenc.Sample{{T: 3, V: 2}, {T: 4, V: 2}}},
+		{"NaN then NaN: no change", []cellenc.Sample{{T: 1, V: math.NaN()}}, []cellenc.Sample{{T: 2, V: nanPayload}}},
+		{"number then NaN: a change, no reset", []cellenc.Sample{{T: 1, V: 7}}, []cellenc.Sample{{T: 2, V: nanPayload}, {T: 3, V: 1}}},
+		{"-0 then +0: no change", []cellenc.Sample{{T: 1, V: negZero}}, []cellenc.Sample{{T: 2, V: 0}}},
+		{"+Inf then a number: a reset of +Inf", []cellenc.Sample{{T: 1, V: math.Inf(1)}}, []cellenc.Sample{{T: 2, V: 3}}},
 	} {
 		all := append(slices.Clone(tc.a), tc.b...)
 		a, b := agg(tc.a...), agg(tc.b...)
@@ -107,10 +110,10 @@ func TestMergeCountersCases(t *testing.T) {
 	}
 	// Two merges of one part make two windows: neither writes into the
 	// part's ResetValues, even when it has room to grow.
-	a := agg(schema.Sample{T: 1, V: 5}, schema.Sample{T: 2, V: 3})
+	a := agg(cellenc.Sample{T: 1, V: 5}, cellenc.Sample{T: 2, V: 3})
 	a.ResetValues = append(make([]float64, 0, 8), a.ResetValues...)
-	m1 := a.Merge(agg(schema.Sample{T: 3, V: 1}))                            // resets 5, then 3 at the boundary
-	m2 := a.Merge(agg(schema.Sample{T: 3, V: 4}, schema.Sample{T: 4, V: 2})) // resets 5, then 4
+	m1 := a.Merge(agg(cellenc.Sample{T: 3, V: 1}))                             // resets 5, then 3 at the boundary
+	m2 := a.Merge(agg(cellenc.Sample{T: 3, V: 4}, cellenc.Sample{T: 4, V: 2})) // resets 5, then 4
 	if !slices.Equal(m1.ResetValues, []float64{5, 3}) || !slices.Equal(m2.ResetValues, []float64{5, 4}) || !slices.Equal(a.ResetValues, []float64{5}) {
 		t.Errorf("two merges of a part: resets %v and %v, the part's %v; want [5 3], [5 4], [5]", m1.ResetValues, m2.ResetValues, a.ResetValues)
 	}
@@ -120,14 +123,16 @@ func TestMergeCountersCases(t *testing.T) {
 // written before them) makes a merged window without them, whatever the other
 // part; Resets is then merged as before them.
 func TestMergeWithoutCounters(t *testing.T) {
-	agg := func(s ...schema.Sample) schema.RollupWindow { return schema.AggregateWindows(s, nil, time.Minute)[0] }
+	agg := func(s ...cellenc.Sample) cellenc.RollupWindow {
+		return cellenc.AggregateWindows(s, nil, time.Minute)[0]
+	}
 	for _, tc := range []struct {
 		name string
-		a, b []schema.Sample
+		a, b []cellenc.Sample
 	}{
-		{"samples on both sides", []schema.Sample{{T: 1, V: 5}, {T: 2, V: 3}}, []schema.Sample{{T: 3, V: 1}, {T: 4, V: 2}}},
-		{"stale only, then samples", []schema.Sample{{T: 1, V: staleNaN}}, []schema.Sample{{T: 3, V: 1}, {T: 4, V: 0}}},
-		{"samples, then stale only", []schema.Sample{{T: 1, V: 5}, {T: 2, V: 3}}, []schema.Sample{{T: 3, V: staleNaN}}},
+		{"samples on both sides", []cellenc.Sample{{T: 1, V: 5}, {T: 2, V: 3}}, []cellenc.Sample{{T: 3, V: 1}, {T: 4, V: 2}}},
+		{"stale only, then samples", []cellenc.Sample{{T: 1, V: staleNaN}}, []cellenc.Sample{{T: 3, V: 1}, {T: 4, V: 0}}},
+		{"samples, then stale only", []cellenc.Sample{{T: 1, V: 5}, {T: 2, V: 3}}, []cellenc.Sample{{T: 3, V: staleNaN}}},
 	} {
 		all := append(slices.Clone(tc.a), tc.b...)
 		whole := withoutCounters(agg(all...))
@@ -144,7 +149,7 @@ func TestMergeWithoutCounters(t *testing.T) {
 }
 
 // withoutCounters is w as decoded from a cell written before the counter part.
-func withoutCounters(w schema.RollupWindow) schema.RollupWindow {
+func withoutCounters(w cellenc.RollupWindow) cellenc.RollupWindow {
 	w.HasCounters, w.Changes, w.ResetValues, w.PrevT, w.PrevV = false, 0, nil, 0, 0
 	return w
 }
@@ -153,7 +158,7 @@ func TestRollupCountersRoundTripBitExact(t *testing.T) {
 	const bucket = int64(1_700_000_000_000 / 3_600_000 * 3_600_000)
 	const m5 = int64(300_000)
 	at := func(w, off int64) int64 { return bucket + w*m5 + off }
-	fs := []schema.Sample{
+	fs := []cellenc.Sample{
 		// Window 1: one sample, a NaN with a payload.
 		{T: at(0, 1), V: nanPayload},
 		// Window 2: two samples, -0 then a reset to -1.
@@ -170,12 +175,12 @@ func TestRollupCountersRoundTripBitExact(t *testing.T) {
 		{T: at(5, 100), V: 7}, {T: at(5, m5), V: 7},
 		{T: at(6, 1), V: 1}, {T: at(6, 2), V: 2}, {T: at(6, 3), V: 3},
 	}
-	hs := []schema.HistogramSample{
+	hs := []cellenc.HistogramSample{
 		{T: at(2, 5), H: tsdbutil.GenerateTestHistogram(1)},
 		{T: at(2, 6), FH: tsdbutil.GenerateTestCustomBucketsFloatHistogram(2)},
 		{T: at(4, 13), H: tsdbutil.GenerateTestHistogram(3)}, // after window 5's stale marker
 	}
-	ws := schema.AggregateWindows(fs, hs, 5*time.Minute)
+	ws := cellenc.AggregateWindows(fs, hs, 5*time.Minute)
 	if len(ws) != 7 || ws[2].Count != 0 || ws[2].Histograms != 2 || ws[3].Count != 0 || !ws[3].HasStale() || ws[1].Count != 2 || ws[0].Count != 1 {
 		t.Fatalf("the windows are not the ones meant: %s", fmtWindows(ws))
 	}
@@ -192,7 +197,7 @@ func TestRollupCountersRoundTripBitExact(t *testing.T) {
 	r := newRand()
 	for _, res := range []time.Duration{time.Minute, 5 * time.Minute, time.Hour, 24 * time.Hour} {
 		for range 200 {
-			roundTrip(t, bucket, res, schema.AggregateWindows(randomCounterSeries(r, bucket, bucket+3_600_000), nil, res))
+			roundTrip(t, bucket, res, cellenc.AggregateWindows(randomCounterSeries(r, bucket, bucket+3_600_000), nil, res))
 		}
 	}
 }
@@ -216,20 +221,20 @@ const legacyBucket = int64(1_700_000_000_000 / 3_600_000 * 3_600_000)
 // counter with a reset and a stale marker, of integers or not; with
 // histograms, every third sample and the last window's all are histograms.
 // (The code that made legacyCells; keep it as it is.)
-func legacyFixtureSeries(integers, histograms bool) ([]schema.Sample, []schema.HistogramSample) {
+func legacyFixtureSeries(integers, histograms bool) ([]cellenc.Sample, []cellenc.HistogramSample) {
 	var (
-		fs []schema.Sample
-		hs []schema.HistogramSample
+		fs []cellenc.Sample
+		hs []cellenc.HistogramSample
 	)
 	c := 10.0
 	for i := range 48 {
 		t := legacyBucket + 1 + int64(i)*15_000
 		switch {
 		case histograms && (i%3 == 2 || i >= 40):
-			hs = append(hs, schema.HistogramSample{T: t, H: tsdbutil.GenerateTestHistogram(int64(i))})
+			hs = append(hs, cellenc.HistogramSample{T: t, H: tsdbutil.GenerateTestHistogram(int64(i))})
 			continue
 		case i == 30:
-			fs = append(fs, schema.Sample{T: t, V: staleNaN})
+			fs = append(fs, cellenc.Sample{T: t, V: staleNaN})
 			continue
 		case i == 20:
 			c = 1
@@ -241,7 +246,7 @@ func legacyFixtureSeries(integers, histograms bool) ([]schema.Sample, []schema.H
 		if !integers {
 			v += 0.5
 		}
-		fs = append(fs, schema.Sample{T: t, V: v})
+		fs = append(fs, cellenc.Sample{T: t, V: v})
 	}
 	return fs, hs
 }
@@ -259,8 +264,8 @@ func TestLegacyRollupCellsDecode(t *testing.T) {
 			t.Fatal(err)
 		}
 		fs, hs := legacyFixtureSeries(c.integers, c.histograms)
-		want := schema.AggregateWindows(fs, hs, res)
-		got, err := schema.DecodeRollupWindows(nil, b, legacyBucket, res)
+		want := cellenc.AggregateWindows(fs, hs, res)
+		got, err := cellenc.DecodeRollupWindows(nil, b, legacyBucket, res)
 		if err != nil || len(got) != len(want) {
 			t.Fatalf("%s: %s, %v; want %d windows", name, fmtWindows(got), err, len(want))
 		}
@@ -269,7 +274,7 @@ func TestLegacyRollupCellsDecode(t *testing.T) {
 				t.Errorf("%s: window %d = %s\nwant %s", name, i, fmtWindow(got[i]), fmtWindow(withoutCounters(want[i])))
 			}
 		}
-		if enc := schema.EncodeRollupWindows(nil, legacyBucket, res, got); hex.EncodeToString(enc) != c.hex {
+		if enc := cellenc.EncodeRollupWindows(nil, legacyBucket, res, got); hex.EncodeToString(enc) != c.hex {
 			t.Errorf("%s: the decoded windows encode as %x, not as they were", name, enc)
 		}
 		// The same windows with counter fields round-trip with them.
@@ -278,9 +283,9 @@ func TestLegacyRollupCellsDecode(t *testing.T) {
 	// Windows of which only some have counter fields (parts merged with an old
 	// cell's) are written as before the counter part: none has them then.
 	fs, hs := legacyFixtureSeries(true, true)
-	mixed := schema.AggregateWindows(fs, hs, res)
+	mixed := cellenc.AggregateWindows(fs, hs, res)
 	mixed[1] = withoutCounters(mixed[1])
-	if enc := schema.EncodeRollupWindows(nil, legacyBucket, res, mixed); hex.EncodeToString(enc) != legacyCells[3].hex {
+	if enc := cellenc.EncodeRollupWindows(nil, legacyBucket, res, mixed); hex.EncodeToString(enc) != legacyCells[3].hex {
 		t.Errorf("windows with and without counter fields encode as %x, want the old layout %s", enc, legacyCells[3].hex)
 	}
 }
@@ -289,10 +294,10 @@ func TestLegacyRollupCellsDecode(t *testing.T) {
 // the layout breaks stored rollups.
 func TestEncodeRollupCountersLayout(t *testing.T) {
 	const res = 5 * time.Minute
-	w := schema.RollupWindow{End: 300_000, Count: 2, Sum: 3, Min: 1, Max: 2, FirstT: 1000, FirstV: 1, LastT: 300_000, LastV: 2, StaleT: -1,
+	w := cellenc.RollupWindow{End: 300_000, Count: 2, Sum: 3, Min: 1, Max: 2, FirstT: 1000, FirstV: 1, LastT: 300_000, LastV: 2, StaleT: -1,
 		HasCounters: true, Changes: 1, PrevT: 1000, PrevV: 1}
 	windowsPart := []byte{0x01, 0xe0, 0xa7, 0x12, 0x66, 0x04, 0xd0, 0x0f, 0x00, 0x02, 0x3f, 0xf0, 0x02, 0x7f, 0xf0, 0x02, 0x40, 0x08}
-	got := schema.EncodeRollupWindows(nil, 0, res, []schema.RollupWindow{w})
+	got := cellenc.EncodeRollupWindows(nil, 0, res, []cellenc.RollupWindow{w})
 	want := append(slices.Clone(windowsPart),
 		0x00, 0x00, // integer part: no window of integers
 		0x00,             // histogram part: no window with histograms
@@ -308,16 +313,16 @@ func TestEncodeRollupCountersLayout(t *testing.T) {
 	// Four windows: w; a counter with a reset scraped at the same interval
 	// (LastT-PrevT as w's: one byte); a window of integers with one sample
 	// and histograms; a stale one (no float sample, no counter fields).
-	w2 := schema.RollupWindow{End: 600_000, Count: 3, Sum: 5, Min: 0.5, Max: 2.5, FirstT: 300_001, FirstV: 2.5, LastT: 600_000, LastV: 2,
+	w2 := cellenc.RollupWindow{End: 600_000, Count: 3, Sum: 5, Min: 0.5, Max: 2.5, FirstT: 300_001, FirstV: 2.5, LastT: 600_000, LastV: 2,
 		Resets: 2.5, StaleT: -1, HasCounters: true, Changes: 2, ResetValues: []float64{2.5}, PrevT: 301_000, PrevV: 0.5}
-	w3 := schema.RollupWindow{End: 900_000, Count: 1, Sum: 4, Min: 4, Max: 4, FirstT: 600_001, FirstV: 4, LastT: 600_001, LastV: 4, StaleT: -1,
-		Integers: true, HasCounters: true, Histograms: 1, LastH: schema.HistogramSample{T: 600_002, H: tsdbutil.GenerateTestHistogram(1)}}
-	w4 := schema.RollupWindow{End: 1_200_000, StaleT: 900_001, HasCounters: true}
-	got = schema.EncodeRollupWindows(nil, 0, res, []schema.RollupWindow{w, w2, w3, w4})
+	w3 := cellenc.RollupWindow{End: 900_000, Count: 1, Sum: 4, Min: 4, Max: 4, FirstT: 600_001, FirstV: 4, LastT: 600_001, LastV: 4, StaleT: -1,
+		Integers: true, HasCounters: true, Histograms: 1, LastH: cellenc.HistogramSample{T: 600_002, H: tsdbutil.GenerateTestHistogram(1)}}
+	w4 := cellenc.RollupWindow{End: 1_200_000, StaleT: 900_001, HasCounters: true}
+	got = cellenc.EncodeRollupWindows(nil, 0, res, []cellenc.RollupWindow{w, w2, w3, w4})
 	// The same windows without counter fields are written in the old
 	// layout, which has the integer part (00 04: window 2) and the histogram
 	// part here; with them, the counter part follows.
-	old := schema.EncodeRollupWindows(nil, 0, res, []schema.RollupWindow{withoutCounters(w), withoutCounters(w2), withoutCounters(w3), withoutCounters(w4)})
+	old := cellenc.EncodeRollupWindows(nil, 0, res, []cellenc.RollupWindow{withoutCounters(w), withoutCounters(w2), withoutCounters(w3), withoutCounters(w4)})
 	counters := []byte{
 		0x01,                                           // version 1
 		0x00, 0x00, 0xf0, 0xbf, 0x24, 0x02, 0x7f, 0xf0, // w as above
@@ -330,7 +335,7 @@ func TestEncodeRollupCountersLayout(t *testing.T) {
 	if !slices.Equal(got, append(slices.Clone(old), counters...)) {
 		t.Fatalf("EncodeRollupWindows of 4 windows = % x\nwant the old layout % x then % x", got, old, counters)
 	}
-	roundTrip(t, 0, res, []schema.RollupWindow{w, w2, w3, w4})
+	roundTrip(t, 0, res, []cellenc.RollupWindow{w, w2, w3, w4})
 }
 
 func TestDecodeRollupCountersRejectsMalformed(t *testing.T) {
@@ -339,41 +344,41 @@ func TestDecodeRollupCountersRejectsMalformed(t *testing.T) {
 	// cell is a cell of the one window w: its windows part, an integer
 	// bitmap of no window, no window with histograms, then the counter part
 	// of the given version and bytes.
-	cell := func(w schema.RollupWindow, version byte, counters ...byte) []byte {
-		b := schema.EncodeRollupWindows(nil, 0, res, []schema.RollupWindow{withoutCounters(w)})
+	cell := func(w cellenc.RollupWindow, version byte, counters ...byte) []byte {
+		b := cellenc.EncodeRollupWindows(nil, 0, res, []cellenc.RollupWindow{withoutCounters(w)})
 		return slices.Concat(b, []byte{0x00, 0x00, 0x00, version}, counters)
 	}
 	// Three samples 1.5, 3.5, 2.5 (a reset of 3.5) at 100, 200, 300 ms:
 	// two changes, one reset, the last two 100 ms apart.
-	w3 := schema.AggregateWindows([]schema.Sample{{T: 100, V: 1.5}, {T: 200, V: 3.5}, {T: 300, V: 2.5}}, nil, res)[0]
+	w3 := cellenc.AggregateWindows([]cellenc.Sample{{T: 100, V: 1.5}, {T: 200, V: 3.5}, {T: 300, V: 2.5}}, nil, res)[0]
 	fields3 := slices.Concat([]byte{0x00, 0x01}, x(1.5, 3.5), []byte{0xc8, 0x01}, x(2.5, 3.5))
 	// Two samples 1.5 then 3.5 at 100 and 300 ms: a change, no reset.
-	w2 := schema.AggregateWindows([]schema.Sample{{T: 100, V: 1.5}, {T: 300, V: 3.5}}, nil, res)[0]
+	w2 := cellenc.AggregateWindows([]cellenc.Sample{{T: 100, V: 1.5}, {T: 300, V: 3.5}}, nil, res)[0]
 	fields2 := slices.Concat([]byte{0x00, 0x00, 0x90, 0x03}, x(3.5, 1.5))
 	valid := cell(w3, 1, fields3...)
 	version := len(valid) - len(fields3) - 1 // the offset of the version byte
 	for _, c := range []struct {
-		w schema.RollupWindow
+		w cellenc.RollupWindow
 		b []byte
 	}{{w3, valid}, {w2, cell(w2, 1, fields2...)}} {
-		if enc := schema.EncodeRollupWindows(nil, 0, res, []schema.RollupWindow{c.w}); !slices.Equal(enc, c.b) {
+		if enc := cellenc.EncodeRollupWindows(nil, 0, res, []cellenc.RollupWindow{c.w}); !slices.Equal(enc, c.b) {
 			t.Fatalf("test encoding % x, EncodeRollupWindows % x", c.b, enc)
 		}
-		if _, err := schema.DecodeRollupWindows(nil, c.b, 0, res); err != nil {
+		if _, err := cellenc.DecodeRollupWindows(nil, c.b, 0, res); err != nil {
 			t.Fatalf("the valid cell % x: %v", c.b, err)
 		}
 	}
 	// encode writes w3 changed by mutate.
-	encode := func(w schema.RollupWindow, mutate func(*schema.RollupWindow)) []byte {
+	encode := func(w cellenc.RollupWindow, mutate func(*cellenc.RollupWindow)) []byte {
 		w.ResetValues = slices.Clone(w.ResetValues)
 		mutate(&w)
-		return schema.EncodeRollupWindows(nil, 0, res, []schema.RollupWindow{w})
+		return cellenc.EncodeRollupWindows(nil, 0, res, []cellenc.RollupWindow{w})
 	}
-	oldWindows := schema.EncodeRollupWindows(nil, 0, res, []schema.RollupWindow{withoutCounters(w3)})
-	oldIntegers := schema.EncodeRollupWindows(nil, 0, res, []schema.RollupWindow{
-		withoutCounters(schema.AggregateWindows([]schema.Sample{{T: 100, V: 1}}, nil, res)[0])})
-	oldHistograms := schema.EncodeRollupWindows(nil, 0, res, []schema.RollupWindow{
-		{End: 300_000, StaleT: -1, Histograms: 1, LastH: schema.HistogramSample{T: 10, H: tsdbutil.GenerateTestHistogram(1)}}})
+	oldWindows := cellenc.EncodeRollupWindows(nil, 0, res, []cellenc.RollupWindow{withoutCounters(w3)})
+	oldIntegers := cellenc.EncodeRollupWindows(nil, 0, res, []cellenc.RollupWindow{
+		withoutCounters(cellenc.AggregateWindows([]cellenc.Sample{{T: 100, V: 1}}, nil, res)[0])})
+	oldHistograms := cellenc.EncodeRollupWindows(nil, 0, res, []cellenc.RollupWindow{
+		{End: 300_000, StaleT: -1, Histograms: 1, LastH: cellenc.HistogramSample{T: 10, H: tsdbutil.GenerateTestHistogram(1)}}})
 	if !slices.Equal(oldIntegers[len(oldIntegers)-2:], []byte{0x00, 0x01}) || oldHistograms[4] != 0x00 || oldHistograms[5] != 0x01 {
 		t.Fatalf("not the old layouts meant: % x, % x", oldIntegers, oldHistograms)
 	}
@@ -387,36 +392,36 @@ func TestDecodeRollupCountersRejectsMalformed(t *testing.T) {
 		{"no counter fields", cell(w3, 1), fmt.Sprintf("bad varint at byte %d", version+1)},
 		{"counter fields cut short", valid[:len(valid)-2], "value ends at byte"},
 		{"trailing bytes", append(slices.Clone(valid), 0x00), "1 trailing bytes"},
-		{"Changes above Count-1, as the encoder writes it", encode(w3, func(w *schema.RollupWindow) { w.Changes = 3 }),
+		{"Changes above Count-1, as the encoder writes it", encode(w3, func(w *cellenc.RollupWindow) { w.Changes = 3 }),
 			fmt.Sprintf("bad varint at byte %d", version+1)},
 		{"Count-1-Changes above Count-1", cell(w3, 1, 0x03, 0x00, 0xc8, 0x01, 0x00), "3 unchanged samples and 0 resets of 3 samples"},
-		{"more resets than Count-1", encode(w3, func(w *schema.RollupWindow) { w.ResetValues, w.Resets = []float64{3.5, 3.5, 3.5}, 10.5 }),
+		{"more resets than Count-1", encode(w3, func(w *cellenc.RollupWindow) { w.ResetValues, w.Resets = []float64{3.5, 3.5, 3.5}, 10.5 }),
 			"0 unchanged samples and 3 resets of 3 samples"},
-		{"more resets than changes", encode(w3, func(w *schema.RollupWindow) { w.Changes, w.ResetValues, w.Resets = 1, []float64{3.5, 3.5}, 7 }),
+		{"more resets than changes", encode(w3, func(w *cellenc.RollupWindow) { w.Changes, w.ResetValues, w.Resets = 1, []float64{3.5, 3.5}, 7 }),
 			"1 unchanged samples and 2 resets of 3 samples"},
-		{"a reset value NaN", encode(w3, func(w *schema.RollupWindow) { w.ResetValues[0], w.Resets = math.NaN(), math.NaN() }),
+		{"a reset value NaN", encode(w3, func(w *cellenc.RollupWindow) { w.ResetValues[0], w.Resets = math.NaN(), math.NaN() }),
 			"inconsistent counter fields"},
-		{"a reset value -Inf", encode(w3, func(w *schema.RollupWindow) { w.ResetValues[0], w.Resets = math.Inf(-1), math.Inf(-1) }),
+		{"a reset value -Inf", encode(w3, func(w *cellenc.RollupWindow) { w.ResetValues[0], w.Resets = math.Inf(-1), math.Inf(-1) }),
 			"inconsistent counter fields"},
-		{"Resets not the sum of the reset values", encode(w3, func(w *schema.RollupWindow) { w.ResetValues[0] = 4 }),
+		{"Resets not the sum of the reset values", encode(w3, func(w *cellenc.RollupWindow) { w.ResetValues[0] = 4 }),
 			"inconsistent counter fields"},
-		{"no change counted between the last two samples", encode(w3, func(w *schema.RollupWindow) { w.Changes, w.ResetValues, w.Resets = 0, nil, 0 }),
+		{"no change counted between the last two samples", encode(w3, func(w *cellenc.RollupWindow) { w.Changes, w.ResetValues, w.Resets = 0, nil, 0 }),
 			"inconsistent counter fields"},
-		{"the last two samples' reset not counted", encode(w3, func(w *schema.RollupWindow) { w.ResetValues, w.Resets = nil, 0 }),
+		{"the last two samples' reset not counted", encode(w3, func(w *cellenc.RollupWindow) { w.ResetValues, w.Resets = nil, 0 }),
 			"inconsistent counter fields"},
-		{"the last reset value not PrevV", encode(w3, func(w *schema.RollupWindow) { w.PrevV, w.ResetValues[0], w.Resets = 3, 3.25, 3.25 }),
+		{"the last reset value not PrevV", encode(w3, func(w *cellenc.RollupWindow) { w.PrevV, w.ResetValues[0], w.Resets = 3, 3.25, 3.25 }),
 			"inconsistent counter fields"},
-		{"PrevT = LastT", encode(w3, func(w *schema.RollupWindow) { w.PrevT = w.LastT }), "second-to-last sample 0 ms before the last"},
-		{"PrevT before FirstT", encode(w3, func(w *schema.RollupWindow) { w.PrevT = w.FirstT - 1 }), "second-to-last sample 201 ms before the last"},
-		{"PrevT after LastT", encode(w3, func(w *schema.RollupWindow) { w.PrevT = w.LastT + 1 }), "second-to-last sample -1 ms before the last"},
-		{"PrevT not FirstT of two samples", encode(w2, func(w *schema.RollupWindow) { w.PrevT = 200 }), "second-to-last sample 100 ms before the last"},
-		{"PrevV not FirstV of two samples", encode(w2, func(w *schema.RollupWindow) { w.PrevV = 2 }),
+		{"PrevT = LastT", encode(w3, func(w *cellenc.RollupWindow) { w.PrevT = w.LastT }), "second-to-last sample 0 ms before the last"},
+		{"PrevT before FirstT", encode(w3, func(w *cellenc.RollupWindow) { w.PrevT = w.FirstT - 1 }), "second-to-last sample 201 ms before the last"},
+		{"PrevT after LastT", encode(w3, func(w *cellenc.RollupWindow) { w.PrevT = w.LastT + 1 }), "second-to-last sample -1 ms before the last"},
+		{"PrevT not FirstT of two samples", encode(w2, func(w *cellenc.RollupWindow) { w.PrevT = 200 }), "second-to-last sample 100 ms before the last"},
+		{"PrevV not FirstV of two samples", encode(w2, func(w *cellenc.RollupWindow) { w.PrevV = 2 }),
 			"second-to-last value of the two of the window ending 300000 is not the first"},
-		{"PrevV -0 for a FirstV of +0", encode(schema.AggregateWindows([]schema.Sample{{T: 100, V: 0}, {T: 300, V: 3}}, nil, res)[0],
-			func(w *schema.RollupWindow) { w.PrevV = negZero }), "second-to-last value of the two"},
-		{"a change counted between two equal samples", encode(schema.AggregateWindows([]schema.Sample{{T: 100, V: 3}, {T: 300, V: 3}}, nil, res)[0],
-			func(w *schema.RollupWindow) { w.Changes = 1 }), "inconsistent counter fields"},
-		{"a reset counted between two growing samples", encode(w2, func(w *schema.RollupWindow) { w.ResetValues, w.Resets = []float64{1.5}, 1.5 }),
+		{"PrevV -0 for a FirstV of +0", encode(cellenc.AggregateWindows([]cellenc.Sample{{T: 100, V: 0}, {T: 300, V: 3}}, nil, res)[0],
+			func(w *cellenc.RollupWindow) { w.PrevV = negZero }), "second-to-last value of the two"},
+		{"a change counted between two equal samples", encode(cellenc.AggregateWindows([]cellenc.Sample{{T: 100, V: 3}, {T: 300, V: 3}}, nil, res)[0],
+			func(w *cellenc.RollupWindow) { w.Changes = 1 }), "inconsistent counter fields"},
+		{"a reset counted between two growing samples", encode(w2, func(w *cellenc.RollupWindow) { w.ResetValues, w.Resets = []float64{1.5}, 1.5 }),
 			"inconsistent counter fields"},
 		{"a counter part in a cell of no windows", []byte{0x00, 0x00, 0x00, 0x01}, "counter part of a cell without windows"},
 		{"a histogram count of 0 without a counter part", append(slices.Clone(oldIntegers), 0x00), "no window with histograms and no counter part"},
@@ -426,7 +431,7 @@ func TestDecodeRollupCountersRejectsMalformed(t *testing.T) {
 		{"a counter part without the integer bitmap", append(slices.Clone(oldHistograms), 0x01, 0x00), "2 trailing bytes"},
 		{"a counter part without the histogram count", slices.Concat(oldWindows, []byte{0x00, 0x00, 0x01}, fields3), "malformed"},
 	} {
-		ws, err := schema.DecodeRollupWindows(nil, tc.b, 0, res)
+		ws, err := cellenc.DecodeRollupWindows(nil, tc.b, 0, res)
 		if !errors.Is(err, schema.ErrMalformed) || !strings.Contains(err.Error(), tc.msg) {
 			t.Errorf("%s: DecodeRollupWindows(% x) = %s, %v\nwant an error with %q", tc.name, tc.b, fmtWindows(ws), err, tc.msg)
 		}
@@ -482,19 +487,19 @@ func TestRollupCellSizes(t *testing.T) {
 			with, without, windows := 0, 0, 0
 			for h := range int64(24) {
 				bs := day + h*3_600_000
-				var in []schema.Sample
+				var in []cellenc.Sample
 				for i := range 240 {
 					n := int(h)*240 + i
-					in = append(in, schema.Sample{T: bs + 1 + int64(i)*15_000, V: series[name](n)})
+					in = append(in, cellenc.Sample{T: bs + 1 + int64(i)*15_000, V: series[name](n)})
 				}
-				ws := schema.AggregateWindows(in, nil, res)
+				ws := cellenc.AggregateWindows(in, nil, res)
 				windows += len(ws)
-				with += len(schema.EncodeRollupWindows(nil, bs, res, ws))
-				old := make([]schema.RollupWindow, len(ws))
+				with += len(cellenc.EncodeRollupWindows(nil, bs, res, ws))
+				old := make([]cellenc.RollupWindow, len(ws))
 				for i, w := range ws {
 					old[i] = withoutCounters(w)
 				}
-				without += len(schema.EncodeRollupWindows(nil, bs, res, old))
+				without += len(cellenc.EncodeRollupWindows(nil, bs, res, old))
 			}
 			perWith, perWithout := float64(with)/float64(windows), float64(without)/float64(windows)
 			key := fmt.Sprintf("%s %s", name, map[time.Duration]string{5 * time.Minute: "5m", time.Hour: "1h"}[res])

@@ -1,4 +1,4 @@
-package schema_test
+package cellenc_test
 
 import (
 	"math"
@@ -8,22 +8,23 @@ import (
 
 	"github.com/prometheus/prometheus/model/histogram"
 
+	"github.com/hbtsdb/hbtsdb/cellenc"
 	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/schema"
 )
 
 // benchFloats is an hour of a 15 s counter and of a gauge with random values
 // (XOR), the bucket shapes compaction writes most.
-func benchFloats() [][]schema.Sample {
+func benchFloats() [][]cellenc.Sample {
 	rng := rand.New(rand.NewPCG(1, 2))
-	var counter, gauge []schema.Sample
+	var counter, gauge []cellenc.Sample
 	v := 0.0
 	for i := range 240 {
 		v += float64(rng.IntN(1000))
-		counter = append(counter, schema.Sample{T: 7_200_000 + int64(i)*15_000, V: v})
-		gauge = append(gauge, schema.Sample{T: 7_200_000 + int64(i)*15_000, V: rng.Float64() * math.Pi})
+		counter = append(counter, cellenc.Sample{T: 7_200_000 + int64(i)*15_000, V: v})
+		gauge = append(gauge, cellenc.Sample{T: 7_200_000 + int64(i)*15_000, V: rng.Float64() * math.Pi})
 	}
-	return [][]schema.Sample{counter, gauge}
+	return [][]cellenc.Sample{counter, gauge}
 }
 
 // BenchmarkBucketChunkCellFloats: the chunk cell of a bucket of floats, as
@@ -32,7 +33,7 @@ func BenchmarkBucketChunkCellFloats(b *testing.B) {
 	buckets := benchFloats()
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
-		if _, err := schema.BucketChunkCell(buckets[i%2], 7_200_000, time.Hour); err != nil {
+		if _, err := cellenc.BucketChunkCell(buckets[i%2], 7_200_000, time.Hour); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -43,7 +44,7 @@ func BenchmarkBucketChunkCellFloats(b *testing.B) {
 func BenchmarkDecodeDataRowFloatChunk(b *testing.B) {
 	var rows []kv.Row
 	for _, s := range benchFloats() {
-		c, err := schema.BucketChunkCell(s, 7_200_000, time.Hour)
+		c, err := cellenc.BucketChunkCell(s, 7_200_000, time.Hour)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -52,7 +53,7 @@ func BenchmarkDecodeDataRowFloatChunk(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
-		if _, err := schema.DecodeDataRow(rows[i%2], time.Hour, 0, math.MaxInt64); err != nil {
+		if _, err := cellenc.DecodeDataRow(rows[i%2], time.Hour, 0, math.MaxInt64); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -60,10 +61,10 @@ func BenchmarkDecodeDataRowFloatChunk(b *testing.B) {
 
 // benchHistograms is an hour of a 15 s integer histogram of schema 3 with 30
 // populated buckets in two spans, each growing by 0 to 4 a scrape.
-func benchHistograms() []schema.HistogramSample {
+func benchHistograms() []cellenc.HistogramSample {
 	rng := rand.New(rand.NewPCG(3, 4))
 	counts := make([]int64, 30)
-	var out []schema.HistogramSample
+	var out []cellenc.HistogramSample
 	for i := range 240 {
 		h := &histogram.Histogram{Schema: 3, ZeroThreshold: 1e-128,
 			PositiveSpans: []histogram.Span{{Offset: 0, Length: 15}, {Offset: 3, Length: 15}}}
@@ -78,7 +79,7 @@ func benchHistograms() []schema.HistogramSample {
 		h.ZeroCount = uint64(i)
 		h.Count = total + h.ZeroCount
 		h.Sum = float64(total) * 0.25
-		out = append(out, schema.HistogramSample{T: 7_200_000 + int64(i)*15_000, H: h})
+		out = append(out, cellenc.HistogramSample{T: 7_200_000 + int64(i)*15_000, H: h})
 	}
 	return out
 }
@@ -90,7 +91,7 @@ func BenchmarkBucketCellHistograms(b *testing.B) {
 	var size int
 	b.ReportAllocs()
 	for b.Loop() {
-		c, err := schema.BucketCell(nil, hs, 7_200_000, time.Hour)
+		c, err := cellenc.BucketCell(nil, hs, 7_200_000, time.Hour)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -102,7 +103,7 @@ func BenchmarkBucketCellHistograms(b *testing.B) {
 // BenchmarkDecodeDataRowHistogramChunk: a row of one histogram chunk cell,
 // decoded.
 func BenchmarkDecodeDataRowHistogramChunk(b *testing.B) {
-	c, err := schema.BucketCell(nil, benchHistograms(), 7_200_000, time.Hour)
+	c, err := cellenc.BucketCell(nil, benchHistograms(), 7_200_000, time.Hour)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -110,7 +111,7 @@ func BenchmarkDecodeDataRowHistogramChunk(b *testing.B) {
 	row := kv.Row{Key: key, Cells: []kv.Cell{c}}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := schema.DecodeDataRow(row, time.Hour, 0, math.MaxInt64); err != nil {
+		if _, err := cellenc.DecodeDataRow(row, time.Hour, 0, math.MaxInt64); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -1,4 +1,4 @@
-package schema_test
+package cellenc_test
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 	"github.com/prometheus/prometheus/tsdb/tsdbutil"
 
+	"github.com/hbtsdb/hbtsdb/cellenc"
 	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/schema"
 )
@@ -21,29 +22,29 @@ const chunkBucket = 7_200_000 // a bucket start (2h), width 1h
 
 // mixedRow builds a data row of bucket chunkBucket from chunk cells (one per
 // element of cells) and raw cells holding raw and rawH.
-func mixedRow(t *testing.T, cells []kv.Cell, raw []schema.Sample, rawH []schema.HistogramSample) kv.Row {
+func mixedRow(t *testing.T, cells []kv.Cell, raw []cellenc.Sample, rawH []cellenc.HistogramSample) kv.Row {
 	t.Helper()
 	for _, s := range raw {
 		q, err := schema.AppendRawQualifier(nil, s.T-chunkBucket, time.Hour)
 		if err != nil {
 			t.Fatal(err)
 		}
-		cells = append(cells, kv.Cell{Family: schema.FamilyRaw, Qualifier: q, Timestamp: s.T, Value: schema.AppendSampleValue(nil, s)})
+		cells = append(cells, kv.Cell{Family: schema.FamilyRaw, Qualifier: q, Timestamp: s.T, Value: cellenc.AppendSampleValue(nil, s)})
 	}
 	for _, h := range rawH {
 		q, err := schema.AppendRawQualifier(nil, h.T-chunkBucket, time.Hour)
 		if err != nil {
 			t.Fatal(err)
 		}
-		cells = append(cells, kv.Cell{Family: schema.FamilyRaw, Qualifier: q, Timestamp: h.T, Value: schema.AppendHistogramSampleValue(nil, h)})
+		cells = append(cells, kv.Cell{Family: schema.FamilyRaw, Qualifier: q, Timestamp: h.T, Value: cellenc.AppendHistogramSampleValue(nil, h)})
 	}
 	key := schema.DataRowKey(nil, schema.DataKey{Host: "h", Metric: "m", SeriesID: 7, BucketStart: chunkBucket})
 	return kv.Row{Key: key, Cells: cells}
 }
 
-func bucketCell(t *testing.T, fs []schema.Sample, hs []schema.HistogramSample) kv.Cell {
+func bucketCell(t *testing.T, fs []cellenc.Sample, hs []cellenc.HistogramSample) kv.Cell {
 	t.Helper()
-	c, err := schema.BucketCell(fs, hs, chunkBucket, time.Hour)
+	c, err := cellenc.BucketCell(fs, hs, chunkBucket, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,18 +54,18 @@ func bucketCell(t *testing.T, fs []schema.Sample, hs []schema.HistogramSample) k
 // at returns the timestamp of the i-th sample of a 15 s scrape in chunkBucket.
 func at(i int) int64 { return chunkBucket + int64(i)*15_000 }
 
-func intH(ts []int64, st int64, gen func(int64) *histogram.Histogram) []schema.HistogramSample {
-	out := make([]schema.HistogramSample, len(ts))
+func intH(ts []int64, st int64, gen func(int64) *histogram.Histogram) []cellenc.HistogramSample {
+	out := make([]cellenc.HistogramSample, len(ts))
 	for i, t := range ts {
-		out[i] = schema.HistogramSample{T: t, ST: st, H: gen(int64(i))}
+		out[i] = cellenc.HistogramSample{T: t, ST: st, H: gen(int64(i))}
 	}
 	return out
 }
 
-func floatH(ts []int64, st int64, gen func(int64) *histogram.FloatHistogram) []schema.HistogramSample {
-	out := make([]schema.HistogramSample, len(ts))
+func floatH(ts []int64, st int64, gen func(int64) *histogram.FloatHistogram) []cellenc.HistogramSample {
+	out := make([]cellenc.HistogramSample, len(ts))
 	for i, t := range ts {
-		out[i] = schema.HistogramSample{T: t, ST: st, FH: gen(int64(i))}
+		out[i] = cellenc.HistogramSample{T: t, ST: st, FH: gen(int64(i))}
 	}
 	return out
 }
@@ -82,7 +83,7 @@ func times(from, to int) []int64 {
 // bit; histograms with every count and sum bit for bit once empty buckets are
 // dropped (histogram.Compact(0)), the counter-reset hint left out (see
 // TestBucketCellCounterResetHints), a stale marker histogram by its Sum.
-func sameSamples(wantF, gotF []schema.Sample, wantH, gotH []schema.HistogramSample) error {
+func sameSamples(wantF, gotF []cellenc.Sample, wantH, gotH []cellenc.HistogramSample) error {
 	if len(wantF) != len(gotF) {
 		return fmt.Errorf("%d floats, want %d", len(gotF), len(wantF))
 	}
@@ -103,7 +104,7 @@ func sameSamples(wantF, gotF []schema.Sample, wantH, gotH []schema.HistogramSamp
 	return nil
 }
 
-func sameHistogram(w, g schema.HistogramSample) error {
+func sameHistogram(w, g cellenc.HistogramSample) error {
 	if w.T != g.T || w.ST != g.ST || (w.H == nil) != (g.H == nil) || (w.FH == nil) != (g.FH == nil) {
 		return fmt.Errorf("T %d ST %d int %v, want T %d ST %d int %v", g.T, g.ST, g.H != nil, w.T, w.ST, w.H != nil)
 	}
@@ -135,8 +136,8 @@ func sameHistogram(w, g schema.HistogramSample) error {
 	return nil
 }
 
-func concatH(parts ...[]schema.HistogramSample) []schema.HistogramSample {
-	var out []schema.HistogramSample
+func concatH(parts ...[]cellenc.HistogramSample) []cellenc.HistogramSample {
+	var out []cellenc.HistogramSample
 	for _, p := range parts {
 		out = append(out, p...)
 	}
@@ -147,15 +148,15 @@ func concatH(parts ...[]schema.HistogramSample) []schema.HistogramSample {
 // its chunk cell, in the encodings chunk.go says.
 func TestBucketCellRoundTrips(t *testing.T) {
 	staleF := math.Float64frombits(value.StaleNaN)
-	staleH := schema.HistogramSample{T: at(20), H: &histogram.Histogram{Sum: staleF}}
-	staleFH := schema.HistogramSample{T: at(20), FH: &histogram.FloatHistogram{Sum: staleF}}
+	staleH := cellenc.HistogramSample{T: at(20), H: &histogram.Histogram{Sum: staleF}}
+	staleFH := cellenc.HistogramSample{T: at(20), FH: &histogram.FloatHistogram{Sum: staleF}}
 	resetAt := func(gen func(int64) *histogram.Histogram) func(int64) *histogram.Histogram {
 		return func(i int64) *histogram.Histogram { return gen(i % 10) } // a reset every 10 samples
 	}
 	for _, tc := range []struct {
 		name      string
-		fs        []schema.Sample
-		hs        []schema.HistogramSample
+		fs        []cellenc.Sample
+		hs        []cellenc.HistogramSample
 		wantEnc   byte
 		wantParts []chunkenc.Encoding // of an EncChunks cell
 	}{
@@ -169,7 +170,7 @@ func TestBucketCellRoundTrips(t *testing.T) {
 		{name: "float histograms with ST", hs: floatH(times(0, 240), chunkBucket-1000, tsdbutil.GenerateTestFloatHistogram), wantEnc: byte(chunkenc.EncFloatHistogramST)},
 		{
 			name: "some histograms with ST, some without",
-			hs: func() []schema.HistogramSample {
+			hs: func() []cellenc.HistogramSample {
 				hs := intH(times(0, 12), 0, tsdbutil.GenerateTestHistogram)
 				for i := 5; i < 10; i++ {
 					hs[i].ST = 42
@@ -188,39 +189,39 @@ func TestBucketCellRoundTrips(t *testing.T) {
 		{
 			name:      "counter resets cut chunks",
 			hs:        intH(times(0, 25), 0, resetAt(tsdbutil.GenerateTestHistogram)),
-			wantEnc:   schema.EncChunks,
+			wantEnc:   cellenc.EncChunks,
 			wantParts: []chunkenc.Encoding{chunkenc.EncHistogram, chunkenc.EncHistogram, chunkenc.EncHistogram},
 		},
 		{
 			name:      "stale marker histogram",
-			hs:        concatH(intH(times(0, 20), 0, tsdbutil.GenerateTestHistogram), []schema.HistogramSample{staleH}),
+			hs:        concatH(intH(times(0, 20), 0, tsdbutil.GenerateTestHistogram), []cellenc.HistogramSample{staleH}),
 			wantEnc:   byte(chunkenc.EncHistogram),
 			wantParts: nil,
 		},
 		{
 			name:    "stale marker float histogram",
-			hs:      concatH(floatH(times(0, 20), 0, tsdbutil.GenerateTestFloatHistogram), []schema.HistogramSample{staleFH}),
+			hs:      concatH(floatH(times(0, 20), 0, tsdbutil.GenerateTestFloatHistogram), []cellenc.HistogramSample{staleFH}),
 			wantEnc: byte(chunkenc.EncFloatHistogram),
 		},
 		{
 			name:    "floats with ST",
-			fs:      []schema.Sample{{T: at(0), V: 1, ST: 5}, {T: at(1), V: 2, ST: 5}, {T: at(2), V: 0.5, ST: at(2) - 1}, {T: at(3), V: staleF}, {T: at(4), V: 3}},
+			fs:      []cellenc.Sample{{T: at(0), V: 1, ST: 5}, {T: at(1), V: 2, ST: 5}, {T: at(2), V: 0.5, ST: at(2) - 1}, {T: at(3), V: staleF}, {T: at(4), V: 3}},
 			wantEnc: byte(chunkenc.EncXOR2),
 		},
 		{
 			name: "floats then histograms then floats",
-			fs:   []schema.Sample{{T: at(0), V: math.Pi}, {T: at(1), V: 2}, {T: at(30), V: 3.25}, {T: at(31), V: staleF}},
+			fs:   []cellenc.Sample{{T: at(0), V: math.Pi}, {T: at(1), V: 2}, {T: at(30), V: 3.25}, {T: at(31), V: staleF}},
 			hs: concatH(intH(times(2, 20), 0, tsdbutil.GenerateTestHistogram),
 				floatH(times(20, 30), 0, tsdbutil.GenerateTestFloatHistogram)),
-			wantEnc: schema.EncChunks,
+			wantEnc: cellenc.EncChunks,
 			wantParts: []chunkenc.Encoding{chunkenc.EncXOR, chunkenc.EncHistogram,
 				chunkenc.EncFloatHistogram, chunkenc.EncXOR},
 		},
 		{
 			name:      "floats with ST and histograms with ST",
-			fs:        []schema.Sample{{T: at(0), V: 1, ST: 1}, {T: at(10), V: 2, ST: 1}},
+			fs:        []cellenc.Sample{{T: at(0), V: 1, ST: 1}, {T: at(10), V: 2, ST: 1}},
 			hs:        intH(times(1, 10), 1, tsdbutil.GenerateTestHistogram),
-			wantEnc:   schema.EncChunks,
+			wantEnc:   cellenc.EncChunks,
 			wantParts: []chunkenc.Encoding{chunkenc.EncXOR2, chunkenc.EncHistogramST, chunkenc.EncXOR2},
 		},
 	} {
@@ -236,14 +237,14 @@ func TestBucketCellRoundTrips(t *testing.T) {
 			if err := sameSamples(nil, nil, in, tc.hs); err != nil {
 				t.Errorf("BucketCell changed its input: %v", err)
 			}
-			rs, err := schema.DecodeDataRow(mixedRow(t, []kv.Cell{c}, nil, nil), time.Hour, 0, math.MaxInt64)
+			rs, err := cellenc.DecodeDataRow(mixedRow(t, []kv.Cell{c}, nil, nil), time.Hour, 0, math.MaxInt64)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if err := sameSamples(tc.fs, rs.Samples, tc.hs, rs.Histograms); err != nil {
 				t.Fatal(err)
 			}
-			if tc.wantEnc == schema.EncChunks {
+			if tc.wantEnc == cellenc.EncChunks {
 				var got []chunkenc.Encoding
 				for _, chk := range rs.Chunks {
 					got = append(got, chk.Encoding())
@@ -258,17 +259,17 @@ func TestBucketCellRoundTrips(t *testing.T) {
 
 // layouts are growing histograms whose populated buckets change: the second
 // adds a bucket, the third lacks an empty one, the fourth adds two.
-func layouts() []schema.HistogramSample {
-	mk := func(i int, spans []histogram.Span, deltas []int64) schema.HistogramSample {
+func layouts() []cellenc.HistogramSample {
+	mk := func(i int, spans []histogram.Span, deltas []int64) cellenc.HistogramSample {
 		var count, abs int64
 		for _, d := range deltas {
 			abs += d
 			count += abs
 		}
-		return schema.HistogramSample{T: at(i), H: &histogram.Histogram{Schema: 1, Count: uint64(count), Sum: float64(count),
+		return cellenc.HistogramSample{T: at(i), H: &histogram.Histogram{Schema: 1, Count: uint64(count), Sum: float64(count),
 			PositiveSpans: spans, PositiveBuckets: deltas}}
 	}
-	return []schema.HistogramSample{
+	return []cellenc.HistogramSample{
 		mk(0, []histogram.Span{{Offset: 0, Length: 2}}, []int64{1, -1}),
 		mk(1, []histogram.Span{{Offset: 0, Length: 2}, {Offset: 1, Length: 1}}, []int64{2, -2, 1}),
 		mk(2, []histogram.Span{{Offset: 0, Length: 1}, {Offset: 2, Length: 1}}, []int64{3, 0}),
@@ -276,8 +277,8 @@ func layouts() []schema.HistogramSample {
 	}
 }
 
-func cloneH(hs []schema.HistogramSample) []schema.HistogramSample {
-	out := make([]schema.HistogramSample, len(hs))
+func cloneH(hs []cellenc.HistogramSample) []cellenc.HistogramSample {
+	out := make([]cellenc.HistogramSample, len(hs))
 	for i, h := range hs {
 		out[i] = h
 		if h.H != nil {
@@ -298,7 +299,7 @@ func TestBucketCellCounterResetHints(t *testing.T) {
 		h.CounterResetHint = c
 		return h
 	}
-	hs := []schema.HistogramSample{
+	hs := []cellenc.HistogramSample{
 		{T: at(0), H: hint(gen(1), histogram.UnknownCounterReset)},
 		{T: at(1), H: hint(gen(2), histogram.UnknownCounterReset)},
 		{T: at(2), H: hint(gen(0), histogram.UnknownCounterReset)}, // a reset
@@ -308,7 +309,7 @@ func TestBucketCellCounterResetHints(t *testing.T) {
 	}
 	want := []histogram.CounterResetHint{histogram.UnknownCounterReset, histogram.NotCounterReset,
 		histogram.CounterReset, histogram.NotCounterReset, histogram.CounterReset, histogram.NotCounterReset}
-	rs, err := schema.DecodeDataRow(mixedRow(t, []kv.Cell{bucketCell(t, nil, hs)}, nil, nil), time.Hour, 0, math.MaxInt64)
+	rs, err := cellenc.DecodeDataRow(mixedRow(t, []kv.Cell{bucketCell(t, nil, hs)}, nil, nil), time.Hour, 0, math.MaxInt64)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -331,42 +332,42 @@ func TestBucketCellCounterResetHints(t *testing.T) {
 func TestDecodeDataRowMergesKinds(t *testing.T) {
 	gen := tsdbutil.GenerateTestHistogram
 	fgen := tsdbutil.GenerateTestFloatHistogram
-	chunkF := []schema.Sample{{T: at(0), V: math.Pi}, {T: at(1), V: math.E}, {T: at(5), V: math.Sqrt2}}
-	chunkH := []schema.HistogramSample{{T: at(2), H: gen(2)}, {T: at(3), H: gen(3)}, {T: at(4), H: gen(4)}}
+	chunkF := []cellenc.Sample{{T: at(0), V: math.Pi}, {T: at(1), V: math.E}, {T: at(5), V: math.Sqrt2}}
+	chunkH := []cellenc.HistogramSample{{T: at(2), H: gen(2)}, {T: at(3), H: gen(3)}, {T: at(4), H: gen(4)}}
 	cell := bucketCell(t, chunkF, chunkH)
 	for _, tc := range []struct {
 		name       string
-		raw        []schema.Sample
-		rawH       []schema.HistogramSample
+		raw        []cellenc.Sample
+		rawH       []cellenc.HistogramSample
 		mint, maxt int64
-		wantF      []schema.Sample
-		wantH      []schema.HistogramSample
+		wantF      []cellenc.Sample
+		wantH      []cellenc.HistogramSample
 		wantChunks int
 	}{
 		{name: "chunk only", mint: 0, maxt: math.MaxInt64, wantF: chunkF, wantH: chunkH, wantChunks: 3},
 		{name: "chunk cut by the range", mint: at(1), maxt: at(3), wantF: chunkF[1:2], wantH: chunkH[:2]},
 		{
 			name: "a raw float replaces a chunk histogram, a raw histogram a chunk float",
-			raw:  []schema.Sample{{T: at(3), V: 33}}, rawH: []schema.HistogramSample{{T: at(1), FH: fgen(9)}},
+			raw:  []cellenc.Sample{{T: at(3), V: 33}}, rawH: []cellenc.HistogramSample{{T: at(1), FH: fgen(9)}},
 			mint: 0, maxt: math.MaxInt64,
-			wantF: []schema.Sample{{T: at(0), V: math.Pi}, {T: at(3), V: 33}, {T: at(5), V: math.Sqrt2}},
-			wantH: []schema.HistogramSample{{T: at(1), FH: fgen(9)}, chunkH[0], chunkH[2]},
+			wantF: []cellenc.Sample{{T: at(0), V: math.Pi}, {T: at(3), V: 33}, {T: at(5), V: math.Sqrt2}},
+			wantH: []cellenc.HistogramSample{{T: at(1), FH: fgen(9)}, chunkH[0], chunkH[2]},
 		},
 		{
 			name: "late samples of both kinds after the chunk",
-			raw:  []schema.Sample{{T: at(7), V: 7, ST: 3}}, rawH: []schema.HistogramSample{{T: at(6), H: gen(6), ST: 4}},
+			raw:  []cellenc.Sample{{T: at(7), V: 7, ST: 3}}, rawH: []cellenc.HistogramSample{{T: at(6), H: gen(6), ST: 4}},
 			mint: 0, maxt: math.MaxInt64,
-			wantF: append(append([]schema.Sample(nil), chunkF...), schema.Sample{T: at(7), V: 7, ST: 3}),
-			wantH: append(append([]schema.HistogramSample(nil), chunkH...), schema.HistogramSample{T: at(6), H: gen(6), ST: 4}),
+			wantF: append(append([]cellenc.Sample(nil), chunkF...), cellenc.Sample{T: at(7), V: 7, ST: 3}),
+			wantH: append(append([]cellenc.HistogramSample(nil), chunkH...), cellenc.HistogramSample{T: at(6), H: gen(6), ST: 4}),
 		},
 		{
 			name: "raw outside the range keeps the chunks whole",
-			raw:  []schema.Sample{{T: at(7), V: 7}}, mint: 0, maxt: at(6),
+			raw:  []cellenc.Sample{{T: at(7), V: 7}}, mint: 0, maxt: at(6),
 			wantF: chunkF, wantH: chunkH, wantChunks: 3,
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rs, err := schema.DecodeDataRow(mixedRow(t, []kv.Cell{cell}, tc.raw, tc.rawH), time.Hour, tc.mint, tc.maxt)
+			rs, err := cellenc.DecodeDataRow(mixedRow(t, []kv.Cell{cell}, tc.raw, tc.rawH), time.Hour, tc.mint, tc.maxt)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -381,13 +382,13 @@ func TestDecodeDataRowMergesKinds(t *testing.T) {
 	t.Run("a later chunk cell wins over an earlier one, whatever the kinds", func(t *testing.T) {
 		// Two cells (an older layout, or a rewrite in progress): the second,
 		// at qualifier offset 0 as well, comes later in the row.
-		second := bucketCell(t, []schema.Sample{{T: at(2), V: 22}}, []schema.HistogramSample{{T: at(0), FH: fgen(1)}})
-		rs, err := schema.DecodeDataRow(mixedRow(t, []kv.Cell{cell, second}, nil, nil), time.Hour, 0, math.MaxInt64)
+		second := bucketCell(t, []cellenc.Sample{{T: at(2), V: 22}}, []cellenc.HistogramSample{{T: at(0), FH: fgen(1)}})
+		rs, err := cellenc.DecodeDataRow(mixedRow(t, []kv.Cell{cell, second}, nil, nil), time.Hour, 0, math.MaxInt64)
 		if err != nil {
 			t.Fatal(err)
 		}
-		wantF := []schema.Sample{{T: at(1), V: math.E}, {T: at(2), V: 22}, {T: at(5), V: math.Sqrt2}}
-		wantH := []schema.HistogramSample{{T: at(0), FH: fgen(1)}, chunkH[1], chunkH[2]}
+		wantF := []cellenc.Sample{{T: at(1), V: math.E}, {T: at(2), V: 22}, {T: at(5), V: math.Sqrt2}}
+		wantH := []cellenc.HistogramSample{{T: at(0), FH: fgen(1)}, chunkH[1], chunkH[2]}
 		if err := sameSamples(wantF, rs.Samples, wantH, rs.Histograms); err != nil {
 			t.Fatal(err)
 		}
@@ -400,7 +401,7 @@ func TestDecodeDataRowMergesKinds(t *testing.T) {
 // TestBucketCellFloatsUnchanged: a bucket of floats without start timestamps
 // is the one XOR or decimal chunk it was before histograms, and is handed out.
 func TestBucketCellFloatsUnchanged(t *testing.T) {
-	fs := []schema.Sample{{T: at(0), V: math.Pi}, {T: at(1), V: math.E}}
+	fs := []cellenc.Sample{{T: at(0), V: math.Pi}, {T: at(1), V: math.E}}
 	c := bucketCell(t, fs, nil)
 	chk := chunkenc.NewXORChunk()
 	app, _ := chk.Appender()
@@ -410,7 +411,7 @@ func TestBucketCellFloatsUnchanged(t *testing.T) {
 	if want := append([]byte{byte(chunkenc.EncXOR)}, chk.Bytes()...); !bytes.Equal(c.Value, want) {
 		t.Fatalf("value %x, want %x", c.Value, want)
 	}
-	rs, err := schema.DecodeDataRow(mixedRow(t, []kv.Cell{c}, nil, nil), time.Hour, 0, math.MaxInt64)
+	rs, err := cellenc.DecodeDataRow(mixedRow(t, []kv.Cell{c}, nil, nil), time.Hour, 0, math.MaxInt64)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -423,22 +424,22 @@ func TestBucketCellRefuses(t *testing.T) {
 	gen := tsdbutil.GenerateTestHistogram
 	for _, tc := range []struct {
 		name    string
-		fs      []schema.Sample
-		hs      []schema.HistogramSample
+		fs      []cellenc.Sample
+		hs      []cellenc.HistogramSample
 		wantErr string
 	}{
-		{"nothing", nil, nil, "schema: a chunk of no samples: invalid argument"},
-		{"a float and a histogram at one timestamp", []schema.Sample{{T: at(1)}}, []schema.HistogramSample{{T: at(1), H: gen(1)}},
-			"schema: a float and a histogram sample at 7215000: invalid argument"},
-		{"histograms not ascending", nil, []schema.HistogramSample{{T: at(2), H: gen(1)}, {T: at(1), H: gen(1)}},
-			"schema: chunk histogram samples not ascending at 7215000: invalid argument"},
-		{"histogram outside the bucket", nil, []schema.HistogramSample{{T: chunkBucket + 3_600_000, H: gen(1)}},
-			"schema: histogram sample at 10800000 is not in bucket 7200000: invalid argument"},
-		{"both kinds in one histogram sample", nil, []schema.HistogramSample{{T: at(1), H: gen(1), FH: gen(1).ToFloat(nil)}},
-			"schema: histogram sample at 7215000 holds not exactly one of an integer and a float histogram: invalid argument"},
+		{"nothing", nil, nil, "cellenc: a chunk of no samples: invalid argument"},
+		{"a float and a histogram at one timestamp", []cellenc.Sample{{T: at(1)}}, []cellenc.HistogramSample{{T: at(1), H: gen(1)}},
+			"cellenc: a float and a histogram sample at 7215000: invalid argument"},
+		{"histograms not ascending", nil, []cellenc.HistogramSample{{T: at(2), H: gen(1)}, {T: at(1), H: gen(1)}},
+			"cellenc: chunk histogram samples not ascending at 7215000: invalid argument"},
+		{"histogram outside the bucket", nil, []cellenc.HistogramSample{{T: chunkBucket + 3_600_000, H: gen(1)}},
+			"cellenc: histogram sample at 10800000 is not in bucket 7200000: invalid argument"},
+		{"both kinds in one histogram sample", nil, []cellenc.HistogramSample{{T: at(1), H: gen(1), FH: gen(1).ToFloat(nil)}},
+			"cellenc: histogram sample at 7215000 holds not exactly one of an integer and a float histogram: invalid argument"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := schema.BucketCell(tc.fs, tc.hs, chunkBucket, time.Hour)
+			_, err := cellenc.BucketCell(tc.fs, tc.hs, chunkBucket, time.Hour)
 			if !errors.Is(err, kv.ErrInvalidArgument) || err.Error() != tc.wantErr {
 				t.Fatalf("error %v, want %q wrapping kv.ErrInvalidArgument", err, tc.wantErr)
 			}
@@ -449,9 +450,9 @@ func TestBucketCellRefuses(t *testing.T) {
 func TestDecodeChunkCellRefuses(t *testing.T) {
 	gen := tsdbutil.GenerateTestHistogram
 	h := bucketCell(t, nil, intH(times(0, 3), 0, gen)).Value
-	f := bucketCell(t, []schema.Sample{{T: at(5), V: 1.5}}, nil).Value
+	f := bucketCell(t, []cellenc.Sample{{T: at(5), V: 1.5}}, nil).Value
 	multi := func(parts ...[]byte) []byte {
-		out := []byte{schema.EncChunks}
+		out := []byte{cellenc.EncChunks}
 		for _, p := range parts {
 			out = append(out, p[0])
 			out = append(out, byte(len(p)-1)) // short test chunks: a one-byte uvarint
@@ -464,14 +465,14 @@ func TestDecodeChunkCellRefuses(t *testing.T) {
 		value   []byte
 		wantErr string
 	}{
-		{"unknown encoding", []byte{9, 0, 0}, "schema: chunk encoding 9 is unknown: malformed"},
-		{"one chunk in a multi-chunk cell", multi(h), "schema: multi-chunk cell of 1 chunks: malformed"},
-		{"chunks not ascending", multi(f, h), "schema: chunk 1 of a multi-chunk cell: schema: histogram chunk: sample at 7200000 after one at 7275000: malformed"},
-		{"a length past the end", append(multi(h, f), byte(chunkenc.EncXOR), 9), "schema: chunk 2 of a multi-chunk cell: bad length: malformed"},
-		{"an empty chunk", multi(h, []byte{byte(chunkenc.EncXOR), 0, 0}), "schema: chunk 1 of a multi-chunk cell: schema: XOR chunk of no samples: malformed"},
+		{"unknown encoding", []byte{9, 0, 0}, "cellenc: chunk encoding 9 is unknown: malformed"},
+		{"one chunk in a multi-chunk cell", multi(h), "cellenc: multi-chunk cell of 1 chunks: malformed"},
+		{"chunks not ascending", multi(f, h), "cellenc: chunk 1 of a multi-chunk cell: cellenc: histogram chunk: sample at 7200000 after one at 7275000: malformed"},
+		{"a length past the end", append(multi(h, f), byte(chunkenc.EncXOR), 9), "cellenc: chunk 2 of a multi-chunk cell: bad length: malformed"},
+		{"an empty chunk", multi(h, []byte{byte(chunkenc.EncXOR), 0, 0}), "cellenc: chunk 1 of a multi-chunk cell: cellenc: XOR chunk of no samples: malformed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := schema.DecodeChunkCellSamples(schema.ChunkCellSamples{}, tc.value, 0, math.MaxInt64)
+			_, err := cellenc.DecodeChunkCellSamples(cellenc.ChunkCellSamples{}, tc.value, 0, math.MaxInt64)
 			if !errors.Is(err, schema.ErrMalformed) || err.Error() != tc.wantErr {
 				t.Fatalf("error %v, want %q wrapping ErrMalformed", err, tc.wantErr)
 			}

@@ -1,10 +1,11 @@
-package schema
+package cellenc
 
 import (
 	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"iter"
 	"math"
 	"slices"
 	"time"
@@ -12,10 +13,11 @@ import (
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 
 	"github.com/hbtsdb/hbtsdb/kv"
+	"github.com/hbtsdb/hbtsdb/schema"
 )
 
-// A data row's samples: its chunk cells (family FamilyChunk, chunk.go) and raw
-// cells (family FamilyRaw, raw.go), merged. DecodeDataRow is the one decoder of
+// A data row's samples: its chunk cells (family schema.FamilyChunk, chunk.go) and raw
+// cells (family schema.FamilyRaw, raw.go), merged. DecodeDataRow is the one decoder of
 // data rows: every read path (query's Select, ChunkQuerier, Samples, Last) and the
 // compaction that rewrites rows read through it, so that they agree on what a row
 // holds. BucketCell is its inverse for chunks.
@@ -34,7 +36,10 @@ import (
 //     whatever the kinds. Within one cell, chunks are ascending and disjoint
 //     (chunk.go).
 
-// RowSamples are the samples DecodeDataRow found in one data row.
+// RowSamples are the samples DecodeDataRow found in one data row: the one
+// decoded-row type, which query reads and serves from and compaction rewrites
+// from. Query also builds rows of samples read from rollup windows (BucketStart
+// -1 then).
 type RowSamples struct {
 	// BucketStart is the row's bucket start (ms).
 	BucketStart int64
@@ -65,13 +70,16 @@ type RowSamples struct {
 // wrapping ErrMalformed, on a cell that does not decode or a raw cell whose
 // timestamp is not its qualifier's.
 func DecodeDataRow(row kv.Row, width time.Duration, mint, maxt int64) (RowSamples, error) {
-	_, bucketStart, err := ParseDataRowTail(row.Key)
+	_, bucketStart, err := schema.ParseDataRowTail(row.Key)
 	if err != nil {
 		return RowSamples{}, err
 	}
 	out := RowSamples{BucketStart: bucketStart}
 	var (
-		raw   []Sample
+		// raw has room for every raw cell: a row of raw cells only (every row
+		// until compaction seals its bucket) decodes into it, and it is the
+		// row's Samples, without a copy.
+		raw   = make([]Sample, 0, countRawCells(row))
 		rawH  []HistogramSample
 		cells ChunkCellSamples
 		// ends[i] is where the samples of chunk cell i end in cells.Samples
@@ -82,7 +90,7 @@ func DecodeDataRow(row kv.Row, width time.Duration, mint, maxt int64) (RowSample
 	)
 	for _, c := range row.Cells {
 		switch c.Family {
-		case FamilyRaw:
+		case schema.FamilyRaw:
 			out.RawCells++
 			s, err := DecodeRawCell(c, bucketStart, width)
 			if errors.Is(err, ErrHistogramCell) {
@@ -101,11 +109,11 @@ func DecodeDataRow(row kv.Row, width time.Duration, mint, maxt int64) (RowSample
 			if s.T >= mint && s.T <= maxt {
 				raw = append(raw, s)
 			}
-		case FamilyChunk:
+		case schema.FamilyChunk:
 			out.ChunkCells++
 			n, nh, nc, total := len(cells.Samples), len(cells.Histograms), len(cells.Chunks), cells.Total
 			if cells, err = DecodeChunkCellSamples(cells, c.Value, mint, maxt); err != nil {
-				return out, fmt.Errorf("schema: chunk of bucket %d: %w", bucketStart, err)
+				return out, fmt.Errorf("cellenc: chunk of bucket %d: %w", bucketStart, err)
 			}
 			ends = append(ends, [2]int{len(cells.Samples), len(cells.Histograms)})
 			cut = cut || len(cells.Samples)-n+len(cells.Histograms)-nh != cells.Total-total
@@ -140,6 +148,54 @@ func DecodeDataRow(row kv.Row, width time.Duration, mint, maxt int64) (RowSample
 		}
 	}
 	return out, nil
+}
+
+// countRawCells is how many cells of row are raw cells.
+func countRawCells(row kv.Row) int {
+	n := 0
+	for i := range row.Cells {
+		if row.Cells[i].Family == schema.FamilyRaw {
+			n++
+		}
+	}
+	return n
+}
+
+// Len is the number of samples of the row, of both kinds.
+func (r *RowSamples) Len() int { return len(r.Samples) + len(r.Histograms) }
+
+// InTimeOrder yields the row's samples of both kinds in time order: (i, false)
+// for Samples[i], (i, true) for Histograms[i]. It is the one merge of a row's
+// floats and histograms by timestamp, each ascending and none at a timestamp of
+// the other.
+func (r *RowSamples) InTimeOrder() iter.Seq2[int, bool] {
+	return func(yield func(int, bool) bool) {
+		fs, hs := r.Samples, r.Histograms
+		for i, j := 0, 0; i < len(fs) || j < len(hs); {
+			if i < len(fs) && (j >= len(hs) || fs[i].T < hs[j].T) {
+				if !yield(i, false) {
+					return
+				}
+				i++
+				continue
+			}
+			if !yield(j, true) {
+				return
+			}
+			j++
+		}
+	}
+}
+
+// HasStartTimestamps reports whether one of the row's float samples has a
+// start timestamp.
+func (r *RowSamples) HasStartTimestamps() bool {
+	for i := range r.Samples {
+		if r.Samples[i].ST != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // mergeKinds merges the samples of chunk cells (cells, the samples of cell i
@@ -195,7 +251,7 @@ func mergeKinds(cells ChunkCellSamples, ends [][2]int, raw []Sample, rawH []Hist
 // ErrHistogramCell is DecodeRawCell's answer for a raw cell that holds a native
 // histogram sample (histogram.go) rather than a float one: decode it with
 // DecodeRawHistogramCell.
-var ErrHistogramCell = errors.New("schema: raw cell holds a histogram sample")
+var ErrHistogramCell = errors.New("cellenc: raw cell holds a histogram sample")
 
 // DecodeRawCell decodes one raw cell holding a float sample, of the row whose
 // bucket starts at bucketStart (RawCellTime: on-time or late). A cell holding a
@@ -221,15 +277,15 @@ func DecodeRawCell(c kv.Cell, bucketStart int64, width time.Duration) (Sample, e
 // RawCellTime returns the sample timestamp of a raw cell of the row whose
 // bucket starts at bucketStart: the bucket start plus its qualifier's offset.
 // The cell's timestamp must be that (an on-time cell) or the bucket's last
-// millisecond (a late cell, late.go), else the error wraps ErrMalformed.
+// millisecond (a late cell, schema/late.go), else the error wraps ErrMalformed.
 func RawCellTime(c kv.Cell, bucketStart int64, width time.Duration) (int64, error) {
-	off, err := DecodeRawQualifier(c.Qualifier, width)
+	off, err := schema.DecodeRawQualifier(c.Qualifier, width)
 	if err != nil {
 		return 0, err
 	}
 	t := bucketStart + off
-	if t != c.Timestamp && c.Timestamp != LateCellTimestamp(bucketStart, width) {
-		return 0, fmt.Errorf("schema: raw cell at offset %d of bucket %d has timestamp %d, neither its sample's nor the bucket's last millisecond: %w",
+	if t != c.Timestamp && c.Timestamp != schema.LateCellTimestamp(bucketStart, width) {
+		return 0, fmt.Errorf("cellenc: raw cell at offset %d of bucket %d has timestamp %d, neither its sample's nor the bucket's last millisecond: %w",
 			off, bucketStart, c.Timestamp, ErrMalformed)
 	}
 	return t, nil
@@ -244,11 +300,11 @@ func DecodeRawHistogramCell(c kv.Cell, bucketStart int64, width time.Duration) (
 	}
 	off := t - bucketStart
 	if len(c.Value) < minHistogramValueLen {
-		return HistogramSample{}, fmt.Errorf("schema: raw cell at offset %d of bucket %d holds a float, not a histogram: %w", off, bucketStart, ErrMalformed)
+		return HistogramSample{}, fmt.Errorf("cellenc: raw cell at offset %d of bucket %d holds a float, not a histogram: %w", off, bucketStart, ErrMalformed)
 	}
 	v, err := DecodeSampleValue(c.Value)
 	if err != nil {
-		return HistogramSample{}, fmt.Errorf("schema: raw cell at offset %d of bucket %d: %w", off, bucketStart, err)
+		return HistogramSample{}, fmt.Errorf("cellenc: raw cell at offset %d of bucket %d: %w", off, bucketStart, err)
 	}
 	return HistogramSample{T: t, ST: v.ST, H: v.H, FH: v.FH}, nil
 }

@@ -1,4 +1,4 @@
-package schema
+package cellenc
 
 import (
 	"encoding/binary"
@@ -235,7 +235,7 @@ func DecodeDecimalChunk(dst []Sample, data []byte, mint, maxt int64) ([]Sample, 
 		d.fail(fmt.Sprintf("%d trailing bytes", len(data)-d.off))
 	}
 	if d.err != nil {
-		return dst, 0, fmt.Errorf("schema: decimal chunk: %w", d.err)
+		return dst, 0, fmt.Errorf("cellenc: decimal chunk: %w", d.err)
 	}
 	return dst, len(ts), nil
 }

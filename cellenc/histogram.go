@@ -1,4 +1,4 @@
-package schema
+package cellenc
 
 import (
 	"encoding/binary"
@@ -8,12 +8,12 @@ import (
 	"github.com/prometheus/prometheus/model/histogram"
 )
 
-// Native histogram samples: family FamilyRaw of the data table, in the same
+// Native histogram samples: family schema.FamilyRaw of the data table, in the same
 // cells as float samples (same qualifier, same timestamp), so that a series may
 // change from float to histogram and back sample by sample, as in Prometheus,
 // and a sample written twice replaces itself whatever its kind.
 //
-//	qualifier = offset(4)   as for a float sample (AppendRawQualifier)
+//	qualifier = offset(4)   as for a float sample (schema.AppendRawQualifier)
 //	value     = kind(1) | hint(1) | schema(zigzag varint) | zeroThreshold(8)
 //	            | zeroCount | count | sum(8)
 //	            | spans(positive) | spans(negative)
@@ -159,13 +159,13 @@ func DecodeSampleValue(b []byte) (SampleValue, error) {
 	case RawValueSTLen:
 		st := int64(binary.BigEndian.Uint64(b))
 		if st == 0 {
-			return SampleValue{}, fmt.Errorf("schema: float sample value with a start timestamp of 0: %w", ErrMalformed)
+			return SampleValue{}, fmt.Errorf("cellenc: float sample value with a start timestamp of 0: %w", ErrMalformed)
 		}
 		f, err := DecodeRawValue(b[8:])
 		return SampleValue{ST: st, F: f}, err
 	}
 	if len(b) < minHistogramValueLen {
-		return SampleValue{}, fmt.Errorf("schema: sample value of %d bytes is neither a float (%d) nor a histogram (at least %d): %w",
+		return SampleValue{}, fmt.Errorf("cellenc: sample value of %d bytes is neither a float (%d) nor a histogram (at least %d): %w",
 			len(b), RawValueLen, minHistogramValueLen, ErrMalformed)
 	}
 	d := histogramDecoder{b: b[2:]}
@@ -175,12 +175,12 @@ func DecodeSampleValue(b []byte) (SampleValue, error) {
 		kind &^= histogramWithST
 		st = int64(binary.BigEndian.Uint64(b[2:10])) // len(b) >= 20
 		if st == 0 {
-			return SampleValue{}, fmt.Errorf("schema: histogram value with a start timestamp of 0: %w", ErrMalformed)
+			return SampleValue{}, fmt.Errorf("cellenc: histogram value with a start timestamp of 0: %w", ErrMalformed)
 		}
 		d.b = b[10:]
 	}
 	if hint > histogram.GaugeType {
-		return SampleValue{}, fmt.Errorf("schema: histogram counter-reset hint %d is unknown: %w", hint, ErrMalformed)
+		return SampleValue{}, fmt.Errorf("cellenc: histogram counter-reset hint %d is unknown: %w", hint, ErrMalformed)
 	}
 	schemaNumber := d.varint()
 	switch kind {
@@ -199,7 +199,7 @@ func DecodeSampleValue(b []byte) (SampleValue, error) {
 			return SampleValue{}, err
 		}
 		if err := h.Validate(); err != nil {
-			return SampleValue{}, fmt.Errorf("schema: integer histogram: %v: %w", err, ErrMalformed)
+			return SampleValue{}, fmt.Errorf("cellenc: integer histogram: %v: %w", err, ErrMalformed)
 		}
 		return SampleValue{ST: st, H: h}, nil
 	case histogramKindFloat:
@@ -217,11 +217,11 @@ func DecodeSampleValue(b []byte) (SampleValue, error) {
 			return SampleValue{}, err
 		}
 		if err := h.Validate(); err != nil {
-			return SampleValue{}, fmt.Errorf("schema: float histogram: %v: %w", err, ErrMalformed)
+			return SampleValue{}, fmt.Errorf("cellenc: float histogram: %v: %w", err, ErrMalformed)
 		}
 		return SampleValue{ST: st, FH: h}, nil
 	default:
-		return SampleValue{}, fmt.Errorf("schema: sample value kind 0x%02x is unknown: %w", kind, ErrMalformed)
+		return SampleValue{}, fmt.Errorf("cellenc: sample value kind 0x%02x is unknown: %w", kind, ErrMalformed)
 	}
 }
 
@@ -264,7 +264,7 @@ type histogramDecoder struct {
 
 func (d *histogramDecoder) fail(what string) {
 	if d.err == nil {
-		d.err = fmt.Errorf("schema: histogram value: %s: %w", what, ErrMalformed)
+		d.err = fmt.Errorf("cellenc: histogram value: %s: %w", what, ErrMalformed)
 	}
 	d.b = nil
 }
@@ -360,10 +360,10 @@ func (d *histogramDecoder) finish(schemaNumber int64) error {
 		return d.err
 	}
 	if len(d.b) != 0 {
-		return fmt.Errorf("schema: histogram value: %d bytes after its last field: %w", len(d.b), ErrMalformed)
+		return fmt.Errorf("cellenc: histogram value: %d bytes after its last field: %w", len(d.b), ErrMalformed)
 	}
 	if !histogram.IsValidSchema(int32(schemaNumber)) || schemaNumber != int64(int32(schemaNumber)) {
-		return fmt.Errorf("schema: histogram schema %d is not one of -4..8 or -53 (custom buckets): %w", schemaNumber, ErrMalformed)
+		return fmt.Errorf("cellenc: histogram schema %d is not one of -4..8 or -53 (custom buckets): %w", schemaNumber, ErrMalformed)
 	}
 	return nil
 }
