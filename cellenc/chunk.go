@@ -9,7 +9,7 @@ import (
 )
 
 // Chunks: family schema.FamilyChunk of the data table, written by compaction
-// (downsample/), which seals a bucket into one chunk cell and deletes the raw
+// (compact/), which seals a bucket into one chunk cell and deletes the raw
 // cells it covers; every reader merges chunk cells with raw cells
 // (DecodeDataRow).
 //

@@ -53,7 +53,7 @@ import (
 //     agree, counts are consistent) and has a schema Prometheus knows
 //     (-4..8, or -53 with custom values); anything else is ErrMalformed.
 //
-// After compaction (downsample/), histogram samples go into Prometheus' own
+// After compaction (compact/), histogram samples go into Prometheus' own
 // chunk encodings in the chunk family: chunkenc.EncHistogram and
 // EncFloatHistogram, or their ST forms when samples carry start timestamps, as
 // floats go into EncXOR (EncXOR2 with start timestamps); see chunk.go.

@@ -16,8 +16,8 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/hbtsdb/hbtsdb/cellenc"
+	"github.com/hbtsdb/hbtsdb/compact"
 	"github.com/hbtsdb/hbtsdb/db"
-	"github.com/hbtsdb/hbtsdb/downsample"
 	"github.com/hbtsdb/hbtsdb/schema"
 	"github.com/hbtsdb/hbtsdb/schema/schematest"
 	"github.com/hbtsdb/hbtsdb/write"
@@ -104,7 +104,7 @@ func measureHistogramBytes(b *testing.B, backend string, shape sizeShape, bucket
 	}
 	if chunks {
 		start = time.Now()
-		c, err := downsample.NewCompactor(st.Store, st.settings, downsample.Options{
+		c, err := compact.NewCompactor(st.Store, st.settings, compact.Options{
 			Now:     func() time.Time { return sizeDay.Add(48 * time.Hour) }, // the hours are sealed
 			Rollups: schema.DefaultRollups(),
 		})

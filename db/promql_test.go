@@ -12,8 +12,8 @@ import (
 	"github.com/prometheus/prometheus/promql/promqltest"
 	"github.com/prometheus/prometheus/storage"
 
+	"github.com/hbtsdb/hbtsdb/compact"
 	"github.com/hbtsdb/hbtsdb/db"
-	"github.com/hbtsdb/hbtsdb/downsample"
 	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/kv/embedded"
 	"github.com/hbtsdb/hbtsdb/schema"
@@ -37,7 +37,7 @@ func TestNoPromQLFileSkipped(t *testing.T) {
 // a db.DB on each backend: every file must pass, native histograms (integer,
 // float, custom buckets, gauges) and start timestamps included. It runs
 // twice: on raw cells as written, and with every bucket compacted into chunks
-// (downsample.Compactor, grace 0) before each read, which must not change a
+// (compact.Compactor, grace 0) before each read, which must not change a
 // single answer.
 func TestPromQL(t *testing.T) {
 	for _, b := range schematest.Backends() {
@@ -76,7 +76,7 @@ func storages(t *testing.T, b schematest.Backend, compacted bool) (func(testing.
 	}
 	return func(t testing.TB) storage.Storage {
 		s := newStorage(t).(*storageOn)
-		c, err := downsample.NewCompactor(s.st, s.settings, downsample.Options{
+		c, err := compact.NewCompactor(s.st, s.settings, compact.Options{
 			// Every bucket ends long before the clock: all are sealed.
 			Now: func() time.Time { return time.UnixMilli(kv.MaxTimestamp) },
 		})
@@ -114,7 +114,7 @@ type storageOn struct {
 // find nothing new, and each pass costs a scan per salt.
 type compactBeforeRead struct {
 	*storageOn
-	c     *downsample.Compactor
+	c     *compact.Compactor
 	rows  *atomic.Int64
 	dirty atomic.Bool // a commit since the last compaction
 }

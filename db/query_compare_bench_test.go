@@ -16,8 +16,8 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 
 	"github.com/hbtsdb/hbtsdb/cellenc"
+	"github.com/hbtsdb/hbtsdb/compact"
 	"github.com/hbtsdb/hbtsdb/db"
-	"github.com/hbtsdb/hbtsdb/downsample"
 	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/kv/embedded"
 	"github.com/hbtsdb/hbtsdb/schema"
@@ -171,13 +171,13 @@ func loadCompareShape(b *testing.B, d *db.DB, clock *loadClock, hosts, perHost, 
 	return time.Since(start)
 }
 
-// compactAll seals every bucket before end+2h into chunks (downsample's
+// compactAll seals every bucket before end+2h into chunks (the compactor's
 // compactor) and, with storeCompaction on the embedded store, compacts
 // Pebble's files, so that the deleted raw cells are gone.
 func compactAll(b *testing.B, st kv.Store, settings schema.Settings, end time.Time, storeCompaction bool) {
 	b.Helper()
 	ctx := context.Background()
-	c, err := downsample.NewCompactor(st, settings, downsample.Options{Now: func() time.Time { return end.Add(3 * time.Hour) }})
+	c, err := compact.NewCompactor(st, settings, compact.Options{Now: func() time.Time { return end.Add(3 * time.Hour) }})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -13,8 +13,8 @@ import (
 	"github.com/prometheus/prometheus/promql"
 
 	"github.com/hbtsdb/hbtsdb/cellenc"
+	"github.com/hbtsdb/hbtsdb/compact"
 	"github.com/hbtsdb/hbtsdb/db"
-	"github.com/hbtsdb/hbtsdb/downsample"
 	"github.com/hbtsdb/hbtsdb/query"
 	"github.com/hbtsdb/hbtsdb/schema"
 	"github.com/hbtsdb/hbtsdb/schema/schematest"
@@ -89,7 +89,7 @@ func BenchmarkRollupQuery30d(b *testing.B) {
 					b.Logf("loaded day %d of %d (%s)", day+1, days, time.Since(loadStart).Round(time.Second))
 				}
 			}
-			c, err := downsample.NewCompactor(st, settings, downsample.Options{Rollups: schema.DefaultRollups(), Now: func() time.Time { return now }})
+			c, err := compact.NewCompactor(st, settings, compact.Options{Rollups: schema.DefaultRollups(), Now: func() time.Time { return now }})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -20,8 +20,8 @@ import (
 	"github.com/prometheus/prometheus/tsdb/tsdbutil"
 
 	"github.com/hbtsdb/hbtsdb/cellenc"
+	"github.com/hbtsdb/hbtsdb/compact"
 	"github.com/hbtsdb/hbtsdb/db"
-	"github.com/hbtsdb/hbtsdb/downsample"
 	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/query"
 	"github.com/hbtsdb/hbtsdb/schema"
@@ -471,7 +471,7 @@ func (h *diffHistory) compact(final bool) {
 		crash = fmt.Sprintf("a crash due after %d writes (the last one made: %v)", c.left.Load(), c.afterWrite)
 	}
 	batch := []int{2, 7, 500}[h.rng.IntN(3)]
-	c, err := downsample.NewCompactor(st, h.settings, downsample.Options{Rollups: rollups, BatchRows: batch,
+	c, err := compact.NewCompactor(st, h.settings, compact.Options{Rollups: rollups, BatchRows: batch,
 		Now: func() time.Time { return time.UnixMilli(h.clock.Load()) }})
 	if err != nil {
 		h.t.Fatal(err)

@@ -15,8 +15,8 @@ import (
 	"github.com/prometheus/prometheus/tsdb/tsdbutil"
 
 	"github.com/hbtsdb/hbtsdb/cellenc"
+	"github.com/hbtsdb/hbtsdb/compact"
 	"github.com/hbtsdb/hbtsdb/db"
-	"github.com/hbtsdb/hbtsdb/downsample"
 	"github.com/hbtsdb/hbtsdb/query"
 	"github.com/hbtsdb/hbtsdb/schema"
 	"github.com/hbtsdb/hbtsdb/schema/schematest"
@@ -150,7 +150,7 @@ func funcDB(t *testing.T, b schematest.Backend) *db.DB {
 	if _, err := d.Write(context.Background(), &write.Request{Series: []write.Series{c, g, h}}); err != nil {
 		t.Fatal(err)
 	}
-	cp, err := downsample.NewCompactor(st, b.Settings, downsample.Options{Rollups: schema.DefaultRollups(), Now: now})
+	cp, err := compact.NewCompactor(st, b.Settings, compact.Options{Rollups: schema.DefaultRollups(), Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}

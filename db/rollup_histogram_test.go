@@ -16,8 +16,8 @@ import (
 	"github.com/prometheus/prometheus/tsdb/tsdbutil"
 
 	"github.com/hbtsdb/hbtsdb/cellenc"
+	"github.com/hbtsdb/hbtsdb/compact"
 	"github.com/hbtsdb/hbtsdb/db"
-	"github.com/hbtsdb/hbtsdb/downsample"
 	"github.com/hbtsdb/hbtsdb/query"
 	"github.com/hbtsdb/hbtsdb/schema"
 	"github.com/hbtsdb/hbtsdb/schema/schematest"
@@ -33,8 +33,8 @@ import (
 // histogramRollupDB opens a DB with the default rollups over series of native
 // histograms (integer counters with resets, float gauges, custom buckets, a
 // series that turns from floats to histograms and back), with gaps ended by
-// stale markers of both kinds; compacted (chunks and rollups) when compact.
-func histogramRollupDB(t *testing.T, b schematest.Backend, compact bool) *db.DB {
+// stale markers of both kinds; compacted (chunks and rollups) when compacted.
+func histogramRollupDB(t *testing.T, b schematest.Backend, compacted bool) *db.DB {
 	t.Helper()
 	st := b.Store(t)
 	d, err := db.Open(context.Background(), db.Options{
@@ -46,8 +46,8 @@ func histogramRollupDB(t *testing.T, b schematest.Backend, compact bool) *db.DB 
 	}
 	t.Cleanup(func() { d.Close() })
 	writeHistogramSeries(t, d)
-	if compact {
-		c, err := downsample.NewCompactor(st, b.Settings, downsample.Options{Rollups: schema.DefaultRollups(),
+	if compacted {
+		c, err := compact.NewCompactor(st, b.Settings, compact.Options{Rollups: schema.DefaultRollups(),
 			Now: func() time.Time { return rollupNow }})
 		if err != nil {
 			t.Fatal(err)
@@ -152,9 +152,9 @@ func runPromQLHistograms(t *testing.T, d *db.DB, expr string, start, end time.Ti
 
 func TestHistogramRollupsAnswerAsRaw(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b schematest.Backend) {
-		for _, compact := range []bool{false, true} {
-			t.Run(fmt.Sprintf("compacted=%v", compact), func(t *testing.T) {
-				d := histogramRollupDB(t, b, compact)
+		for _, compacted := range []bool{false, true} {
+			t.Run(fmt.Sprintf("compacted=%v", compacted), func(t *testing.T) {
+				d := histogramRollupDB(t, b, compacted)
 				start, end := rollupDay0.Add(3*time.Hour), rollupDay0.Add(rollupWindow)
 				// rollup: whether the Select is served from a rollup at a 1h
 				// step ("maybe": planned from one, and the series whose

@@ -16,8 +16,8 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 
 	"github.com/hbtsdb/hbtsdb/cellenc"
+	"github.com/hbtsdb/hbtsdb/compact"
 	"github.com/hbtsdb/hbtsdb/db"
-	"github.com/hbtsdb/hbtsdb/downsample"
 	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/kv/embedded"
 	"github.com/hbtsdb/hbtsdb/query"
@@ -65,7 +65,7 @@ func rollupDB(t *testing.T, b schematest.Backend, seed uint64, compactWith []sch
 	t.Cleanup(func() { d.Close() })
 	writeRollupSeries(t, d, seed)
 	if compactWith != nil {
-		c, err := downsample.NewCompactor(st, b.Settings, downsample.Options{Rollups: compactWith,
+		c, err := compact.NewCompactor(st, b.Settings, compact.Options{Rollups: compactWith,
 			Now: func() time.Time { return rollupNow }})
 		if err != nil {
 			t.Fatal(err)
@@ -490,7 +490,7 @@ func TestRollupResolutionRemovedAndAddedBack(t *testing.T) {
 	}
 	compact := func(rollups []schema.Rollup) {
 		t.Helper()
-		c, err := downsample.NewCompactor(st, settings, downsample.Options{Rollups: rollups, Now: now})
+		c, err := compact.NewCompactor(st, settings, compact.Options{Rollups: rollups, Now: now})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -602,7 +602,7 @@ func expiringDB(t *testing.T, write func(*db.DB)) (*atomic.Int64, *db.DB) {
 	now := func() time.Time { return time.UnixMilli(clock.Load()) }
 	st, settings, tables, d := clockedDB(t, now, 72*time.Hour)
 	write(d)
-	c, err := downsample.NewCompactor(st, settings, downsample.Options{Rollups: tables.Rollups, Now: now})
+	c, err := compact.NewCompactor(st, settings, compact.Options{Rollups: tables.Rollups, Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -727,7 +727,7 @@ func TestRetentionOnHBase(t *testing.T) {
 	// Every sample is stored: a compactor whose clock has passed the grace of
 	// the newest bucket may seal them all.
 	width, grace := b.Settings.BucketWidth, schema.MinGrace(b.Settings.BucketWidth)
-	c, err := downsample.NewCompactor(st, b.Settings, downsample.Options{Rollups: b.TableOptions.Rollups, Grace: grace,
+	c, err := compact.NewCompactor(st, b.Settings, compact.Options{Rollups: b.TableOptions.Rollups, Grace: grace,
 		Now: func() time.Time { return time.Now().Add(width + grace) }})
 	if err != nil {
 		t.Fatal(err)

@@ -21,8 +21,8 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/hbtsdb/hbtsdb/cellenc"
+	"github.com/hbtsdb/hbtsdb/compact"
 	"github.com/hbtsdb/hbtsdb/db"
-	"github.com/hbtsdb/hbtsdb/downsample"
 	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/kv/embedded"
 	"github.com/hbtsdb/hbtsdb/schema"
@@ -78,7 +78,7 @@ import (
 // per series per day, so with fewer hours than 24 its share per sample grows.
 //
 // Each backend runs twice: raw, the data as written (one cell per sample), and
-// chunks, with every bucket compacted into XOR chunks by downsample.Compactor
+// chunks, with every bucket compacted into XOR chunks by compact.Compactor
 // before the store compaction (compacted-samples/s is that pass's throughput).
 func BenchmarkBytesPerSample(b *testing.B) {
 	shape := sizeShapeFromEnv(b)
@@ -151,7 +151,7 @@ type sizeResult struct {
 	samples    int64
 	ingest     time.Duration
 	compact    time.Duration
-	chunked    time.Duration    // downsample.Compactor's pass, 0 for raw
+	chunked    time.Duration    // compact.Compactor's pass, 0 for raw
 	total      int64            // bytes of every table (embedded: every live sstable)
 	tableBytes map[string]int64 // by logical table name
 	files      string           // what else the backend says of its files
@@ -214,7 +214,7 @@ func measureBytesPerSample(b *testing.B, backend string, shape sizeShape, chunks
 	}
 	if chunks {
 		start = time.Now()
-		c, err := downsample.NewCompactor(st.Store, st.settings, downsample.Options{
+		c, err := compact.NewCompactor(st.Store, st.settings, compact.Options{
 			Now:     func() time.Time { return sizeDay.Add(48 * time.Hour) }, // the day is sealed
 			Rollups: schema.DefaultRollups(),
 		})

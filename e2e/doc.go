@@ -67,7 +67,7 @@
 // sample a minute (counters with resets, gauges, gaps, a series that starts and
 // ends inside a window) are backfilled into Prometheus by its promtool (`promtool
 // tsdb create-blocks-from openmetrics`, TSDB_TEST_PROMTOOL) and sent to tsdb by
-// remote write, which `tsdb downsample --once` then compacts into chunks and 5m and
+// remote write, which `tsdb compact --once` then compacts into chunks and 5m and
 // 1h rollups, on both stores. query_range at 5m and 1h steps over days —
 // selectors, max/min/last/present/sum_over_time, aggregations of them, and rate,
 // increase, count_over_time and others that read raw data — must give Prometheus'

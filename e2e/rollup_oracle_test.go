@@ -34,7 +34,7 @@ import (
 // Prometheus is backfilled by its own promtool (`promtool tsdb
 // create-blocks-from openmetrics`) and serves the blocks it wrote; tsdb gets
 // the same samples by remote write 1.0 (all of them late: their buckets ended
-// long ago), is compacted by `tsdb downsample --once` into chunks and rollups
+// long ago), is compacted by `tsdb compact --once` into chunks and rollups
 // (the store must then hold no raw cell, and a chunk and a rollup cell of each
 // resolution for every bucket with samples), and is restarted to answer.
 //
@@ -430,9 +430,9 @@ func oracleReferences(ctx context.Context, t *testing.T, promURL string, h *orac
 const oracleBatch = 5000
 
 // backfillTSDB starts tsdb serve on st, sends it the history by remote write,
-// stops it, compacts the store with tsdb downsample --once, checks that the
+// stops it, compacts the store with tsdb compact --once, checks that the
 // store holds chunks and rollups only, and starts tsdb serve on it again. Both
-// serves run without their compaction worker, so that only the downsample run
+// serves run without their compaction worker, so that only the compact run
 // compacts.
 func backfillTSDB(t *testing.T, dir string, st store, h *oracleHistory) *tsdbServer {
 	t.Helper()
@@ -468,25 +468,25 @@ func backfillTSDB(t *testing.T, dir string, st store, h *oracleHistory) *tsdbSer
 	return startTSDB(t, dir, serving)
 }
 
-// compactOnce runs tsdb downsample --once on st until a round leaves nothing to
+// compactOnce runs tsdb compact --once on st until a round leaves nothing to
 // the next (one does, unless another compactor got in its way), and fails the
 // test if a round fails or leaves a salt undone.
 func compactOnce(t *testing.T, dir string, st store) {
 	t.Helper()
 	bin := tsdbBinary(t)
 	for round := 1; ; round++ {
-		args := append([]string{"downsample", "--once", "--log.format=json"}, st.flags...)
+		args := append([]string{"compact", "--once", "--log.format=json"}, st.flags...)
 		began := time.Now()
-		p := startProcess(t, fmt.Sprintf("tsdb-downsample-%d", round), dir, bin, args...)
+		p := startProcess(t, fmt.Sprintf("tsdb-compact-%d", round), dir, bin, args...)
 		// The round logs its progress when it runs long: waitUntil waits as
 		// long as the log grows.
-		if err := p.waitUntil("tsdb downsample --once to finish", 100*time.Millisecond, func() (bool, error) {
+		if err := p.waitUntil("tsdb compact --once to finish", 100*time.Millisecond, func() (bool, error) {
 			return p.exited(), nil
 		}); err != nil {
 			t.Fatalf("%v; last lines of its log:\n%s", err, p.tail(40))
 		}
 		if p.waitErr != nil {
-			t.Fatalf("tsdb downsample --once: %v; last lines of its log:\n%s", p.waitErr, p.tail(40))
+			t.Fatalf("tsdb compact --once: %v; last lines of its log:\n%s", p.waitErr, p.tail(40))
 		}
 		got := map[string]int64{}
 		for _, l := range p.out.lines() {
@@ -495,18 +495,18 @@ func compactOnce(t *testing.T, dir string, st store) {
 				got[k] = n
 			}
 		}
-		t.Logf("%s: tsdb downsample --once, round %d, %s: %v", st.name, round, time.Since(began).Round(time.Millisecond), got)
+		t.Logf("%s: tsdb compact --once, round %d, %s: %v", st.name, round, time.Since(began).Round(time.Millisecond), got)
 		if _, ok := got["buckets_compacted"]; !ok {
-			t.Fatalf("tsdb downsample --once printed no buckets_compacted line; its output:\n%s", p.tail(40))
+			t.Fatalf("tsdb compact --once printed no buckets_compacted line; its output:\n%s", p.tail(40))
 		}
 		if got["salts_failed"] > 0 || got["salts_busy"] > 0 {
-			t.Fatalf("tsdb downsample --once left salts undone: %v; its output:\n%s", got, p.tail(40))
+			t.Fatalf("tsdb compact --once left salts undone: %v; its output:\n%s", got, p.tail(40))
 		}
 		if got["buckets_left_to_next_round"] == 0 && got["buckets_left_raw"] == 0 {
 			return
 		}
 		if round == 3 {
-			t.Fatalf("tsdb downsample --once still compacts in round %d: %v", round, got)
+			t.Fatalf("tsdb compact --once still compacts in round %d: %v", round, got)
 		}
 	}
 }

@@ -42,7 +42,7 @@
 //     M's reverse row h(M) = h(L) is durable, and nothing deletes or expires rows
 //     of the series table (no TTL on its families, schema/tables.go; the
 //     embedded sweeper only removes what TTLs and versions expire, and
-//     compaction, retention and downsample/ never touch the series table). So
+//     compaction, retention and compact/ never touch the series table). So
 //     every process that registers L from then on reads it, and all of them take
 //     the counter path: a check-and-put on L's forward row decides L's ID exactly
 //     as on format 1, and no writer of L ever plain-puts h(L) (which would

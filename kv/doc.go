@@ -38,7 +38,7 @@
 // after it, while the embedded store removes what exists and later puts are
 // visible. So callers never write at a timestamp <= T into something they deleted
 // up to T: compaction deletes a row's raw family with one DeleteFamily up to a
-// bound below which no writer puts any more (see downsample/doc.go). HBase's
+// bound below which no writer puts any more (see compact/doc.go). HBase's
 // NEW_VERSION_BEHAVIOR would make the backends agree, but it made scans several
 // times slower (see kv/hbase).
 //

@@ -26,8 +26,8 @@ import (
 	v1 "github.com/prometheus/prometheus/web/api/v1"
 
 	"github.com/hbtsdb/hbtsdb/cellenc"
+	"github.com/hbtsdb/hbtsdb/compact"
 	"github.com/hbtsdb/hbtsdb/db"
-	"github.com/hbtsdb/hbtsdb/downsample"
 	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/schema/schematest"
 	"github.com/hbtsdb/hbtsdb/write"
@@ -244,7 +244,7 @@ func TestRemoteReadHistograms(t *testing.T) {
 			}
 			for _, compacted := range []bool{false, true} {
 				if compacted {
-					c, err := downsample.NewCompactor(st, b.Settings, downsample.Options{
+					c, err := compact.NewCompactor(st, b.Settings, compact.Options{
 						Now: func() time.Time { return time.UnixMilli(kv.MaxTimestamp) }})
 					if err != nil {
 						t.Fatal(err)

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/hbtsdb/hbtsdb/cellenc"
+	"github.com/hbtsdb/hbtsdb/compact"
 	"github.com/hbtsdb/hbtsdb/db"
-	"github.com/hbtsdb/hbtsdb/downsample"
 	"github.com/hbtsdb/hbtsdb/query"
 	"github.com/hbtsdb/hbtsdb/schema"
 	"github.com/hbtsdb/hbtsdb/schema/schematest"
@@ -44,7 +44,7 @@ func newRollupEnv(t *testing.T, b schematest.Backend) *queryEnv {
 	if res, err := d.Write(ctx, &write.Request{Series: []write.Series{s}}); err != nil || len(res.Rejected) > 0 {
 		t.Fatalf("write: %v %+v", err, res.Rejected)
 	}
-	c, err := downsample.NewCompactor(st, b.Settings, downsample.Options{Rollups: schema.DefaultRollups(),
+	c, err := compact.NewCompactor(st, b.Settings, compact.Options{Rollups: schema.DefaultRollups(),
 		Now: func() time.Time { return rollupStart.Add(24 * time.Hour) }})
 	if err != nil {
 		t.Fatal(err)

@@ -15,7 +15,7 @@ import (
 	"github.com/prometheus/prometheus/tsdb/tsdbutil"
 
 	"github.com/hbtsdb/hbtsdb/cellenc"
-	"github.com/hbtsdb/hbtsdb/downsample"
+	"github.com/hbtsdb/hbtsdb/compact"
 	"github.com/hbtsdb/hbtsdb/index"
 	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/query"
@@ -103,10 +103,10 @@ func writeMixed(t *testing.T, b schematest.Backend) (*query.Reader, kv.Store) {
 	return query.NewReader(st, b.Settings, reg, post), st
 }
 
-// compact seals every bucket of st into chunk cells (downsample's compactor).
-func compact(t *testing.T, st kv.Store, b schematest.Backend) {
+// compactStore seals every bucket of st into chunk cells (the compactor).
+func compactStore(t *testing.T, st kv.Store, b schematest.Backend) {
 	t.Helper()
-	c, err := downsample.NewCompactor(st, b.Settings, downsample.Options{
+	c, err := compact.NewCompactor(st, b.Settings, compact.Options{
 		Now: func() time.Time { return time.UnixMilli(kv.MaxTimestamp) }})
 	if err != nil {
 		t.Fatal(err)
@@ -193,7 +193,7 @@ func TestSelectMixedSeries(t *testing.T) {
 			}
 			for _, layout := range []string{"raw", "compacted"} {
 				if layout == "compacted" {
-					compact(t, st, b)
+					compactStore(t, st, b)
 				}
 				for _, plan := range []query.Plan{query.PlanIndex, query.PlanHostScan} {
 					for _, tc := range []struct {

@@ -25,7 +25,7 @@ import (
 // of the series' raw family finds those buckets; the others are read from the
 // rollup table, and a bucket found in neither (no data, compacted before the
 // resolution was configured, or with a void cell: compacted again by a process
-// that does not write this resolution, downsample/compact_rows.go) by a point
+// that does not write this resolution, compact/compact_rows.go) by a point
 // read of its data row. Either way the
 // windows are those of all the bucket's samples.
 

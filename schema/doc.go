@@ -2,7 +2,7 @@
 // column families, the codecs of row keys and qualifiers, and the schema meta row
 // that records the settings a store was created with. Everything that knows how a
 // byte of a key is arranged, or at which row and qualifier a cell lives, is here,
-// so that write/, query/, index/ and downsample/ agree by construction. The cell
+// so that write/, query/, index/ and compact/ agree by construction. The cell
 // values (raw samples, native histograms, chunks, rollup windows, exemplars) and
 // their byte formats are package cellenc's, which imports this one; schema never
 // imports cellenc.

@@ -7,7 +7,7 @@ import (
 )
 
 // Lease rows: table TableMeta, family FamilyMeta, one row per background job and
-// salt, holding who may work on that salt and until when (downsample's workers
+// salt, holding who may work on that salt and until when (the compactor's workers
 // share the salts of the data table through them).
 //
 //	row = "lease" 0x00 | job 0x00 | salt(1)     m:lease = owner " " expiryMs
@@ -37,7 +37,7 @@ import (
 //   - Every write of the cell (acquire, renew, release) is a check-and-put on its
 //     previous value, with a cell timestamp strictly greater than the previous
 //     cell's: the family keeps one version, and a put older than the cell it
-//     replaces would be stored yet invisible (downsample/lease.go).
+//     replaces would be stored yet invisible (compact/lease.go).
 
 // LeaseRowPrefix is the prefix of every lease row.
 const LeaseRowPrefix = "lease\x00"

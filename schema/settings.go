@@ -99,7 +99,7 @@ const (
 	// table (pending.go) was added to a store created without it: raw cells
 	// written before then have no pending mark, and compaction sweeps each
 	// salt for them until it has sealed that moment's bucket
-	// (downsample/doc.go). A store created with the table has no such cell.
+	// (compact/doc.go). A store created with the table has no such cell.
 	QualifierPendingSince = "pending_since"
 	// QualifierIndexTTL is the TTL the tag index table was created with
 	// (TableOptions.IndexRetention of the first resolution list), as

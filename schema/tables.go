@@ -27,7 +27,7 @@ const (
 	// FamilyRaw (data table): raw samples, see raw.go.
 	FamilyRaw = "r"
 	// FamilyChunk (data table): a sealed bucket as compressed chunks, see chunk.go;
-	// written by compaction (downsample/), read where present.
+	// written by compaction (compact/), read where present.
 	FamilyChunk = "c"
 	// FamilyTags (data table): the series' labels promoted to columns; qualifier =
 	// label name, value = label value, so a ColumnValueFilter can select rows by tag.

@@ -10,7 +10,7 @@ import (
 // Watermark rows: table TableMeta, family FamilyMeta, one row per background job
 // and salt, holding how far that job has finished the salt: every bucket that
 // ends at or before the watermark (ms) was sealed when a pass of the job over the
-// salt completed without error (downsample's compaction: chunks and rollups
+// salt completed without error (the compactor's compaction: chunks and rollups
 // written, raw cells deleted).
 //
 //	row = "watermark" 0x00 | job 0x00 | salt(1)     m:watermark = cutoffMs
@@ -32,7 +32,7 @@ import (
 //   - The row's second column, m:swept, records the cutoff (same form and
 //     cell timestamp rule) at which a pass of the job last swept the salt: found
 //     its work by reading the salt whole rather than through the pending table
-//     (downsample/doc.go). A salt without it has never been swept.
+//     (compact/doc.go). A salt without it has never been swept.
 //   - The cell timestamp is the watermark itself (WatermarkCell). The family
 //     keeps one version and a put older than the cell it replaces is stored but
 //     never read, so the cell reads as the greatest watermark ever written,

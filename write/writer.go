@@ -35,7 +35,7 @@ type Options struct {
 	// table; a request with more is split [kv.DefaultApplyBatch, 10,000] —
 	// and Apply.Concurrency how many of its writes (those Applies and the
 	// index postings' write) run at once [kv.DefaultApplyConcurrency, 4].
-	// The compactor takes the same options (downsample.Options.Apply).
+	// The compactor takes the same options (compact.Options.Apply).
 	Apply kv.ApplyOptions
 	// SeenRowsSize bounds the set of data rows whose promoted tag columns this
 	// process wrote, in rows [1<<20]; negative disables it (tags are written with

@@ -29,7 +29,7 @@ func TestCPUSplitsByFramesThenByJobLabel(t *testing.T) {
 			sample(10*time.Millisecond, ingest, "github.com/hbtsdb/hbtsdb/write.(*Writer).Write"),
 			// A flush started from an ingest goroutine inherits its label: still the store's.
 			sample(20*time.Millisecond, ingest, "github.com/cockroachdb/pebble/v2.(*DB).flush1", "github.com/cockroachdb/pebble/v2.(*DB).flush"),
-			sample(30*time.Millisecond, map[string][]string{"hbtsdb_job": {"compaction"}}, "github.com/hbtsdb/hbtsdb/downsample.(*Compactor).CompactSalt"),
+			sample(30*time.Millisecond, map[string][]string{"hbtsdb_job": {"compaction"}}, "github.com/hbtsdb/hbtsdb/compact.(*Compactor).CompactSalt"),
 			sample(40*time.Millisecond, nil, "github.com/cockroachdb/pebble/v2.(*DB).collectTableStats"),
 			sample(50*time.Millisecond, map[string][]string{"hbtsdb_job": {"query"}}, "github.com/prometheus/prometheus/promql.(*Engine).exec"),
 			sample(60*time.Millisecond, nil, "github.com/cockroachdb/pebble/v2/record.(*LogWriter).flushLoop"),

@@ -46,7 +46,7 @@ func newApp(stdout, stderr io.Writer) *app {
 	a.common = registerCommonFlags(a.kp)
 	registerServe(a)
 	registerSchema(a)
-	registerDownsample(a)
+	registerCompact(a)
 	registerVersion(a)
 	return a
 }

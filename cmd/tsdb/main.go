@@ -2,7 +2,7 @@
 // (or, on a laptop, on an embedded store in a local directory).
 //
 //	tsdb serve                    run the server (remote write/read, PromQL API) and the compaction worker
-//	tsdb downsample [--once]      compact sealed buckets into chunks and rollups, alone
+//	tsdb compact [--once]         compact sealed buckets into chunks and rollups, alone
 //	tsdb schema create [--print]  create the tables and the schema meta row
 //	tsdb schema check [--print]   check the tables and schema settings of a store
 //	tsdb version, tsdb --version  print the version

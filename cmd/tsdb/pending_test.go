@@ -12,7 +12,7 @@ import (
 // TestSchemaCheckWithoutThePendingTable: a store made before compaction kept
 // its pending table fails tsdb schema check, which says what to run; tsdb
 // schema create adds the table and records when, so that compaction sweeps
-// the raw cells written before it once (downsample/doc.go).
+// the raw cells written before it once (compact/doc.go).
 func TestSchemaCheckWithoutThePendingTable(t *testing.T) {
 	store, withStore := createdStore(t)
 	withStore(func(ctx context.Context, st kv.Store) error { return st.DropTable(ctx, schema.TablePending) })

@@ -50,10 +50,10 @@ func TestBadRollupsFlag(t *testing.T) {
 			"tsdb serve: --rollups=\"90m:1d\": schema: rollup resolution 1h30m must divide the bucket width 1h or be a multiple of it\n"},
 		{[]string{"serve", store, "--rollups=5m:1d,10m:1d,15m:1d,20m:1d,30m:1d,1h:1d,2h:1d,3h:1d,4h:1d"},
 			"tsdb serve: --rollups=\"5m:1d,10m:1d,15m:1d,20m:1d,30m:1d,1h:1d,2h:1d,3h:1d,4h:1d\": schema: 9 rollups, more than 8\n"},
-		{[]string{"downsample", "--once", store, "--rollups=5m:1d,5m:2d"},
-			"tsdb downsample: --rollups=\"5m:1d,5m:2d\": schema: rollup resolutions must be ascending and distinct, 5m after 5m\n"},
-		{[]string{"downsample", "--once", store, "--schema.bucket-width=2m", "--rollups=5m:1d"},
-			"tsdb downsample: --rollups=\"5m:1d\": schema: rollup resolution 5m must divide the bucket width 2m or be a multiple of it\n"},
+		{[]string{"compact", "--once", store, "--rollups=5m:1d,5m:2d"},
+			"tsdb compact: --rollups=\"5m:1d,5m:2d\": schema: rollup resolutions must be ascending and distinct, 5m after 5m\n"},
+		{[]string{"compact", "--once", store, "--schema.bucket-width=2m", "--rollups=5m:1d"},
+			"tsdb compact: --rollups=\"5m:1d\": schema: rollup resolution 5m must divide the bucket width 2m or be a multiple of it\n"},
 	} {
 		code, _, stderr := tsdb(t, tc.args...)
 		if code != 1 || stderr != tc.stderr {
@@ -184,28 +184,28 @@ func rollupCells(t *testing.T, dir string, res time.Duration) (cells int, sample
 	return cells, samples
 }
 
-// tsdb downsample writes the rollups of --rollups, whose tables must exist.
+// tsdb compact writes the rollups of --rollups, whose tables must exist.
 func TestDownsampleWritesRollups(t *testing.T) {
 	s := newOldStore(t)
 	rollups := "--rollups=5m:90d,15m:0,1h:5y" // 15m kept forever, so that the 2024 cells are visible
-	code, _, stderr := tsdb(t, "downsample", "--once", s.storage(), "--retention.raw=0", rollups)
-	want := "tsdb downsample: schema: rollup table rollup-15m of --rollups=5m:90d,15m:0,1h:5y does not exist: " +
+	code, _, stderr := tsdb(t, "compact", "--once", s.storage(), "--retention.raw=0", rollups)
+	want := "tsdb compact: schema: rollup table rollup-15m of --rollups=5m:90d,15m:0,1h:5y does not exist: " +
 		"run `tsdb schema create` with the same --rollups, or enable schema auto-create: schema not created\n"
 	if code != 1 || stderr != want {
-		t.Fatalf("downsample with a resolution without its table: exit %d, stderr %q\nwant %q", code, stderr, want)
+		t.Fatalf("compact with a resolution without its table: exit %d, stderr %q\nwant %q", code, stderr, want)
 	}
 	if code, _, stderr := tsdb(t, "schema", "create", s.storage(), "--retention.raw=0", rollups); code != 0 {
 		t.Fatalf("schema create: exit %d: %s", code, stderr)
 	}
-	code, out, stderr := tsdb(t, "downsample", "--once", s.storage(), "--retention.raw=0", rollups)
+	code, out, stderr := tsdb(t, "compact", "--once", s.storage(), "--retention.raw=0", rollups)
 	if code != 0 || !strings.Contains(out, "\nrollup_cells_written: 36\n") {
-		t.Fatalf("downsample --once: exit %d, stdout %s\nstderr %s\nwant 36 rollup cells (12 rows, 3 resolutions)", code, out, stderr)
+		t.Fatalf("compact --once: exit %d, stdout %s\nstderr %s\nwant 36 rollup cells (12 rows, 3 resolutions)", code, out, stderr)
 	}
 	if cells, samples := rollupCells(t, s.dir, 15*time.Minute); cells != oldRows || samples != oldSamples {
 		t.Errorf("rollup-15m holds %d cells of %d samples, want %d of %d", cells, samples, oldRows, oldSamples)
 	}
 	if sealedRaw, _, chunks := s.check(t); sealedRaw != 0 || chunks != oldRows {
-		t.Errorf("after downsample: %d raw cells in sealed buckets and %d chunks; want 0 and %d", sealedRaw, chunks, oldRows)
+		t.Errorf("after compact: %d raw cells in sealed buckets and %d chunks; want 0 and %d", sealedRaw, chunks, oldRows)
 	}
 }
 

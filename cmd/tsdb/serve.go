@@ -13,8 +13,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hbtsdb/hbtsdb/compact"
 	"github.com/hbtsdb/hbtsdb/db"
-	"github.com/hbtsdb/hbtsdb/downsample"
 	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/kv/backend"
 	"github.com/hbtsdb/hbtsdb/kv/kvmetrics"
@@ -52,7 +52,7 @@ type serveOptions struct {
 	// (--storage.write-batch-size, --storage.write-concurrency) bounds the
 	// writer's writes too (write.Options.Apply).
 	compactEnabled bool
-	compact        downsample.WorkerOptions
+	compact        compact.WorkerOptions
 	// web is TLS and authentication (--web.config.file, --web.read-only-users).
 	web webOptions
 	// ingestSummaryEvery is how often a line sums up what was written

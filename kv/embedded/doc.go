@@ -7,7 +7,7 @@
 //
 // Only kv/backend (which opens a --storage address) and test code
 // (schema/schematest, tests) import this package; no non-test code above kv/
-// (write, query, index, downsample, promapi, db) imports it or Pebble. It must
+// (write, query, index, compact, promapi, db) imports it or Pebble. It must
 // never import gohbase.
 //
 // # Key layout

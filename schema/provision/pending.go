@@ -21,7 +21,7 @@ import (
 // row: before it creates the table, Open records when in the meta row
 // (schema.QualifierPendingSince, check-and-put, so the first process to add
 // the table decides), and compaction sweeps each salt for the raw cells
-// written before then (downsample/doc.go). A crash between the two leaves
+// written before then (compact/doc.go). A crash between the two leaves
 // the moment recorded and the table missing, which the next Open creates;
 // never the other way round.
 

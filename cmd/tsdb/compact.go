@@ -14,58 +14,58 @@ import (
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/prometheus/common/model"
 
-	"github.com/hbtsdb/hbtsdb/downsample"
+	"github.com/hbtsdb/hbtsdb/compact"
 	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/schema"
 	"github.com/hbtsdb/hbtsdb/schema/provision"
 )
 
-// downsampleOptions are tsdb downsample's settings; the worker's are bound
-// straight into downsample.WorkerOptions.
-type downsampleOptions struct {
+// compactOptions are tsdb compact's settings; the worker's are bound
+// straight into compact.WorkerOptions.
+type compactOptions struct {
 	once   bool
-	worker downsample.WorkerOptions
+	worker compact.WorkerOptions
 	flags  *binder
 }
 
-func registerDownsample(a *app) {
-	cmd := a.kp.Command("downsample", "Compact sealed buckets into chunks and write their rollups (--rollups).\n\n"+
+func registerCompact(a *app) {
+	cmd := a.kp.Command("compact", "Compact sealed buckets into chunks and write their rollups (--rollups).\n\n"+
 		"A bucket is sealed --compact.grace after its end; its raw samples are rewritten as one compressed chunk,\n"+
 		"and summarised into the rollup table of every resolution of --rollups.\n"+
 		"Without --once, a round runs every --compact.interval until SIGINT/SIGTERM. Any number of tsdb\n"+
-		"downsample and tsdb serve processes may compact one store at once: they share its salts through\n"+
-		"leases in the meta table (--compact.lease-ttl).")
-	o := &downsampleOptions{worker: defaultWorkerOptions(), flags: newBinder(cmd)}
+		"compact and tsdb serve processes may compact one store at once: they share its salts through\n"+
+		"leases in the meta table (--compact.lease-ttl). Also as tsdb downsample, its name before this version.").Alias("downsample")
+	o := &compactOptions{worker: defaultWorkerOptions(), flags: newBinder(cmd)}
 	flag(cmd, "once", "Run one round over every salt, print what it did and exit.").BoolVar(&o.once)
-	o.flags.flag("compact.sweep", "downsample: Options.Sweep", "Also find sealed raw cells by reading each salt's raw family whole, "+
+	o.flags.flag("compact.sweep", "compact: Options.Sweep", "Also find sealed raw cells by reading each salt's raw family whole, "+
 		"not only through the pending table: for raw cells written by a tsdb older than the pending table while it was being "+
 		"upgraded (each salt is swept once by itself after the upgrade). A round then costs in proportion to every raw cell stored.").
 		BoolVar(&o.worker.Compact.Sweep)
 	registerCompactFlags(o.flags, &o.worker)
 	registerApplyFlags(o.flags, &o.worker.Compact.Apply)
 	a.actions[cmd.FullCommand()] = func(ctx context.Context, logger *slog.Logger) error {
-		return runDownsample(ctx, a.out, a.common, o, logger)
+		return runCompact(ctx, a.out, a.common, o, logger)
 	}
 }
 
 // defaultWorkerOptions are the worker options the flags start from: the
 // package's defaults written out, so that --help shows them.
-func defaultWorkerOptions() downsample.WorkerOptions {
-	return downsample.WorkerOptions{
-		Interval: downsample.DefaultInterval,
-		LeaseTTL: downsample.DefaultLeaseTTL,
-		Compact:  downsample.Options{Grace: downsample.DefaultGrace, Apply: kv.ApplyOptions{}.WithDefaults()},
+func defaultWorkerOptions() compact.WorkerOptions {
+	return compact.WorkerOptions{
+		Interval: compact.DefaultInterval,
+		LeaseTTL: compact.DefaultLeaseTTL,
+		Compact:  compact.Options{Grace: compact.DefaultGrace, Apply: kv.ApplyOptions{}.WithDefaults()},
 	}
 }
 
-// registerCompactFlags binds the --compact.* flags that tsdb downsample and tsdb
+// registerCompactFlags binds the --compact.* flags that tsdb compact and tsdb
 // serve share into o.
-func registerCompactFlags(b *binder, o *downsample.WorkerOptions) {
-	namedDuration(b, "compact.grace", "downsample: Options.Grace", "How long after its end a bucket is sealed and "+
+func registerCompactFlags(b *binder, o *compact.WorkerOptions) {
+	namedDuration(b, "compact.grace", "compact: Options.Grace", "How long after its end a bucket is sealed and "+
 		"compacted into a chunk. Later samples stay raw, readable, until the next round folds them in.", &o.Compact.Grace)
-	namedDuration(b, "compact.interval", "downsample: WorkerOptions.Interval", "Time from the start of one compaction "+
+	namedDuration(b, "compact.interval", "compact: WorkerOptions.Interval", "Time from the start of one compaction "+
 		"round to the start of the next.", &o.Interval)
-	namedDuration(b, "compact.lease-ttl", "downsample: WorkerOptions.LeaseTTL", "How long a worker's lease on a salt "+
+	namedDuration(b, "compact.lease-ttl", "compact: WorkerOptions.LeaseTTL", "How long a worker's lease on a salt "+
 		"lasts unless renewed: a worker that dies keeps its salts this long. The clocks of the hosts must agree "+
 		"within a quarter of it.", &o.LeaseTTL)
 }
@@ -111,9 +111,9 @@ func workerOwner() string {
 	return fmt.Sprintf("%s-%d-%x", host, os.Getpid(), random)
 }
 
-// runDownsample runs one round (--once) and prints what it did, or runs rounds
+// runCompact runs one round (--once) and prints what it did, or runs rounds
 // until ctx is done.
-func runDownsample(ctx context.Context, w io.Writer, c *commonFlags, o *downsampleOptions, logger *slog.Logger) error {
+func runCompact(ctx context.Context, w io.Writer, c *commonFlags, o *compactOptions, logger *slog.Logger) error {
 	addr, want, err := c.resolve()
 	if err != nil {
 		return err
@@ -140,7 +140,7 @@ func runDownsample(ctx context.Context, w io.Writer, c *commonFlags, o *downsamp
 	if err != nil {
 		return err
 	}
-	worker, err := downsample.NewWorker(st, settings, opts)
+	worker, err := compact.NewWorker(st, settings, opts)
 	if err != nil {
 		return o.flags.explain(err)
 	}
@@ -162,9 +162,9 @@ func runDownsample(ctx context.Context, w io.Writer, c *commonFlags, o *downsamp
 // startCompaction starts the compaction worker of tsdb serve on st, which stays
 // open until the worker stopped: it runs until ctx is done, and wg.Wait waits
 // for it.
-func startCompaction(ctx context.Context, st kv.Store, settings schema.Settings, opts downsample.WorkerOptions,
+func startCompaction(ctx context.Context, st kv.Store, settings schema.Settings, opts compact.WorkerOptions,
 	wg *sync.WaitGroup, logger *slog.Logger) error {
-	worker, err := downsample.NewWorker(st, settings, opts)
+	worker, err := compact.NewWorker(st, settings, opts)
 	if err != nil {
 		return fmt.Errorf("compaction worker: %w", err)
 	}
@@ -182,7 +182,7 @@ func startCompaction(ctx context.Context, st kv.Store, settings schema.Settings,
 // and --compact.enabled.
 func (o *serveOptions) registerCompactionFlags() {
 	o.compact = defaultWorkerOptions()
-	o.flags.flag("compact.enabled", "", "Run the compaction worker (what tsdb downsample runs) in this process once "+
+	o.flags.flag("compact.enabled", "", "Run the compaction worker (what tsdb compact runs) in this process once "+
 		"the store is open.").Default("true").BoolVar(&o.compactEnabled)
 	registerCompactFlags(o.flags, &o.compact)
 	registerApplyFlags(o.flags, &o.compact.Compact.Apply)

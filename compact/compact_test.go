@@ -1,4 +1,4 @@
-package downsample
+package compact
 
 import (
 	"context"
@@ -410,8 +410,8 @@ func TestLateSamplesAreMergedAndCompactedAgain(t *testing.T) {
 
 func TestOptionsValidate(t *testing.T) {
 	err := Options{Grace: -time.Second, BatchRows: -1}.Validate()
-	want := "downsample: Options.Grace must not be negative (0 means the default, 1h0m0s), got -1s\n" +
-		"downsample: Options.BatchRows must not be negative (0 means the default, 500), got -1"
+	want := "compact: Options.Grace must not be negative (0 means the default, 1h0m0s), got -1s\n" +
+		"compact: Options.BatchRows must not be negative (0 means the default, 500), got -1"
 	if err == nil || err.Error() != want {
 		t.Errorf("Validate = %v, want %s", err, want)
 	}

@@ -1,4 +1,4 @@
-package downsample
+package compact
 
 import (
 	"bytes"
@@ -69,9 +69,9 @@ type Options struct {
 func (o Options) Validate() error {
 	var errs []error
 	errs = append(errs,
-		optcheck.NotNegative("downsample: Options.Grace", o.Grace, optcheck.Default(DefaultGrace)),
-		optcheck.NotNegative("downsample: Options.BatchRows", o.BatchRows, optcheck.Default(DefaultBatchRows)),
-		o.Apply.Validate("downsample: Options.Apply"),
+		optcheck.NotNegative("compact: Options.Grace", o.Grace, optcheck.Default(DefaultGrace)),
+		optcheck.NotNegative("compact: Options.BatchRows", o.BatchRows, optcheck.Default(DefaultBatchRows)),
+		o.Apply.Validate("compact: Options.Apply"),
 	)
 	if err := o.validateRollups(0); err != nil {
 		errs = append(errs, err)
@@ -90,7 +90,7 @@ func (o Options) validateForStore(bucketWidth time.Duration) error {
 		grace = DefaultGrace
 	}
 	if least := schema.MinGrace(bucketWidth); grace < least {
-		return fmt.Errorf("downsample: Options.Grace must be at least %s in a store of %s buckets, got %s: "+
+		return fmt.Errorf("compact: Options.Grace must be at least %s in a store of %s buckets, got %s: "+
 			"writers store samples as on time until %s after their bucket's end, and a bucket is sealed only once they are stored",
 			least, bucketWidth, grace, schema.OnTimeWindow(bucketWidth))
 	}
@@ -101,7 +101,7 @@ func (o Options) validateForStore(bucketWidth time.Duration) error {
 // checked against one).
 func (o Options) validateRollups(bucketWidth time.Duration) error {
 	if err := schema.ValidateRollups(o.Rollups, bucketWidth); err != nil {
-		return fmt.Errorf("downsample: Options.Rollups %s: %w", schema.FormatRollups(o.Rollups), err)
+		return fmt.Errorf("compact: Options.Rollups %s: %w", schema.FormatRollups(o.Rollups), err)
 	}
 	return nil
 }
@@ -191,7 +191,7 @@ func (s *Stats) add(o Stats) {
 func (c *Compactor) resolutions(ctx context.Context) ([]time.Duration, error) {
 	tables, err := c.st.ListTables(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("downsample: list the rollup tables: %w", err)
+		return nil, fmt.Errorf("compact: list the rollup tables: %w", err)
 	}
 	out := make([]time.Duration, 0, len(c.opts.Rollups))
 	for _, r := range c.opts.Rollups {
@@ -257,13 +257,13 @@ func (c *Compactor) CompactSalt(ctx context.Context, salt byte) (Stats, error) {
 		for bytes.Compare(start, stop) < 0 {
 			targets, next, err := c.markedRows(ctx, start, stop)
 			if err != nil {
-				return total, fmt.Errorf("downsample: find the marked rows of salt %d: %w", salt, err)
+				return total, fmt.Errorf("compact: find the marked rows of salt %d: %w", salt, err)
 			}
 			if len(targets) > 0 {
 				st, err := c.compactRows(ctx, targets, cutoff, resolutions)
 				total.add(st)
 				if err != nil {
-					return total, fmt.Errorf("downsample: compact salt %d: %w", salt, err)
+					return total, fmt.Errorf("compact: compact salt %d: %w", salt, err)
 				}
 			}
 			if next == nil {
@@ -297,7 +297,7 @@ func (c *Compactor) CompactSalt(ctx context.Context, salt byte) (Stats, error) {
 func (c *Compactor) progress(ctx context.Context, salt byte) (watermark, swept int64, err error) {
 	r, err := c.st.Get(ctx, schema.TableMeta, schema.WatermarkRow(nil, schema.LeaseJobCompact, salt), kv.Families(schema.FamilyMeta))
 	if err != nil {
-		return 0, 0, fmt.Errorf("downsample: read the watermark row of salt %d: %w", salt, err)
+		return 0, 0, fmt.Errorf("compact: read the watermark row of salt %d: %w", salt, err)
 	}
 	for _, cell := range r.Cells {
 		var dst *int64
@@ -310,7 +310,7 @@ func (c *Compactor) progress(ctx context.Context, salt byte) (watermark, swept i
 			continue
 		}
 		if *dst, err = schema.ParseWatermarkValue(cell.Value); err != nil {
-			return 0, 0, fmt.Errorf("downsample: %s of salt %d: %w", cell.Qualifier, salt, err)
+			return 0, 0, fmt.Errorf("compact: %s of salt %d: %w", cell.Qualifier, salt, err)
 		}
 	}
 	return watermark, swept, nil
@@ -372,7 +372,7 @@ func (c *Compactor) needsSweep(ctx context.Context, swept int64) (bool, error) {
 	}
 	meta, err := c.st.Get(ctx, schema.TableMeta, []byte(schema.MetaSchemaRow), kv.Families(schema.FamilyMeta))
 	if err != nil {
-		return false, fmt.Errorf("downsample: read the meta row: %w", err)
+		return false, fmt.Errorf("compact: read the meta row: %w", err)
 	}
 	for _, cell := range meta.Cells {
 		if string(cell.Qualifier) != schema.QualifierPendingSince {
@@ -380,7 +380,7 @@ func (c *Compactor) needsSweep(ctx context.Context, swept int64) (bool, error) {
 		}
 		since, err := schema.ParsePendingSince(cell.Value)
 		if err != nil {
-			return false, fmt.Errorf("downsample: %w", err)
+			return false, fmt.Errorf("compact: %w", err)
 		}
 		width := c.settings.BucketWidth
 		return swept < schema.BucketStart(since, width)+width.Milliseconds(), nil
@@ -397,7 +397,7 @@ func (c *Compactor) sweepSalt(ctx context.Context, salt byte, cutoff int64, reso
 	for {
 		keys, next, err := c.sealedRows(ctx, start, stop, cutoff)
 		if err != nil {
-			return total, fmt.Errorf("downsample: sweep salt %d: %w", salt, err)
+			return total, fmt.Errorf("compact: sweep salt %d: %w", salt, err)
 		}
 		if len(keys) > 0 {
 			targets := make([]target, len(keys))
@@ -407,7 +407,7 @@ func (c *Compactor) sweepSalt(ctx context.Context, salt byte, cutoff int64, reso
 			st, err := c.compactRows(ctx, targets, cutoff, resolutions)
 			total.add(st)
 			if err != nil {
-				return total, fmt.Errorf("downsample: sweep salt %d: %w", salt, err)
+				return total, fmt.Errorf("compact: sweep salt %d: %w", salt, err)
 			}
 		}
 		if next == nil {
@@ -448,10 +448,10 @@ func (c *Compactor) recordWatermark(ctx context.Context, salt byte, qualifier st
 	}
 	row, cell, err := cellOf(schema.LeaseJobCompact, salt, cutoff)
 	if err != nil {
-		return fmt.Errorf("downsample: %s of salt %d: %w", qualifier, salt, err)
+		return fmt.Errorf("compact: %s of salt %d: %w", qualifier, salt, err)
 	}
 	if err := c.st.Apply(ctx, schema.TableMeta, []kv.Mutation{kv.Put(row, cell.Family, cell.Qualifier, cell.Timestamp, cell.Value)}); err != nil {
-		return fmt.Errorf("downsample: record the %s %d of salt %d: %w", qualifier, cutoff, salt, err)
+		return fmt.Errorf("compact: record the %s %d of salt %d: %w", qualifier, cutoff, salt, err)
 	}
 	return nil
 }
@@ -475,7 +475,7 @@ func readWatermarks(ctx context.Context, st kv.Store) (map[byte]int64, error) {
 		row := sc.Row()
 		_, salt, err := schema.ParseWatermarkRow(row.Key)
 		if err != nil {
-			return nil, fmt.Errorf("downsample: read the watermarks: %w", err)
+			return nil, fmt.Errorf("compact: read the watermarks: %w", err)
 		}
 		for _, cell := range row.Cells {
 			if cell.Family != schema.FamilyMeta || string(cell.Qualifier) != schema.QualifierWatermark {
@@ -483,13 +483,13 @@ func readWatermarks(ctx context.Context, st kv.Store) (map[byte]int64, error) {
 			}
 			ms, err := schema.ParseWatermarkValue(cell.Value)
 			if err != nil {
-				return nil, fmt.Errorf("downsample: watermark of salt %d (row %q): %w", salt, row.Key, err)
+				return nil, fmt.Errorf("compact: watermark of salt %d (row %q): %w", salt, row.Key, err)
 			}
 			out[salt] = ms
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("downsample: read the watermarks: %w", err)
+		return nil, fmt.Errorf("compact: read the watermarks: %w", err)
 	}
 	return out, nil
 }

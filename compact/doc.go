@@ -1,4 +1,4 @@
-// Package downsample holds the background work on stored data: the compaction
+// Package compact holds the background work on stored data: the compaction
 // of sealed buckets into chunks and, from the same read, their rollups
 // (compact.go), and the worker that shares that work between processes
 // (worker.go, lease.go). Retention needs no work here: every table's TTL (the
@@ -19,7 +19,7 @@
 //     the raw cells of the open buckets, nor anything already compacted. A
 //     store that got its pending table when it already held data is swept
 //     (its salts' raw families read whole, key-only) until a sweep has sealed
-//     the bucket of that moment; Options.Sweep (tsdb downsample
+//     the bucket of that moment; Options.Sweep (tsdb compact
 //     --compact.sweep) sweeps on demand.
 //   - Deleting: one family delete per row (kv.DeleteFamily up to the bucket's
 //     last millisecond - 1: one DeleteFamily marker on HBase, one range
@@ -113,7 +113,7 @@
 //     A compactor writes the cells of its own list (Options.Rollups), but the
 //     store may have tables of other resolutions: one removed from the list
 //     (kept until an operator drops it, and maybe added back later), or one of
-//     another process's list (a rolling change of --rollups, a tsdb downsample
+//     another process's list (a rolling change of --rollups, a tsdb compact
 //     started with the old one). Compacting a bucket again (late samples)
 //     without rewriting such a table's cell would leave it summarising fewer
 //     samples than the bucket holds once the raw cells are deleted, and a
@@ -156,7 +156,7 @@
 // and rollup cells written so far, rate, and the round's rows and time left
 // extrapolated from the salts done). Any
 // number of workers — in one process or in many: each tsdb serve, each tsdb
-// downsample — share the salts of a store through leases (lease.go), one cell
+// compact — share the salts of a store through leases (lease.go), one cell
 // per job and salt in the meta table (schema/lease.go: "owner expiryMs"). A
 // worker compacts a salt only while it holds the salt's lease:
 //
@@ -186,8 +186,8 @@
 //   - A salt left part way (lease lost, store error, stop) is safe by the
 //     invariants above, and the next round, by whichever worker, finishes it.
 //
-// downsample imports kv, schema, internal/optcheck and Prometheus' chunk
+// compact imports kv, schema, internal/optcheck and Prometheus' chunk
 // encoding (through schema);
 // it must never import a backend (kv/hbase, kv/embedded) nor a package above it
 // (query, db, promapi, cmd).
-package downsample
+package compact

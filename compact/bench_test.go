@@ -1,4 +1,4 @@
-package downsample
+package compact
 
 import (
 	"context"
@@ -25,9 +25,9 @@ import (
 // Pebble compacted them (rollup-B/sample; chunk
 // compaction's own bytes/sample is db's BenchmarkBytesPerSample).
 //
-//	go test -run '^$' -bench Compact -benchtime 1x ./downsample/
-//	TSDB_BENCH_SERIES=1000 TSDB_BENCH_HOURS=24 go test -run '^$' -bench Compact -benchtime 1x -timeout 1h ./downsample/
-//	TSDB_TEST_HBASE_ZK=$(testing/hbase/hbase.sh status) go test -run '^$' -bench Compact/hbase -benchtime 1x ./downsample/
+//	go test -run '^$' -bench Compact -benchtime 1x ./compact/
+//	TSDB_BENCH_SERIES=1000 TSDB_BENCH_HOURS=24 go test -run '^$' -bench Compact -benchtime 1x -timeout 1h ./compact/
+//	TSDB_TEST_HBASE_ZK=$(testing/hbase/hbase.sh status) go test -run '^$' -bench Compact/hbase -benchtime 1x ./compact/
 //
 // The data: TSDB_BENCH_SERIES series [200], 20 to a host, scraped every 15s for
 // TSDB_BENCH_HOURS hours [6] from midnight UTC; half of them counters (integer

@@ -1,4 +1,4 @@
-package downsample
+package compact
 
 import (
 	"context"
@@ -455,11 +455,11 @@ func TestRunStopsWhenCancelled(t *testing.T) {
 func TestWorkerOptionsValidate(t *testing.T) {
 	err := WorkerOptions{Interval: -time.Second, LeaseTTL: time.Millisecond, ProgressInterval: -1, Owner: "a b",
 		Compact: Options{Grace: -time.Second}}.Validate()
-	want := "downsample: WorkerOptions.Interval must not be negative (0 means the default, 5m0s), got -1s\n" +
-		"downsample: WorkerOptions.LeaseTTL must be at least 1s (0 means the default, 1m0s), got 1ms\n" +
-		"downsample: WorkerOptions.ProgressInterval must not be negative (0 means the default, 1m0s), got -1ns\n" +
-		`downsample: WorkerOptions.Owner: schema: lease owner "a b" has a byte that is a space or not printable ASCII (0x20): malformed` + "\n" +
-		"downsample: Options.Grace must not be negative (0 means the default, 1h0m0s), got -1s"
+	want := "compact: WorkerOptions.Interval must not be negative (0 means the default, 5m0s), got -1s\n" +
+		"compact: WorkerOptions.LeaseTTL must be at least 1s (0 means the default, 1m0s), got 1ms\n" +
+		"compact: WorkerOptions.ProgressInterval must not be negative (0 means the default, 1m0s), got -1ns\n" +
+		`compact: WorkerOptions.Owner: schema: lease owner "a b" has a byte that is a space or not printable ASCII (0x20): malformed` + "\n" +
+		"compact: Options.Grace must not be negative (0 means the default, 1h0m0s), got -1s"
 	if err == nil || err.Error() != want {
 		t.Errorf("Validate =\n%v\nwant\n%s", err, want)
 	}

@@ -134,9 +134,9 @@ func (s *oldStore) check(t *testing.T) (sealedRaw, openRaw, chunks int) {
 	return sealedRaw, openRaw, chunks
 }
 
-func TestDownsampleOnceCompactsSealedBuckets(t *testing.T) {
+func TestCompactOnceCompactsSealedBuckets(t *testing.T) {
 	s := newOldStore(t)
-	code, out, stderr := tsdb(t, "downsample", "--once", s.storage(), "--retention.raw=0")
+	code, out, stderr := tsdb(t, "compact", "--once", s.storage(), "--retention.raw=0")
 	// A rollup cell per row and resolution (5m and 1h, the default).
 	// It reads the sealed rows (their raw cells and pending marks) and
 	// nothing else, the open bucket's row included.
@@ -144,17 +144,18 @@ func TestDownsampleOnceCompactsSealedBuckets(t *testing.T) {
 		"buckets_left_to_next_round: 0\nrows_read: %d\ncells_read: %d\n"+
 		"salts_done: 1\nsalts_busy: 0\nsalts_failed: 0\nduration: ", oldRows, oldSamples, oldSamples, 2*oldRows, oldRows, oldSamples+oldRows)
 	if code != 0 || !strings.HasPrefix(out, want) {
-		t.Fatalf("downsample --once: exit %d, stdout:\n%s\nwant it to start with:\n%s\nstderr: %s", code, out, want, stderr)
+		t.Fatalf("compact --once: exit %d, stdout:\n%s\nwant it to start with:\n%s\nstderr: %s", code, out, want, stderr)
 	}
 	if !strings.Contains(stderr, fmt.Sprintf(`msg="compaction round" rows=%d samples=%d raw_cells_deleted=%d`, oldRows, oldSamples, oldSamples)) {
 		t.Errorf("no round line in the log:\n%s", stderr)
 	}
 	if sealedRaw, openRaw, chunks := s.check(t); sealedRaw != 0 || openRaw != 1 || chunks != oldRows {
-		t.Errorf("after downsample --once: %d raw cells in sealed buckets, %d in the open one, %d chunks; want 0, 1 and %d",
+		t.Errorf("after compact --once: %d raw cells in sealed buckets, %d in the open one, %d chunks; want 0, 1 and %d",
 			sealedRaw, openRaw, chunks, oldRows)
 	}
+	// A second round, under the command's old name: nothing left to do.
 	if code, out, stderr := tsdb(t, "downsample", "--once", s.storage(), "--retention.raw=0"); code != 0 || !strings.HasPrefix(out, "buckets_compacted: 0\n") {
-		t.Fatalf("a second downsample --once: exit %d, stdout %q, stderr %s; want nothing done", code, out, stderr)
+		t.Fatalf("a second round, as tsdb downsample --once: exit %d, stdout %q, stderr %s; want nothing done", code, out, stderr)
 	}
 }
 
@@ -176,16 +177,16 @@ func (b *syncBuffer) String() string {
 	return b.b.String()
 }
 
-// Without --once, tsdb downsample runs rounds until it is stopped, and stops
+// Without --once, tsdb compact runs rounds until it is stopped, and stops
 // cleanly: the store is closed (openable again) when it returns.
-func TestDownsampleRunsUntilStopped(t *testing.T) {
+func TestCompactRunsUntilStopped(t *testing.T) {
 	s := newOldStore(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var stderr syncBuffer
 	done := make(chan int, 1)
 	go func() {
-		done <- run(ctx, []string{"downsample", s.storage(), "--retention.raw=0", "--compact.interval=1h"}, &strings.Builder{}, &stderr)
+		done <- run(ctx, []string{"compact", s.storage(), "--retention.raw=0", "--compact.interval=1h"}, &strings.Builder{}, &stderr)
 	}()
 	logLen, lastChange := -1, time.Now()
 	for !strings.Contains(stderr.String(), `msg="compaction round"`) {
@@ -196,13 +197,13 @@ func TestDownsampleRunsUntilStopped(t *testing.T) {
 		}
 		select {
 		case code := <-done:
-			t.Fatalf("downsample exited %d before a round; log:\n%s", code, stderr.String())
+			t.Fatalf("compact exited %d before a round; log:\n%s", code, stderr.String())
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
 	cancel()
 	if code := <-done; code != 0 {
-		t.Fatalf("downsample exited %d after cancellation; log:\n%s", code, stderr.String())
+		t.Fatalf("compact exited %d after cancellation; log:\n%s", code, stderr.String())
 	}
 	log := stderr.String()
 	for _, want := range []string{`msg="compaction worker started"`, "interval=1h0m0s", "msg=stopped"} {
@@ -260,16 +261,16 @@ func TestBadCompactFlags(t *testing.T) {
 		code   int
 		stderr string
 	}{
-		{[]string{"downsample", "--once", store, "--compact.lease-ttl=10ms"}, 1,
-			"tsdb downsample: --compact.lease-ttl must be at least 1s (0 means the default, 1m0s), got 10ms\n"},
+		{[]string{"compact", "--once", store, "--compact.lease-ttl=10ms"}, 1,
+			"tsdb compact: --compact.lease-ttl must be at least 1s (0 means the default, 1m0s), got 10ms\n"},
 		{[]string{"serve", store, "--listen=127.0.0.1:0", "--compact.lease-ttl=500ms", "--compact.enabled=false"}, 1,
 			"tsdb serve: --compact.lease-ttl must be at least 1s (0 means the default, 1m0s), got 500ms\n"},
-		{[]string{"downsample", store, "--compact.interval=soon"}, 2, "--compact.interval"},
-		{[]string{"downsample", store, "--compact.grace=-1h"}, 2, "--compact.grace"},
+		{[]string{"compact", store, "--compact.interval=soon"}, 2, "--compact.interval"},
+		{[]string{"compact", store, "--compact.grace=-1h"}, 2, "--compact.grace"},
 		{[]string{"serve", store, "--compact.lease-ttl=often"}, 2, "--compact.lease-ttl"},
 		// The writer's and the compactor's writes share two flags.
-		{[]string{"downsample", "--once", store, "--storage.write-batch-size=-1"}, 1,
-			"tsdb downsample: --storage.write-batch-size must not be negative (0 means the default, 10000), got -1\n"},
+		{[]string{"compact", "--once", store, "--storage.write-batch-size=-1"}, 1,
+			"tsdb compact: --storage.write-batch-size must not be negative (0 means the default, 10000), got -1\n"},
 		{[]string{"serve", store, "--listen=127.0.0.1:0", "--storage.write-concurrency=-2"}, 1,
 			"tsdb serve: --storage.write-concurrency must not be negative (0 means the default, 4), got -2\n"},
 	} {

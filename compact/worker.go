@@ -1,4 +1,4 @@
-package downsample
+package compact
 
 import (
 	"context"
@@ -67,13 +67,13 @@ type WorkerOptions struct {
 // short to renew, a missing or unusable Owner, invalid Compact options.
 func (o WorkerOptions) Validate() error {
 	var errs []error
-	errs = append(errs, optcheck.NotNegative("downsample: WorkerOptions.Interval", o.Interval, optcheck.Default(DefaultInterval)))
+	errs = append(errs, optcheck.NotNegative("compact: WorkerOptions.Interval", o.Interval, optcheck.Default(DefaultInterval)))
 	if o.LeaseTTL < 0 || o.LeaseTTL > 0 && o.LeaseTTL < MinLeaseTTL {
-		errs = append(errs, fmt.Errorf("downsample: WorkerOptions.LeaseTTL must be at least %s (0 means the default, %s), got %s", MinLeaseTTL, DefaultLeaseTTL, o.LeaseTTL))
+		errs = append(errs, fmt.Errorf("compact: WorkerOptions.LeaseTTL must be at least %s (0 means the default, %s), got %s", MinLeaseTTL, DefaultLeaseTTL, o.LeaseTTL))
 	}
-	errs = append(errs, optcheck.NotNegative("downsample: WorkerOptions.ProgressInterval", o.ProgressInterval, optcheck.Default(DefaultProgressInterval)))
+	errs = append(errs, optcheck.NotNegative("compact: WorkerOptions.ProgressInterval", o.ProgressInterval, optcheck.Default(DefaultProgressInterval)))
 	if err := schema.ValidLeaseOwner(o.Owner); err != nil {
-		errs = append(errs, fmt.Errorf("downsample: WorkerOptions.Owner: %w", err))
+		errs = append(errs, fmt.Errorf("compact: WorkerOptions.Owner: %w", err))
 	}
 	if err := o.Compact.Validate(); err != nil {
 		errs = append(errs, err)
@@ -126,10 +126,10 @@ func NewWorker(st kv.Store, settings schema.Settings, opts WorkerOptions) (*Work
 		return nil, err
 	}
 	if settings.SaltBuckets < 1 || settings.SaltBuckets > schema.MaxSaltBuckets {
-		return nil, fmt.Errorf("downsample: %d salt buckets outside [1, %d]: %w", settings.SaltBuckets, schema.MaxSaltBuckets, kv.ErrInvalidArgument)
+		return nil, fmt.Errorf("compact: %d salt buckets outside [1, %d]: %w", settings.SaltBuckets, schema.MaxSaltBuckets, kv.ErrInvalidArgument)
 	}
 	if err := opts.Compact.validateForStore(settings.BucketWidth); err != nil {
-		return nil, fmt.Errorf("downsample: WorkerOptions.Compact: %w", err)
+		return nil, fmt.Errorf("compact: WorkerOptions.Compact: %w", err)
 	}
 	opts = opts.withDefaults()
 	h := fnv.New32a()

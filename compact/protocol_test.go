@@ -1,4 +1,4 @@
-package downsample
+package compact
 
 import (
 	"context"
@@ -131,7 +131,7 @@ func (f *fixture) compactRacedAfter(t *testing.T, step string, late cellenc.Samp
 }
 
 // Two compactors with different resolution lists on one salt (a rolling
-// change of --rollups, a tsdb downsample started with the old list): the one
+// change of --rollups, a tsdb compact started with the old list): the one
 // whose list lacks 1h, compacting a row again with a late sample between the
 // other's steps, makes the 1h cells of the rows it compacts void instead of
 // leaving the other's cell of fewer samples behind; every

@@ -1,4 +1,4 @@
-package downsample
+package compact
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package downsample
+package compact
 
 import (
 	"cmp"
@@ -505,19 +505,19 @@ func TestWatermarksOnlyGrow(t *testing.T) {
 
 func TestRollupOptionsValidate(t *testing.T) {
 	err := Options{Rollups: []schema.Rollup{{Resolution: 7 * time.Minute}}}.Validate()
-	want := "downsample: Options.Rollups 7m:0: schema: rollup resolution 7m must be a whole number of minutes that divides 24h"
+	want := "compact: Options.Rollups 7m:0: schema: rollup resolution 7m must be a whole number of minutes that divides 24h"
 	if err == nil || err.Error() != want {
 		t.Errorf("Validate = %v, want %s", err, want)
 	}
 	settings := schema.DefaultEmbeddedSettings()
 	settings.BucketWidth = 30 * time.Minute
 	_, err = NewCompactor(nil, settings, Options{Rollups: []schema.Rollup{{Resolution: 45 * time.Minute}}})
-	want = "downsample: Options.Rollups 45m:0: schema: rollup resolution 45m must divide the bucket width 30m or be a multiple of it"
+	want = "compact: Options.Rollups 45m:0: schema: rollup resolution 45m must divide the bucket width 30m or be a multiple of it"
 	if err == nil || err.Error() != want {
 		t.Errorf("NewCompactor = %v, want %s", err, want)
 	}
 	_, err = NewWorker(nil, settings, WorkerOptions{Owner: "w", Compact: Options{Rollups: []schema.Rollup{{Resolution: 45 * time.Minute}}}})
-	if err == nil || err.Error() != "downsample: WorkerOptions.Compact: "+want {
+	if err == nil || err.Error() != "compact: WorkerOptions.Compact: "+want {
 		t.Errorf("NewWorker = %v, want WorkerOptions.Compact: %s", err, want)
 	}
 	if _, err := NewCompactor(nil, settings, Options{Rollups: testRollups}); err != nil {

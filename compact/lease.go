@@ -1,4 +1,4 @@
-package downsample
+package compact
 
 import (
 	"context"
@@ -70,7 +70,7 @@ func (l *leaser) acquire(ctx context.Context, salt byte) (*lease, schema.Lease, 
 	row := schema.LeaseRow(nil, l.job, salt)
 	r, err := l.st.Get(ctx, schema.TableMeta, row, kv.Families(schema.FamilyMeta))
 	if err != nil {
-		return nil, schema.Lease{}, fmt.Errorf("downsample: read the lease of salt %d: %w", salt, err)
+		return nil, schema.Lease{}, fmt.Errorf("compact: read the lease of salt %d: %w", salt, err)
 	}
 	now := l.now().UnixMilli()
 	var expected []byte
@@ -81,7 +81,7 @@ func (l *leaser) acquire(ctx context.Context, salt byte) (*lease, schema.Lease, 
 		}
 		old, err := schema.ParseLeaseValue(c.Value)
 		if err != nil {
-			return nil, schema.Lease{}, fmt.Errorf("downsample: lease of salt %d (row %q): %w", salt, row, err)
+			return nil, schema.Lease{}, fmt.Errorf("compact: lease of salt %d (row %q): %w", salt, row, err)
 		}
 		if old.Owner != l.owner && !old.ExpiredAt(now) {
 			return nil, old, nil
@@ -91,7 +91,7 @@ func (l *leaser) acquire(ctx context.Context, salt byte) (*lease, schema.Lease, 
 	h := &lease{l: l, salt: salt, row: row}
 	won, err := h.put(ctx, expected, schema.Lease{Owner: l.owner, Expiry: now + l.ttl.Milliseconds()}, ts)
 	if err != nil {
-		return nil, schema.Lease{}, fmt.Errorf("downsample: take the lease of salt %d: %w", salt, err)
+		return nil, schema.Lease{}, fmt.Errorf("compact: take the lease of salt %d: %w", salt, err)
 	}
 	if !won {
 		return nil, schema.Lease{}, nil
@@ -168,9 +168,9 @@ func (h *lease) release(ctx context.Context) error {
 	won, err := h.put(ctx, h.value, schema.Lease{Owner: h.l.owner}, max(h.l.now().UnixMilli(), h.ts+1))
 	switch {
 	case err != nil:
-		return fmt.Errorf("downsample: release the lease of salt %d: %w", h.salt, err)
+		return fmt.Errorf("compact: release the lease of salt %d: %w", h.salt, err)
 	case !won:
-		return fmt.Errorf("downsample: release the lease of salt %d: %w: another worker took it over", h.salt, ErrLeaseLost)
+		return fmt.Errorf("compact: release the lease of salt %d: %w: another worker took it over", h.salt, ErrLeaseLost)
 	}
 	return nil
 }
