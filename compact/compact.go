@@ -216,7 +216,7 @@ func (c *Compactor) SealedBefore(now time.Time) int64 {
 // cells, salt after salt.
 func (c *Compactor) Compact(ctx context.Context) (Stats, error) {
 	var total Stats
-	for salt := range c.settings.SaltBuckets {
+	for salt := range c.settings.Salts {
 		st, err := c.CompactSalt(ctx, byte(salt))
 		total.add(st)
 		if err != nil {

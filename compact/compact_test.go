@@ -192,7 +192,7 @@ func (f *fixture) cells(t *testing.T) (raw, chunk int, rawBuckets map[int64]int)
 // rawOf counts the raw cells of the series of metric on host.
 func (f *fixture) rawOf(t *testing.T, host, metric string) int {
 	t.Helper()
-	prefix := schema.HostMetricPrefix(nil, schema.Salt(host, f.settings.SaltBuckets), host, metric)
+	prefix := schema.HostMetricPrefix(nil, schema.Salt(host, f.settings.Salts), host, metric)
 	sc := f.st.Scan(context.Background(), schema.TableData, prefix, kv.PrefixEnd(prefix), kv.Families(schema.FamilyRaw))
 	defer sc.Close()
 	n := 0
@@ -276,7 +276,7 @@ func TestCompactionSurvivesACrashAtEveryStep(t *testing.T) {
 				if len(crashedRollups) == 0 {
 					t.Errorf("no rollup cell written before the crash at %q", step)
 				}
-				if wm, err := c.Watermarks(context.Background()); err != nil || len(wm) >= f.settings.SaltBuckets {
+				if wm, err := c.Watermarks(context.Background()); err != nil || len(wm) >= f.settings.Salts {
 					t.Errorf("watermarks after the crash = %v, %v; want none for the salt that crashed", wm, err)
 				}
 				st, err := f.compactor(t, Options{Rollups: testRollups}).Compact(context.Background())
@@ -333,7 +333,7 @@ func TestLateSamplesAreMergedAndCompactedAgain(t *testing.T) {
 				}
 				return nil
 			}})
-			if _, err := c.CompactSalt(context.Background(), schema.Salt("h2", f.settings.SaltBuckets)); err != nil {
+			if _, err := c.CompactSalt(context.Background(), schema.Salt("h2", f.settings.Salts)); err != nil {
 				t.Fatal(err)
 			}
 			if n := f.rawOf(t, "h2", "node_load1"); n != 80 {
@@ -384,7 +384,7 @@ func TestLateSamplesAreMergedAndCompactedAgain(t *testing.T) {
 				t.Errorf("rollup cells without the late samples: %q, want %q", stale, wantStale)
 			}
 			c = f.compactor(t, Options{Rollups: testRollups})
-			st, err := c.CompactSalt(context.Background(), schema.Salt("h2", f.settings.SaltBuckets))
+			st, err := c.CompactSalt(context.Background(), schema.Salt("h2", f.settings.Salts))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -83,7 +83,7 @@ func genFH(b int64, from, to int, st int64, gen func(int64) *histogram.FloatHist
 
 // histogramKey is the data row key of the series of host in bucket b.
 func (f *fixture) histogramKey(host string, b int64) []byte {
-	return schema.DataRowKey(nil, schema.DataKey{Salt: schema.Salt(host, f.settings.SaltBuckets), Host: host, Metric: "h", SeriesID: 1, BucketStart: b})
+	return schema.DataRowKey(nil, schema.DataKey{Salt: schema.Salt(host, f.settings.Salts), Host: host, Metric: "h", SeriesID: 1, BucketStart: b})
 }
 
 // putRaw writes d as raw cells of the row of host in bucket b, as a writer

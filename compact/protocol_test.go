@@ -107,7 +107,7 @@ func TestCompactorsRacingOnOneSaltUndoNothing(t *testing.T) {
 // otherRollups, does the whole salt. It returns the first compactor's Stats.
 func (f *fixture) compactRacedAfter(t *testing.T, step string, late cellenc.Sample, otherRollups []schema.Rollup) Stats {
 	t.Helper()
-	salt := schema.Salt("h1", f.settings.SaltBuckets)
+	salt := schema.Salt("h1", f.settings.Salts)
 	ran := false
 	slow := f.compactor(t, Options{Rollups: testRollups, BatchRows: 1, afterStep: func(s string) error {
 		if s != step || ran {

@@ -32,7 +32,7 @@ var testRollups = []schema.Rollup{{Resolution: 5 * time.Minute}, {Resolution: ti
 func (f *fixture) seriesKey(t *testing.T, ls labels.Labels) schema.DataKey {
 	t.Helper()
 	host, metric := schema.HostOf(ls, f.settings.HostLabels), ls.Get(labels.MetricName)
-	salt := schema.Salt(host, f.settings.SaltBuckets)
+	salt := schema.Salt(host, f.settings.Salts)
 	prefix := schema.HostMetricPrefix(nil, salt, host, metric)
 	sc := f.st.Scan(context.Background(), schema.TableData, prefix, kv.PrefixEnd(prefix), kv.Families(schema.FamilyTags))
 	defer sc.Close()
@@ -439,7 +439,7 @@ func TestCompactionWritesRollups(t *testing.T) {
 // allWatermarks is every salt's watermark at ms.
 func (f *fixture) allWatermarks(ms int64) map[byte]int64 {
 	out := map[byte]int64{}
-	for salt := range f.settings.SaltBuckets {
+	for salt := range f.settings.Salts {
 		out[byte(salt)] = ms
 	}
 	return out

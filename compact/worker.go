@@ -125,8 +125,8 @@ func NewWorker(st kv.Store, settings schema.Settings, opts WorkerOptions) (*Work
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	if settings.SaltBuckets < 1 || settings.SaltBuckets > schema.MaxSaltBuckets {
-		return nil, fmt.Errorf("compact: %d salt buckets outside [1, %d]: %w", settings.SaltBuckets, schema.MaxSaltBuckets, kv.ErrInvalidArgument)
+	if settings.Salts < 1 || settings.Salts > schema.MaxSalts {
+		return nil, fmt.Errorf("compact: %d salts outside [1, %d]: %w", settings.Salts, schema.MaxSalts, kv.ErrInvalidArgument)
 	}
 	if err := opts.Compact.validateForStore(settings.BucketWidth); err != nil {
 		return nil, fmt.Errorf("compact: WorkerOptions.Compact: %w", err)
@@ -139,7 +139,7 @@ func NewWorker(st kv.Store, settings schema.Settings, opts WorkerOptions) (*Work
 		settings: settings,
 		opts:     opts,
 		leaser:   &leaser{st: st, job: schema.LeaseJobCompact, owner: opts.Owner, ttl: opts.LeaseTTL, now: opts.Now},
-		first:    int(h.Sum32() % uint32(settings.SaltBuckets)),
+		first:    int(h.Sum32() % uint32(settings.Salts)),
 		metrics:  newWorkerMetrics(opts.Registerer),
 	}, nil
 }
@@ -205,7 +205,7 @@ func (w *Worker) RunOnce(ctx context.Context) (rs RoundStats, err error) {
 
 func (w *Worker) runOnce(ctx context.Context) (RoundStats, error) {
 	start := w.opts.Now()
-	n := w.settings.SaltBuckets
+	n := w.settings.Salts
 	prog := &progress{logger: w.opts.Logger, now: w.opts.Now, every: w.opts.ProgressInterval, start: start, last: start, salts: n}
 	var (
 		rs   RoundStats

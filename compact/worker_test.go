@@ -22,13 +22,13 @@ import (
 )
 
 // newSaltedFixture is newFixture's data spread over salts: n handles on one store
-// created with the given number of salt buckets, and two series on each of
+// created with the given number of salts, and two series on each of
 // enough hosts that every salt holds two hosts. Samples run from day0 to
 // day0+3h20m every 15s, so each series has 3 sealed buckets of 240 samples and
 // an open one of 80 at the fixture's clock (day0+3h30m, grace 10m).
 func newSaltedFixture(t *testing.T, b schematest.Backend, n, salts int) (*fixture, []kv.Store) {
 	t.Helper()
-	b.Settings.SaltBuckets, b.TableOptions.SaltBuckets = salts, salts
+	b.Settings.Salts, b.TableOptions.Salts = salts, salts
 	b.TableOptions.RawRetention = 0 // the samples are older than any retention would keep
 	b.TableOptions.Rollups = testRollups
 	sts := b.Stores(t, n)

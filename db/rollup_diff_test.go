@@ -476,7 +476,7 @@ func (h *diffHistory) compact(final bool) {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	salts := h.rng.Perm(h.settings.SaltBuckets)
+	salts := h.rng.Perm(h.settings.Salts)
 	if h.style == diffMessy && !final {
 		salts = salts[:1+h.rng.IntN(len(salts))]
 	}

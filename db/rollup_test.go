@@ -583,7 +583,7 @@ func clockedDB(t *testing.T, now func() time.Time, rawRetention time.Duration) (
 	t.Cleanup(func() { st.Close() })
 	settings := schema.DefaultEmbeddedSettings()
 	tables := schema.DefaultTableOptions()
-	tables.SaltBuckets = settings.SaltBuckets
+	tables.Salts = settings.Salts
 	tables.RawRetention = rawRetention
 	schematest.CreateWith(t, st, settings, tables)
 	d, err := db.Open(context.Background(), db.Options{Store: st, Settings: settings, Now: now,

@@ -69,7 +69,7 @@ import (
 // tables are flushed, major-compacted and reopened (testing/hbaseadmin, which needs
 // the HBase that testing/hbase/hbase.sh started, and the same HBTSDB_HBASE_RUN if it
 // was started with one) and measured by the HFiles under its root directory. HBase runs
-// with the production defaults (16 salt buckets, no compression, FAST_DIFF block
+// with the production defaults (16 salts, no compression, FAST_DIFF block
 // encoding), not schematest's 4 salts; Pebble compresses blocks with Snappy.
 //
 // Reported: B/sample (every table's bytes over the samples written) and the share of
@@ -327,7 +327,7 @@ func openSizeStore(b *testing.B, backend string) sizeStore {
 	for i := range opts.Rollups {
 		opts.Rollups[i].Retention = 0
 	}
-	opts.SaltBuckets = st.settings.SaltBuckets
+	opts.Salts = st.settings.Salts
 	schematest.CreateWith(b, st.Store, st.settings, opts)
 	return st
 }

@@ -102,7 +102,7 @@ func TestExemplarQuerier(t *testing.T) {
 			if err := reg.Lookup(ctx, []labels.Labels{serB}, ids); err != nil {
 				t.Fatal(err)
 			}
-			row := schema.DataRowKey(nil, schema.DataKey{Salt: schema.Salt("h1", b.Settings.SaltBuckets), Host: "h1", Metric: "cpu", SeriesID: ids[0], BucketStart: hour})
+			row := schema.DataRowKey(nil, schema.DataKey{Salt: schema.Salt("h1", b.Settings.Salts), Host: "h1", Metric: "cpu", SeriesID: ids[0], BucketStart: hour})
 			if err := st.Apply(ctx, schema.TableExemplars, []kv.Mutation{kv.Put(row, schema.FamilyExemplars, []byte{0, 0, 0, 9, 0}, hour+9, []byte{7})}); err != nil {
 				t.Fatal(err)
 			}

@@ -87,7 +87,7 @@ func writeMixed(t *testing.T, b schematest.Backend) (*query.Reader, kv.Store) {
 	for _, s := range samples {
 		width := b.Settings.BucketWidth
 		bucket := schema.BucketStart(s.t, width)
-		row := schema.DataRowKey(nil, schema.DataKey{Salt: schema.Salt("h1", b.Settings.SaltBuckets), Host: "h1",
+		row := schema.DataRowKey(nil, schema.DataKey{Salt: schema.Salt("h1", b.Settings.Salts), Host: "h1",
 			Metric: "mixed", SeriesID: ids[0], BucketStart: bucket})
 		q, err := schema.AppendRawQualifier(nil, s.t-bucket, width)
 		if err != nil {

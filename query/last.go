@@ -52,7 +52,7 @@ func (r *Reader) Last(ctx context.Context, host, metric string, n int, matcherSe
 	if n < 1 {
 		return nil, fmt.Errorf("query: last %d samples of %s on %q: n must be at least 1: %w", n, metric, host, kv.ErrInvalidArgument)
 	}
-	salt := schema.Salt(host, r.settings.SaltBuckets)
+	salt := schema.Salt(host, r.settings.Salts)
 	pos := schema.HostMetricPrefix(nil, salt, host, metric)
 	end := kv.PrefixEnd(pos)
 	var out []LastSeries

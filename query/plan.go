@@ -186,7 +186,7 @@ func (r *Reader) costInputs(ctx context.Context, mint, maxt int64, hm hostMetric
 
 // hostScan runs the host/metric scan plan.
 func (r *Reader) hostScan(ctx context.Context, mint, maxt int64, limit int, hm hostMetricKey, ms []*labels.Matcher) (selection, error) {
-	salt := schema.Salt(hm.host, r.settings.SaltBuckets)
+	salt := schema.Salt(hm.host, r.settings.Salts)
 	prefix := schema.HostMetricPrefix(nil, salt, hm.host, hm.metric)
 	opts := []kv.ReadOption{kv.Families(schema.FamilyChunk, schema.FamilyRaw, schema.FamilyTags), r.readRange(mint, maxt)}
 	for _, m := range ms {

@@ -76,7 +76,7 @@ func newFixture(t *testing.T, b schematest.Backend) *fixture {
 	for _, s := range []cellenc.Sample{{T: 20, V: 2}, {T: 30, V: 3}, {T: 40, V: 4}} {
 		app.Append(0, s.T, s.V)
 	}
-	row := schema.DataRowKey(nil, schema.DataKey{Salt: schema.Salt("h1", b.Settings.SaltBuckets), Host: "h1", Metric: "mem", SeriesID: ids[0]})
+	row := schema.DataRowKey(nil, schema.DataKey{Salt: schema.Salt("h1", b.Settings.Salts), Host: "h1", Metric: "mem", SeriesID: ids[0]})
 	q, _ := schema.AppendChunkQualifier(nil, 20, b.Settings.BucketWidth)
 	put := kv.Put(row, schema.FamilyChunk, q, 40, cellenc.AppendChunkValue(nil, byte(chunkenc.EncXOR), chk.Bytes()))
 	if err := st.Apply(ctx, schema.TableData, []kv.Mutation{put}); err != nil {

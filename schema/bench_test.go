@@ -21,7 +21,7 @@ var benchKey = schema.DataKey{
 func BenchmarkDataRowKey(b *testing.B) {
 	buf := make([]byte, 0, 256)
 	k := benchKey
-	k.Salt = schema.Salt(k.Host, schema.DefaultSaltBucketsHBase)
+	k.Salt = schema.Salt(k.Host, schema.DefaultSaltsHBase)
 	b.ReportAllocs()
 	for b.Loop() {
 		buf = schema.DataRowKey(buf[:0], k)
@@ -36,7 +36,7 @@ func BenchmarkSaltAndDataRowKey(b *testing.B) {
 	k := benchKey
 	b.ReportAllocs()
 	for b.Loop() {
-		k.Salt = schema.Salt(k.Host, schema.DefaultSaltBucketsHBase)
+		k.Salt = schema.Salt(k.Host, schema.DefaultSaltsHBase)
 		buf = schema.DataRowKey(buf[:0], k)
 	}
 }

@@ -13,7 +13,7 @@ import (
 //
 // Invariants:
 //
-//   - salt = Salt(host, saltBuckets): every row of a host lives under one salt byte,
+//   - salt = Salt(host, saltCount): every row of a host lives under one salt byte,
 //     so the rows of a host, of a (host, metric) pair and of a series are each one
 //     contiguous key range (HostPrefix, HostMetricPrefix, SeriesPrefix), while the
 //     hosts spread over the table's pre-split regions (see Tables).
@@ -28,15 +28,15 @@ import (
 //   - the seriesID and ^bucketStart are the fixed-length last 16 bytes of every key,
 //     which ParseDataRowTail relies on.
 
-// MaxSaltBuckets is the largest number of salt buckets: the salt is one byte.
-const MaxSaltBuckets = 256
+// MaxSalts is the largest number of salts: the salt is one byte.
+const MaxSalts = 256
 
 // dataTailLen is the length of seriesID(8) | ^bucketStart(8).
 const dataTailLen = 16
 
 // DataKey is the decoded form of a data row key.
 type DataKey struct {
-	// Salt is Salt(Host, saltBuckets).
+	// Salt is Salt(Host, saltCount).
 	Salt byte
 	// Host is the value of the host label (from the configured host label list).
 	Host string
@@ -50,14 +50,14 @@ type DataKey struct {
 }
 
 // Salt is the salt byte of a host: the FNV-1a 32-bit hash of the host's bytes modulo
-// buckets. buckets must be in [1, MaxSaltBuckets] (Settings.Validate checks it);
-// a smaller value is taken as 1, a larger one as MaxSaltBuckets.
+// buckets. buckets must be in [1, MaxSalts] (Settings.Validate checks it);
+// a smaller value is taken as 1, a larger one as MaxSalts.
 func Salt(host string, buckets int) byte {
 	if buckets <= 1 {
 		return 0
 	}
-	if buckets > MaxSaltBuckets {
-		buckets = MaxSaltBuckets
+	if buckets > MaxSalts {
+		buckets = MaxSalts
 	}
 	// FNV-1a, 32 bit (hash/fnv's New32a, inlined to stay allocation-free).
 	h := uint32(2166136261)
@@ -91,7 +91,7 @@ func DataRowKeyLen(k DataKey) int {
 
 // DataRowKey appends the data row key of k to dst and returns the extended slice.
 // It allocates nothing when dst has DataRowKeyLen(k) bytes of spare capacity. k.Salt
-// must be Salt(k.Host, saltBuckets), k.SeriesID non-zero and k.BucketStart >= 0;
+// must be Salt(k.Host, saltCount), k.SeriesID non-zero and k.BucketStart >= 0;
 // the key is written as given either way (ParseDataRowKey would reject the last two).
 // The write path bounds host and metric lengths so that the key stays within
 // kv.MaxRowKeyLen.
@@ -104,7 +104,7 @@ func DataRowKey(dst []byte, k DataKey) []byte {
 // ParseDataRowKey decodes a data row key. It fails, wrapping ErrMalformed, on bad
 // escaping, a tail that is not exactly 16 bytes, a zero series ID or a negative
 // bucket start. It does not check the salt against the host, which needs the salt
-// bucket count: compare k.Salt with Salt(k.Host, saltBuckets) where that matters.
+// bucket count: compare k.Salt with Salt(k.Host, saltCount) where that matters.
 func ParseDataRowKey(b []byte) (DataKey, error) {
 	var k DataKey
 	if len(b) < 1+1+1+dataTailLen {

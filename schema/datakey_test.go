@@ -18,7 +18,7 @@ func TestSaltIsFNV1aOfTheHostModuloBuckets(t *testing.T) {
 	r := newRand()
 	for range 1000 {
 		host := randString(r)
-		buckets := 1 + r.IntN(schema.MaxSaltBuckets)
+		buckets := 1 + r.IntN(schema.MaxSalts)
 		h := fnv.New32a()
 		h.Write([]byte(host))
 		if got, want := schema.Salt(host, buckets), byte(h.Sum32()%uint32(buckets)); got != want {
@@ -74,7 +74,7 @@ func TestDataRowKeyLayout(t *testing.T) {
 
 // randDataKeys returns keys over few hosts, metrics and IDs, so that many keys share
 // a host, a (host, metric) or a series.
-func randDataKeys(n, saltBuckets int) []schema.DataKey {
+func randDataKeys(n, saltCount int) []schema.DataKey {
 	r := newRand()
 	hosts := []string{"a", "a\x00b", "a\x00", "a\x01", "ab", "\xff", ""}
 	metrics := []string{"up", "up\x00", "u", "", "\x01"}
@@ -86,7 +86,7 @@ func randDataKeys(n, saltBuckets int) []schema.DataKey {
 	for i := range keys {
 		host := hosts[r.IntN(len(hosts))]
 		keys[i] = schema.DataKey{
-			Salt:        schema.Salt(host, saltBuckets),
+			Salt:        schema.Salt(host, saltCount),
 			Host:        host,
 			Metric:      metrics[r.IntN(len(metrics))],
 			SeriesID:    []uint64{1, 2, 255, 256, 1 << 56, math.MaxUint64}[r.IntN(6)],

@@ -62,7 +62,7 @@
 // # Settings
 //
 // A store's layout depends on settings (Settings) fixed when it is created: the
-// format version, the bucket width [1h], the number of salt buckets [16 on HBase,
+// format version, the bucket width [1h], the number of salts [16 on HBase,
 // 1 embedded] and the host labels [host, instance], whose first present value is the
 // host part of the data row keys (HostOf). They live in the meta row and never
 // change silently: provision's Open, Check and Create refuse a process configured

@@ -132,11 +132,11 @@ func FuzzDecodeSettings(f *testing.F) {
 	f.Add([]byte("2"), []byte(""), []byte(""), []byte(""))
 	f.Add([]byte("01"), []byte("3600000"), []byte("+16"), []byte("host,"))
 	f.Add([]byte("1"), []byte("3600000"), []byte("16"), []byte("1host"))
-	f.Fuzz(func(t *testing.T, formatVersion, bucketWidth, saltBuckets, hostLabels []byte) {
+	f.Fuzz(func(t *testing.T, formatVersion, bucketWidth, saltCount, hostLabels []byte) {
 		cells := []kv.Cell{
 			{Family: schema.FamilyMeta, Qualifier: []byte(schema.QualifierFormatVersion), Value: formatVersion},
 			{Family: schema.FamilyMeta, Qualifier: []byte(schema.QualifierBucketWidth), Value: bucketWidth},
-			{Family: schema.FamilyMeta, Qualifier: []byte(schema.QualifierSaltBuckets), Value: saltBuckets},
+			{Family: schema.FamilyMeta, Qualifier: []byte(schema.QualifierSalts), Value: saltCount},
 			{Family: schema.FamilyMeta, Qualifier: []byte(schema.QualifierHostLabels), Value: hostLabels},
 		}
 		s, err := schema.DecodeSettings(cells)
@@ -149,7 +149,7 @@ func FuzzDecodeSettings(f *testing.F) {
 		for i, c := range schema.SettingsCells(s) {
 			if string(c.Qualifier) != string(cells[i].Qualifier) || !bytes.Equal(c.Value, cells[i].Value) {
 				t.Fatalf("DecodeSettings(%q, %q, %q, %q) = %+v, which re-encodes %s as %q",
-					formatVersion, bucketWidth, saltBuckets, hostLabels, s, c.Qualifier, c.Value)
+					formatVersion, bucketWidth, saltCount, hostLabels, s, c.Qualifier, c.Value)
 			}
 		}
 	})

@@ -10,7 +10,7 @@ import "github.com/prometheus/common/model"
 // Host and Metric are the raw label values; DataRowKey and the prefix
 // functions escape them (escape.go), so a placement is never escaped twice.
 type Placement struct {
-	// Salt is Salt(Host, Settings.SaltBuckets).
+	// Salt is Salt(Host, Settings.Salts).
 	Salt byte
 	// Host is HostOf the series' labels: the first of Settings.HostLabels the
 	// series has with a non-empty value, "" when it has none of them.
@@ -25,7 +25,7 @@ type Placement struct {
 // as everywhere (Prometheus treats them so).
 func (s Settings) PlacementOf(lbls LabelGetter) Placement {
 	host := HostOf(lbls, s.HostLabels)
-	return Placement{Salt: Salt(host, s.SaltBuckets), Host: host, Metric: lbls.Get(model.MetricNameLabel)}
+	return Placement{Salt: Salt(host, s.Salts), Host: host, Metric: lbls.Get(model.MetricNameLabel)}
 }
 
 // DataKey is the decoded data row key of the placed series (seriesID) whose

@@ -10,7 +10,7 @@ import (
 )
 
 func TestPlacementOfASeries(t *testing.T) {
-	settings := schema.Settings{FormatVersion: schema.CurrentFormatVersion, BucketWidth: time.Hour, SaltBuckets: 16,
+	settings := schema.Settings{FormatVersion: schema.CurrentFormatVersion, BucketWidth: time.Hour, Salts: 16,
 		HostLabels: []string{"host", "instance"}}
 	for _, tc := range []struct {
 		name         string
@@ -29,7 +29,7 @@ func TestPlacementOfASeries(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := settings.PlacementOf(tc.lbls)
-			want := schema.Placement{Salt: schema.Salt(tc.host, settings.SaltBuckets), Host: tc.host, Metric: tc.metric}
+			want := schema.Placement{Salt: schema.Salt(tc.host, settings.Salts), Host: tc.host, Metric: tc.metric}
 			if p != want {
 				t.Fatalf("PlacementOf(%s) = %+v, want %+v", tc.lbls, p, want)
 			}
@@ -50,8 +50,8 @@ func TestPlacementOfASeries(t *testing.T) {
 }
 
 func TestPlacementOfOneSaltBucketIsSaltZero(t *testing.T) {
-	settings := schema.Settings{SaltBuckets: 1, HostLabels: []string{"host"}}
+	settings := schema.Settings{Salts: 1, HostLabels: []string{"host"}}
 	if p := settings.PlacementOf(labels.FromStrings("__name__", "up", "host", "h")); p.Salt != 0 {
-		t.Errorf("salt %d with one salt bucket, want 0", p.Salt)
+		t.Errorf("salt %d with one salt, want 0", p.Salt)
 	}
 }

@@ -53,10 +53,10 @@ const (
 	// MinBucketWidth and MaxBucketWidth bound the bucket width.
 	MinBucketWidth = time.Minute
 	MaxBucketWidth = 24 * time.Hour
-	// DefaultSaltBucketsHBase spreads writes over 16 pre-split regions on HBase.
-	DefaultSaltBucketsHBase = 16
-	// DefaultSaltBucketsEmbedded is 1: a local store has nothing to spread.
-	DefaultSaltBucketsEmbedded = 1
+	// DefaultSaltsHBase spreads writes over 16 pre-split regions on HBase.
+	DefaultSaltsHBase = 16
+	// DefaultSaltsEmbedded is 1: a local store has nothing to spread.
+	DefaultSaltsEmbedded = 1
 	// MaxHostLabels bounds the length of the host label list.
 	MaxHostLabels = 16
 )
@@ -82,9 +82,12 @@ const (
 	MetaSchemaRow          = "schema"
 	QualifierFormatVersion = "format_version"
 	QualifierBucketWidth   = "bucket_width_ms"
-	QualifierSaltBuckets   = "salt_buckets"
-	QualifierHostLabels    = "host_labels"
-	QualifierSchemaClaim   = "claim"
+	// QualifierSalts holds Settings.Salts under the name every store has
+	// had since the first format (salt_buckets), which `tsdb schema check
+	// --print` shows as it is stored.
+	QualifierSalts       = "salt_buckets"
+	QualifierHostLabels  = "host_labels"
+	QualifierSchemaClaim = "claim"
 	// QualifierRollups is the store's resolution list as FormatRollups writes it,
 	// e.g. "5m:90d,1h:5y" ("none" for no rollups): the rollup tables the store
 	// has and is written to. Unlike the settings, it may change:
@@ -120,9 +123,9 @@ type Settings struct {
 	// BucketWidth is the time span of one data row [1h]: a whole number of seconds
 	// in [1m, 24h] that divides 24h, so that buckets never straddle a day.
 	BucketWidth time.Duration
-	// SaltBuckets is the number of salt values, in [1, 256]
-	// [DefaultSaltBucketsHBase on HBase, DefaultSaltBucketsEmbedded embedded].
-	SaltBuckets int
+	// Salts is the number of salt values, in [1, 256]
+	// [DefaultSaltsHBase on HBase, DefaultSaltsEmbedded embedded].
+	Salts int
 	// HostLabels is the ordered list of labels whose first present (non-empty)
 	// value is the host part of a series' data row keys; a series with none of them
 	// has the empty host [host, instance]. Classic label names
@@ -132,19 +135,19 @@ type Settings struct {
 
 // DefaultHBaseSettings are the defaults for a store on HBase.
 func DefaultHBaseSettings() Settings {
-	return Settings{FormatVersion: CurrentFormatVersion, BucketWidth: DefaultBucketWidth, SaltBuckets: DefaultSaltBucketsHBase,
+	return Settings{FormatVersion: CurrentFormatVersion, BucketWidth: DefaultBucketWidth, Salts: DefaultSaltsHBase,
 		HostLabels: DefaultHostLabels()}
 }
 
 // DefaultEmbeddedSettings are the defaults for an embedded store.
 func DefaultEmbeddedSettings() Settings {
-	return Settings{FormatVersion: CurrentFormatVersion, BucketWidth: DefaultBucketWidth, SaltBuckets: DefaultSaltBucketsEmbedded,
+	return Settings{FormatVersion: CurrentFormatVersion, BucketWidth: DefaultBucketWidth, Salts: DefaultSaltsEmbedded,
 		HostLabels: DefaultHostLabels()}
 }
 
 // Equal reports whether s and o are the same settings.
 func (s Settings) Equal(o Settings) bool {
-	return s.FormatVersion == o.FormatVersion && s.BucketWidth == o.BucketWidth && s.SaltBuckets == o.SaltBuckets &&
+	return s.FormatVersion == o.FormatVersion && s.BucketWidth == o.BucketWidth && s.Salts == o.Salts &&
 		slices.Equal(s.HostLabels, o.HostLabels)
 }
 
@@ -219,8 +222,8 @@ func (s Settings) Validate() error {
 		// Unreachable with MaxBucketWidth = 24h; kept as the invariant raw
 		// qualifiers rely on.
 		return fmt.Errorf("schema: bucket width %s: offsets would not fit 4 bytes: %w", s.BucketWidth, kv.ErrInvalidArgument)
-	case s.SaltBuckets < 1 || s.SaltBuckets > MaxSaltBuckets:
-		return fmt.Errorf("schema: salt buckets %d outside [1, %d]: %w", s.SaltBuckets, MaxSaltBuckets, kv.ErrInvalidArgument)
+	case s.Salts < 1 || s.Salts > MaxSalts:
+		return fmt.Errorf("schema: salts %d outside [1, %d]: %w", s.Salts, MaxSalts, kv.ErrInvalidArgument)
 	}
 	return validateHostLabels(s.HostLabels)
 }
@@ -273,7 +276,7 @@ func SettingsCells(s Settings) []kv.Cell {
 	return []kv.Cell{
 		cell(QualifierFormatVersion, int64(s.FormatVersion)),
 		cell(QualifierBucketWidth, s.BucketWidth.Milliseconds()),
-		cell(QualifierSaltBuckets, int64(s.SaltBuckets)),
+		cell(QualifierSalts, int64(s.Salts)),
 		{Family: FamilyMeta, Qualifier: []byte(QualifierHostLabels), Value: []byte(strings.Join(s.HostLabels, ","))},
 	}
 }
@@ -297,7 +300,7 @@ func DecodeSettings(cells []kv.Cell) (Settings, error) {
 			i = 0
 		case QualifierBucketWidth:
 			i = 1
-		case QualifierSaltBuckets:
+		case QualifierSalts:
 			i = 2
 		case QualifierHostLabels:
 			i = 3
@@ -308,7 +311,7 @@ func DecodeSettings(cells []kv.Cell) (Settings, error) {
 			vals[i], seen[i] = c.Value, true
 		}
 	}
-	names := [4]string{QualifierFormatVersion, QualifierBucketWidth, QualifierSaltBuckets, QualifierHostLabels}
+	names := [4]string{QualifierFormatVersion, QualifierBucketWidth, QualifierSalts, QualifierHostLabels}
 	var n [3]int64
 	for i := range vals {
 		if !seen[i] {
@@ -329,10 +332,10 @@ func DecodeSettings(cells []kv.Cell) (Settings, error) {
 				v, CurrentFormatVersion, ErrUnsupportedFormat)
 		}
 	}
-	if n[1] > int64(MaxBucketWidth/time.Millisecond) || n[2] > MaxSaltBuckets {
+	if n[1] > int64(MaxBucketWidth/time.Millisecond) || n[2] > MaxSalts {
 		return Settings{}, fmt.Errorf("schema: meta row bucket_width_ms=%d salt_buckets=%d out of range: %w", n[1], n[2], ErrMalformed)
 	}
-	s := Settings{FormatVersion: int(n[0]), BucketWidth: time.Duration(n[1]) * time.Millisecond, SaltBuckets: int(n[2]),
+	s := Settings{FormatVersion: int(n[0]), BucketWidth: time.Duration(n[1]) * time.Millisecond, Salts: int(n[2]),
 		HostLabels: strings.Split(string(vals[3]), ",")}
 	if err := s.Validate(); err != nil {
 		return Settings{}, fmt.Errorf("schema: meta row: %w: %w", err, ErrMalformed)
@@ -370,9 +373,9 @@ func CompareSettings(got, want Settings) error {
 		diffs = append(diffs, fmt.Sprintf("schema: bucket width: the store was created with %s, this process is configured with %s: start with --schema.bucket-width=%s or use another store",
 			shortDuration(got.BucketWidth), shortDuration(want.BucketWidth), shortDuration(got.BucketWidth)))
 	}
-	if got.SaltBuckets != want.SaltBuckets {
-		diffs = append(diffs, fmt.Sprintf("schema: salt buckets: the store was created with %d, this process is configured with %d: start with --schema.salt-buckets=%d or use another store",
-			got.SaltBuckets, want.SaltBuckets, got.SaltBuckets))
+	if got.Salts != want.Salts {
+		diffs = append(diffs, fmt.Sprintf("schema: salts: the store was created with %d, this process is configured with %d: start with --schema.salts=%d or use another store",
+			got.Salts, want.Salts, got.Salts))
 	}
 	if !slices.Equal(got.HostLabels, want.HostLabels) {
 		stored := strings.Join(got.HostLabels, ",")

@@ -24,13 +24,13 @@ func TestSettingsValidate(t *testing.T) {
 		{"a one-minute bucket is valid", func(s *schema.Settings) { s.BucketWidth = time.Minute }, nil},
 		{"a day-wide bucket is valid", func(s *schema.Settings) { s.BucketWidth = 24 * time.Hour }, nil},
 		{"a 90-second bucket divides the day", func(s *schema.Settings) { s.BucketWidth = 90 * time.Second }, nil},
-		{"256 salt buckets are valid", func(s *schema.Settings) { s.SaltBuckets = 256 }, nil},
+		{"256 salts are valid", func(s *schema.Settings) { s.Salts = 256 }, nil},
 		{"a bucket under a minute is rejected", func(s *schema.Settings) { s.BucketWidth = 59 * time.Second }, kv.ErrInvalidArgument},
 		{"a bucket over a day is rejected", func(s *schema.Settings) { s.BucketWidth = 48 * time.Hour }, kv.ErrInvalidArgument},
 		{"a bucket of fractional seconds is rejected", func(s *schema.Settings) { s.BucketWidth = time.Hour + time.Millisecond }, kv.ErrInvalidArgument},
 		{"a bucket that does not divide the day is rejected", func(s *schema.Settings) { s.BucketWidth = 7 * time.Hour }, kv.ErrInvalidArgument},
-		{"0 salt buckets are rejected", func(s *schema.Settings) { s.SaltBuckets = 0 }, kv.ErrInvalidArgument},
-		{"257 salt buckets are rejected", func(s *schema.Settings) { s.SaltBuckets = 257 }, kv.ErrInvalidArgument},
+		{"0 salts are rejected", func(s *schema.Settings) { s.Salts = 0 }, kv.ErrInvalidArgument},
+		{"257 salts are rejected", func(s *schema.Settings) { s.Salts = 257 }, kv.ErrInvalidArgument},
 		{"format version 0 is rejected", func(s *schema.Settings) { s.FormatVersion = 0 }, schema.ErrUnsupportedFormat},
 		{"format version 1 (counter series IDs) is valid", func(s *schema.Settings) { s.FormatVersion = 1 }, nil},
 		{"format version 2 (hash-derived series IDs) is valid", func(s *schema.Settings) { s.FormatVersion = 2 }, nil},
@@ -100,7 +100,7 @@ func TestSettingsEqual(t *testing.T) {
 	}{
 		{"the same settings are equal", func(*schema.Settings) {}, true},
 		{"another bucket width differs", func(s *schema.Settings) { s.BucketWidth = time.Minute }, false},
-		{"another salt differs", func(s *schema.Settings) { s.SaltBuckets = 1 }, false},
+		{"another salt differs", func(s *schema.Settings) { s.Salts = 1 }, false},
 		{"other host labels differ", func(s *schema.Settings) { s.HostLabels = []string{"host"} }, false},
 		{"host labels in another order differ", func(s *schema.Settings) { s.HostLabels = []string{"instance", "host"} }, false},
 	} {
@@ -147,7 +147,7 @@ func TestDecodeSettings(t *testing.T) {
 	t.Run("unknown columns and other families are ignored", func(t *testing.T) {
 		cells := append([]kv.Cell{cell("a_later_setting", "x"), {Family: "z", Qualifier: []byte("salt_buckets"), Value: []byte("x")}}, valid...)
 		s, err := schema.DecodeSettings(cells)
-		if err != nil || s.BucketWidth != 10*time.Minute || s.SaltBuckets != 4 || !slices.Equal(s.HostLabels, []string{"node"}) {
+		if err != nil || s.BucketWidth != 10*time.Minute || s.Salts != 4 || !slices.Equal(s.HostLabels, []string{"node"}) {
 			t.Errorf("DecodeSettings = %+v, %v", s, err)
 		}
 	})
@@ -161,7 +161,7 @@ func TestDecodeSettings(t *testing.T) {
 	})
 	t.Run("the newest version of a column wins", func(t *testing.T) {
 		s, err := schema.DecodeSettings(append([]kv.Cell{cell("salt_buckets", "8")}, valid...))
-		if err != nil || s.SaltBuckets != 8 {
+		if err != nil || s.Salts != 8 {
 			t.Errorf("DecodeSettings = %+v, %v", s, err)
 		}
 	})

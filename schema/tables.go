@@ -66,21 +66,21 @@ type TableOptions struct {
 	// needs no native codec on the region servers; "" means the same]. The embedded
 	// store ignores it.
 	Compression string
-	// SaltBuckets is the number of salt buckets, which must equal the schema
+	// Salts is the number of salts, which must equal the schema
 	// setting: the data and rollup tables are pre-split into this many regions, one
-	// per salt byte [DefaultSaltBucketsHBase].
-	SaltBuckets int
+	// per salt byte [DefaultSaltsHBase].
+	Salts int
 }
 
-// DefaultTableOptions returns the documented defaults, with SaltBuckets set to
-// DefaultSaltBucketsHBase; the embedded store uses DefaultSaltBucketsEmbedded.
+// DefaultTableOptions returns the documented defaults, with Salts set to
+// DefaultSaltsHBase; the embedded store uses DefaultSaltsEmbedded.
 func DefaultTableOptions() TableOptions {
 	return TableOptions{
 		RawRetention:      DefaultRawRetention,
 		ExemplarRetention: DefaultExemplarRetention,
 		Rollups:           DefaultRollups(),
 		Compression:       DefaultCompression,
-		SaltBuckets:       DefaultSaltBucketsHBase,
+		Salts:             DefaultSaltsHBase,
 	}
 }
 
@@ -97,8 +97,8 @@ func (o TableOptions) Validate() error {
 	if err := ValidateRollups(o.Rollups, 0); err != nil {
 		return fmt.Errorf("%w: %w", err, kv.ErrInvalidArgument)
 	}
-	if o.SaltBuckets < 1 || o.SaltBuckets > MaxSaltBuckets {
-		return fmt.Errorf("schema: salt buckets %d outside [1, %d]: %w", o.SaltBuckets, MaxSaltBuckets, kv.ErrInvalidArgument)
+	if o.Salts < 1 || o.Salts > MaxSalts {
+		return fmt.Errorf("schema: salts %d outside [1, %d]: %w", o.Salts, MaxSalts, kv.ErrInvalidArgument)
 	}
 	return nil
 }
@@ -107,9 +107,9 @@ func (o TableOptions) Validate() error {
 // created: data, series, index, meta, exemplars, pending, then one rollup table per
 // resolution (the rollup tables are always last). Every family keeps one version; TTLs
 // come from o (the series registry and the meta table never expire). The data,
-// exemplar and rollup tables are pre-split at the salt bytes 1 .. SaltBuckets-1 so that every salt
-// starts in its own region; with one salt bucket they are not split. o should pass
-// Validate; Tables clamps SaltBuckets into [1, MaxSaltBuckets].
+// exemplar and rollup tables are pre-split at the salt bytes 1 .. Salts-1 so that every salt
+// starts in its own region; with one salt they are not split. o should pass
+// Validate; Tables clamps Salts into [1, MaxSalts].
 func Tables(o TableOptions) []kv.TableSpec {
 	compression := o.Compression
 	if compression == "" {
@@ -134,7 +134,7 @@ func Tables(o TableOptions) []kv.TableSpec {
 				fam(FamilyChunk, o.RawRetention, DefaultBlockEncoding),
 				fam(FamilyTags, o.RawRetention, DefaultBlockEncoding),
 			},
-			SplitKeys: saltSplitKeys(o.SaltBuckets),
+			SplitKeys: saltSplitKeys(o.Salts),
 		},
 		{
 			Name: TableSeries,
@@ -158,7 +158,7 @@ func Tables(o TableOptions) []kv.TableSpec {
 		tables = append(tables, kv.TableSpec{
 			Name:      RollupTable(r.Resolution),
 			Families:  []kv.FamilySpec{fam(FamilyRollup, r.Retention, DefaultBlockEncoding)},
-			SplitKeys: saltSplitKeys(o.SaltBuckets),
+			SplitKeys: saltSplitKeys(o.Salts),
 		})
 	}
 	return tables
@@ -188,7 +188,7 @@ func saltedTable(o TableOptions, name, family string, ttl time.Duration) kv.Tabl
 			BlockEncoding: DefaultBlockEncoding,
 			BloomFilter:   DefaultBloomFilter,
 		}},
-		SplitKeys: saltSplitKeys(o.SaltBuckets),
+		SplitKeys: saltSplitKeys(o.Salts),
 	}
 }
 
@@ -211,7 +211,7 @@ func (o TableOptions) IndexRetention() time.Duration {
 
 // saltSplitKeys returns {1}, {2}, ..., {buckets-1}: region i starts at salt byte i.
 func saltSplitKeys(buckets int) [][]byte {
-	buckets = min(max(buckets, 1), MaxSaltBuckets)
+	buckets = min(max(buckets, 1), MaxSalts)
 	if buckets == 1 {
 		return nil
 	}

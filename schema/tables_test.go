@@ -75,10 +75,10 @@ func TestTablesWithDefaultOptions(t *testing.T) {
 }
 
 func TestTablesOptions(t *testing.T) {
-	o := schema.TableOptions{RawRetention: 0, Compression: "SNAPPY", SaltBuckets: 1}
+	o := schema.TableOptions{RawRetention: 0, Compression: "SNAPPY", Salts: 1}
 	for _, s := range schema.Tables(o) {
 		if s.SplitKeys != nil {
-			t.Errorf("table %s is split with one salt bucket", s.Name)
+			t.Errorf("table %s is split with one salt", s.Name)
 		}
 		for _, f := range s.Families {
 			if f.Compression != "SNAPPY" {
@@ -89,33 +89,33 @@ func TestTablesOptions(t *testing.T) {
 			}
 		}
 	}
-	o.SaltBuckets = 256
+	o.Salts = 256
 	if n := len(schema.Tables(o)[0].SplitKeys); n != 255 {
-		t.Errorf("256 salt buckets give %d split keys, want 255", n)
+		t.Errorf("256 salts give %d split keys, want 255", n)
 	}
-	if err := (schema.TableOptions{SaltBuckets: 0}).Validate(); err == nil {
-		t.Error("0 salt buckets validate")
+	if err := (schema.TableOptions{Salts: 0}).Validate(); err == nil {
+		t.Error("0 salts validate")
 	}
-	if err := (schema.TableOptions{SaltBuckets: 1, RawRetention: 1500 * time.Millisecond}).Validate(); err == nil {
+	if err := (schema.TableOptions{Salts: 1, RawRetention: 1500 * time.Millisecond}).Validate(); err == nil {
 		t.Error("a retention of 1.5s validates")
 	}
-	if err := (schema.TableOptions{SaltBuckets: 1, ExemplarRetention: 1500 * time.Millisecond}).Validate(); err == nil || err.Error() != "schema: exemplar retention 1.5s is negative or not a whole number of seconds: invalid argument" {
+	if err := (schema.TableOptions{Salts: 1, ExemplarRetention: 1500 * time.Millisecond}).Validate(); err == nil || err.Error() != "schema: exemplar retention 1.5s is negative or not a whole number of seconds: invalid argument" {
 		t.Errorf("an exemplar retention of 1.5s: %v", err)
 	}
-	if err := (schema.TableOptions{SaltBuckets: 1, Rollups: []schema.Rollup{{Resolution: time.Hour, Retention: -time.Hour}}}).Validate(); err == nil {
+	if err := (schema.TableOptions{Salts: 1, Rollups: []schema.Rollup{{Resolution: time.Hour, Retention: -time.Hour}}}).Validate(); err == nil {
 		t.Error("a negative retention validates")
 	}
 	if err := schema.DefaultTableOptions().Validate(); err != nil {
 		t.Errorf("the default options: %v", err)
 	}
-	if err := (schema.TableOptions{SaltBuckets: 257}).Validate(); err == nil {
-		t.Error("257 salt buckets validate")
+	if err := (schema.TableOptions{Salts: 257}).Validate(); err == nil {
+		t.Error("257 salts validate")
 	}
 }
 
 func TestTablesOneRollupTablePerResolution(t *testing.T) {
 	day := 24 * time.Hour
-	o := schema.TableOptions{RawRetention: 30 * day, SaltBuckets: 4,
+	o := schema.TableOptions{RawRetention: 30 * day, Salts: 4,
 		Rollups: []schema.Rollup{{Resolution: time.Minute, Retention: 7 * day}, {Resolution: 15 * time.Minute, Retention: 60 * day}, {Resolution: day, Retention: 0}}}
 	specs := schema.Tables(o)
 	var names []string
@@ -131,7 +131,7 @@ func TestTablesOneRollupTablePerResolution(t *testing.T) {
 			t.Errorf("table %s: %+v, want family a with TTL %s and 3 split keys", s.Name, s, r.Retention)
 		}
 	}
-	if got := schema.Tables(schema.TableOptions{SaltBuckets: 1}); len(got) != 6 {
+	if got := schema.Tables(schema.TableOptions{Salts: 1}); len(got) != 6 {
 		t.Errorf("no rollups: %d tables, want 6", len(got))
 	}
 }
@@ -150,7 +150,7 @@ func TestIndexRetention(t *testing.T) {
 		{0, []schema.Rollup{{5 * time.Minute, 90 * day}}, 0},
 		{0, nil, 0},
 	} {
-		o := schema.TableOptions{RawRetention: tc.raw, Rollups: tc.rollups, SaltBuckets: 1}
+		o := schema.TableOptions{RawRetention: tc.raw, Rollups: tc.rollups, Salts: 1}
 		if got := o.IndexRetention(); got != tc.want {
 			t.Errorf("IndexRetention of raw %s and rollups %s = %s, want %s", tc.raw, schema.FormatRollups(tc.rollups), got, tc.want)
 		}
@@ -161,7 +161,7 @@ func TestIndexRetention(t *testing.T) {
 }
 
 func TestTableOptionsValidateRollups(t *testing.T) {
-	o := schema.TableOptions{SaltBuckets: 1, Rollups: []schema.Rollup{{Resolution: time.Hour}, {Resolution: 5 * time.Minute}}}
+	o := schema.TableOptions{Salts: 1, Rollups: []schema.Rollup{{Resolution: time.Hour}, {Resolution: 5 * time.Minute}}}
 	err := o.Validate()
 	if !errors.Is(err, kv.ErrInvalidArgument) || err.Error() != "schema: rollup resolutions must be ascending and distinct, 5m after 1h: invalid argument" {
 		t.Errorf("Validate of descending rollups = %v", err)

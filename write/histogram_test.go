@@ -35,7 +35,7 @@ func (f *fixture) rawRows(t testing.TB, lbls labels.Labels) ([]cellenc.Sample, [
 		return nil, nil
 	}
 	host := schema.HostOf(lbls, f.settings.HostLabels)
-	salt := schema.Salt(host, f.settings.SaltBuckets)
+	salt := schema.Salt(host, f.settings.Salts)
 	start, stop := schema.SeriesRowRange(salt, host, lbls.Get(model.MetricNameLabel), ids[0], 0, kv.MaxTimestamp-f.settings.BucketWidth.Milliseconds())
 	sc := f.st.Scan(ctx, schema.TableData, start, stop)
 	defer sc.Close()

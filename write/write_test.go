@@ -501,7 +501,7 @@ func TestTagsPostingsAndMetadataAreWrittenOncePerProcess(t *testing.T) {
 
 		// The rows: salt, host (instance: there is no host label), metric, ID, bucket.
 		host := "10.0.0.1:9100"
-		salt := schema.Salt(host, b.Settings.SaltBuckets)
+		salt := schema.Salt(host, b.Settings.Salts)
 		prefix := schema.HostMetricPrefix(nil, salt, host, "node_load1")
 		sc := st.Scan(ctx, schema.TableData, prefix, kv.PrefixEnd(prefix), kv.MaxVersions(10))
 		defer sc.Close()

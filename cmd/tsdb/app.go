@@ -51,8 +51,8 @@ func newApp(stdout, stderr io.Writer) *app {
 	return a
 }
 
-// envName is the environment twin of a flag: --schema.salt-buckets is
-// TSDB_SCHEMA_SALT_BUCKETS.
+// envName is the environment twin of a flag: --schema.salts is
+// TSDB_SCHEMA_SALTS.
 func envName(flag string) string {
 	return "TSDB_" + strings.ToUpper(strings.NewReplacer(".", "_", "-", "_").Replace(flag))
 }
@@ -127,7 +127,8 @@ type commonFlags struct {
 	minFreeBytes     *units.Base2Bytes
 
 	bucketWidth  *time.Duration
-	saltBuckets  *int
+	saltCount    *int
+	oldSaltCount *int // --schema.salt-buckets, the old name of --schema.salts
 	hostLabels   *string
 	compression  *string
 	rawRetention *time.Duration
@@ -156,8 +157,9 @@ func registerCommonFlags(kp *kingpin.Application) *commonFlags {
 			"that does not answer before it fails with 503 (Prometheus retries it)."), "30s"),
 
 		bucketWidth: durationFlag(flag(kp, "schema.bucket-width", "Time span of one data row. Fixed when the store is created."), "1h"),
-		saltBuckets: flag(kp, "schema.salt-buckets", "Number of salt buckets (pre-split regions) of the data table; "+
+		saltCount: flag(kp, "schema.salts", "Number of salts (pre-split regions) of the data table; "+
 			"0 means 16 on HBase and 1 embedded. Fixed when the store is created.").Default("0").Int(),
+		oldSaltCount: flag(kp, "schema.salt-buckets", "The old name of --schema.salts.").Hidden().Default("0").Int(),
 		hostLabels: flag(kp, "schema.host-labels", "Comma-separated labels whose first present value is a series' host: "+
 			"the host part of its row key (one host's series are stored together) and the host of /api/v1/last. "+
 			"Fixed when the store is created.").Default(strings.Join(schema.DefaultHostLabels(), ",")).String(),

@@ -42,7 +42,7 @@ func TestHBaseOutage(t *testing.T) {
 	// A region call (and so a write, see hbase.Options.CallTimeout) that HBase
 	// does not answer fails after 5s rather than the default 30s, well within
 	// the outage.
-	s := startServe(t, "--storage=hbase:"+h.zk, "--hbase.table-prefix="+prefix, "--schema.salt-buckets=4",
+	s := startServe(t, "--storage=hbase:"+h.zk, "--hbase.table-prefix="+prefix, "--schema.salts=4",
 		"--hbase.rpc-timeout=5s")
 	s.waitFor(t, "/-/ready", 200)
 

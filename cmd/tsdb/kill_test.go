@@ -34,7 +34,7 @@ func TestKill9LosesNothingAcknowledged(t *testing.T) {
 		zk := hbasetest.ZooKeeper(t)
 		prefix := hbasetest.UniquePrefix("kill")
 		t.Cleanup(func() { hbasestore.DropPrefix(t, zk, prefix) })
-		testKill9(t, "--storage=hbase:"+zk, "--hbase.table-prefix="+prefix, "--schema.salt-buckets=4")
+		testKill9(t, "--storage=hbase:"+zk, "--hbase.table-prefix="+prefix, "--schema.salts=4")
 	})
 }
 

@@ -7,8 +7,8 @@
 //	tsdb schema check [--print]   check the tables and schema settings of a store
 //	tsdb version, tsdb --version  print the version
 //
-// Every flag has an environment twin: --storage is TSDB_STORAGE, --schema.salt-buckets
-// is TSDB_SCHEMA_SALT_BUCKETS, and so on. This package only wires: it parses flags,
+// Every flag has an environment twin: --storage is TSDB_STORAGE, --schema.salts
+// is TSDB_SCHEMA_SALTS, and so on. This package only wires: it parses flags,
 // opens the store and hands it to the packages that do the work.
 package main
 

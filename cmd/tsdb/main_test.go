@@ -45,7 +45,7 @@ func TestHelpListsCommandsAndEnvironmentTwins(t *testing.T) {
 		t.Fatalf("--help exited %d", code)
 	}
 	for _, want := range []string{"serve", "schema create", "schema check", "version",
-		"($TSDB_STORAGE)", "($TSDB_SCHEMA_SALT_BUCKETS)", "($TSDB_HBASE_TABLE_PREFIX)"} {
+		"($TSDB_STORAGE)", "($TSDB_SCHEMA_SALTS)", "($TSDB_HBASE_TABLE_PREFIX)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("tsdb --help does not mention %q", want)
 		}
@@ -99,7 +99,7 @@ func TestSchemaCreatePrintNeedsNoStore(t *testing.T) {
 		t.Fatalf("schema create --print: exit %d, %s", code, stderr)
 	}
 	for _, want := range []string{
-		"# hbtsdb schema format 2: bucket width 1h0m0s, 16 salt buckets; paste into `hbase shell`.\n",
+		"# hbtsdb schema format 2: bucket width 1h0m0s, 16 salts; paste into `hbase shell`.\n",
 		"create 'm-data', ",
 		"create 'm-meta', ",
 		"put 'm-meta', 'schema', 'm:format_version', '2'\n",
@@ -127,9 +127,10 @@ func TestSchemaCreateAndCheckEmbedded(t *testing.T) {
 	if !strings.Contains(out, "format_version: 2 (hash-derived series IDs; this binary supports 1 to 2)\nbucket_width: 1h0m0s\nsalt_buckets: 1\nrollups: 5m:90d,1h:5y\nraw_retention: 400d\nexemplar_retention: 30d\ntables: data exemplars index meta pending rollup-1h rollup-5m series\n") {
 		t.Fatalf("schema check --print = %q", out)
 	}
+	// Under the flag's old name, --schema.salt-buckets.
 	code, _, stderr = tsdb(t, "schema", "check", store, "--schema.salt-buckets=4")
 	if code != 1 || !strings.Contains(stderr, "the store was created with 1, this process is configured with 4") {
-		t.Fatalf("check with other salt buckets: exit %d, stderr %q", code, stderr)
+		t.Fatalf("check with other salts: exit %d, stderr %q", code, stderr)
 	}
 }
 
@@ -367,17 +368,17 @@ func TestServeOnRealHBase(t *testing.T) {
 	zk := hbasetest.ZooKeeper(t)
 	prefix := fmt.Sprintf("cmd%d-", time.Now().UnixNano())
 	t.Cleanup(func() { hbasestore.DropPrefix(t, zk, prefix) })
-	s := startServe(t, "--storage=hbase:"+zk, "--hbase.table-prefix="+prefix, "--schema.salt-buckets=4")
+	s := startServe(t, "--storage=hbase:"+zk, "--hbase.table-prefix="+prefix, "--schema.salts=4")
 	s.waitFor(t, "/-/ready", 200)
 	if err := s.stop(t); err != nil {
 		t.Fatalf("serve exited with %v after SIGTERM; log:\n%s", err, s.log())
 	}
-	code, out, stderr := tsdb(t, "schema", "check", "--print", "--storage=hbase:"+zk, "--hbase.table-prefix="+prefix, "--schema.salt-buckets=4")
+	code, out, stderr := tsdb(t, "schema", "check", "--print", "--storage=hbase:"+zk, "--hbase.table-prefix="+prefix, "--schema.salts=4")
 	if code != 0 || !strings.Contains(out, "salt_buckets: 4\nrollups: 5m:90d,1h:5y\nraw_retention: 400d\nexemplar_retention: 30d\ntables: data exemplars index meta pending rollup-1h rollup-5m series\n") {
 		t.Fatalf("schema check on HBase: exit %d, out %q, stderr %q", code, out, stderr)
 	}
 	// A changed retention: the error gives the HBase shell commands, with the prefix.
-	code, _, stderr = tsdb(t, "schema", "check", "--storage=hbase:"+zk, "--hbase.table-prefix="+prefix, "--schema.salt-buckets=4",
+	code, _, stderr = tsdb(t, "schema", "check", "--storage=hbase:"+zk, "--hbase.table-prefix="+prefix, "--schema.salts=4",
 		"--rollups=5m:30d,1h:5y")
 	want := "\ntsdb schema check: schema: rollup 5m: the store keeps it for 90d, this process is configured to keep it for 30d; " +
 		"the retention is the TTL of table rollup-5m, set when the table was created, and tsdb cannot change it: " +
@@ -388,6 +389,6 @@ func TestServeOnRealHBase(t *testing.T) {
 	}
 	code, _, stderr = tsdb(t, "schema", "check", "--storage=hbase:"+zk, "--hbase.table-prefix="+prefix)
 	if code != 1 || !strings.Contains(stderr, "the store was created with 4, this process is configured with 16") {
-		t.Fatalf("check with default salt buckets: exit %d, stderr %q", code, stderr)
+		t.Fatalf("check with default salts: exit %d, stderr %q", code, stderr)
 	}
 }

@@ -18,7 +18,7 @@ import (
 func registerSchema(a *app) {
 	cmd := a.kp.Command("schema", "Create or check hbtsdb's tables and schema settings.")
 
-	create := cmd.Command("create", "Create the tables and write the schema meta row (bucket width, salt buckets, format version,\n"+
+	create := cmd.Command("create", "Create the tables and write the schema meta row (bucket width, salts, format version,\n"+
 		"resolution list); on a store that exists, record --rollups and create the tables of resolutions added.\n\n"+
 		"Existing tables are left as they are. With --print nothing is touched: the hbase shell commands that\n"+
 		"create the same tables and meta row are printed, for operators who create tables by hand.")
@@ -44,8 +44,8 @@ func printSchema(w io.Writer, c *commonFlags) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "# hbtsdb schema format %d: bucket width %s, %d salt buckets; paste into `hbase shell`.\n",
-		settings.FormatVersion, settings.BucketWidth, settings.SaltBuckets)
+	fmt.Fprintf(w, "# hbtsdb schema format %d: bucket width %s, %d salts; paste into `hbase shell`.\n",
+		settings.FormatVersion, settings.BucketWidth, settings.Salts)
 	tables, err := c.tableOptions(settings)
 	if err != nil {
 		return err
@@ -77,7 +77,7 @@ func createSchema(ctx context.Context, c *commonFlags, logger *slog.Logger) erro
 	if err := provision.Create(ctx, st, settings, tables, c.provisionOptions(addr, logger)...); err != nil {
 		return err
 	}
-	logger.Info("schema ready", "storage", addr.String(), "bucket_width", settings.BucketWidth, "salt_buckets", settings.SaltBuckets,
+	logger.Info("schema ready", "storage", addr.String(), "bucket_width", settings.BucketWidth, "salt_buckets", settings.Salts,
 		"rollups", schema.FormatRollups(tables.Rollups))
 	return nil
 }
@@ -122,7 +122,7 @@ func checkSchema(ctx context.Context, w io.Writer, c *commonFlags, print bool, l
 			rollups = "(not recorded)"
 		}
 		fmt.Fprintf(w, "storage: %s\nformat_version: %d (%s; this binary supports 1 to %d)\nbucket_width: %s\nsalt_buckets: %d\nrollups: %s\n",
-			addr, got.FormatVersion, schema.DescribeFormat(got.FormatVersion), schema.CurrentFormatVersion, got.BucketWidth, got.SaltBuckets, rollups)
+			addr, got.FormatVersion, schema.DescribeFormat(got.FormatVersion), schema.CurrentFormatVersion, got.BucketWidth, got.Salts, rollups)
 		if configured := schema.FormatRollups(opts.Rollups); !ok || configured != rollups {
 			fmt.Fprintf(w, "rollups_configured: %s (tsdb serve records it at start)\n", configured)
 		}

@@ -272,7 +272,7 @@ func openWithRetry(ctx context.Context, c *commonFlags, o *serveOptions, addr ba
 				return d.Close() // shutting down: nobody will serve from it
 			}
 			logger.Info("store ready", "storage", addr.String(), "bucket_width", settings.BucketWidth,
-				"salt_buckets", settings.SaltBuckets, "format_version", settings.FormatVersion)
+				"salt_buckets", settings.Salts, "format_version", settings.FormatVersion)
 			if o.compactEnabled {
 				return startCompaction(ctx, st, settings, o.compact, compaction, logger)
 			}

@@ -52,17 +52,20 @@ func (c *commonFlags) backendOptions(logger *slog.Logger) backend.Options {
 // schemaSettings are the schema settings this process is configured with; the salt
 // bucket default depends on the backend.
 func (c *commonFlags) schemaSettings(addr backend.Address) schema.Settings {
-	salt := *c.saltBuckets
+	salt := *c.saltCount
 	if salt == 0 {
-		salt = schema.DefaultSaltBucketsEmbedded
+		salt = *c.oldSaltCount
+	}
+	if salt == 0 {
+		salt = schema.DefaultSaltsEmbedded
 		if addr.Kind == backend.HBase {
-			salt = schema.DefaultSaltBucketsHBase
+			salt = schema.DefaultSaltsHBase
 		}
 	}
 	return schema.Settings{
 		FormatVersion: schema.CurrentFormatVersion,
 		BucketWidth:   *c.bucketWidth,
-		SaltBuckets:   salt,
+		Salts:         salt,
 		HostLabels:    strings.Split(*c.hostLabels, ","),
 	}
 }
@@ -92,7 +95,7 @@ func (c *commonFlags) tableOptions(settings schema.Settings) (schema.TableOption
 		RawRetention: *c.rawRetention,
 		Rollups:      rollups,
 		Compression:  *c.compression,
-		SaltBuckets:  settings.SaltBuckets,
+		Salts:        settings.Salts,
 	}
 	opts.ExemplarRetention = *c.exemplarRetention
 	return opts, nil

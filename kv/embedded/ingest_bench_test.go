@@ -99,7 +99,7 @@ func runIngest(b *testing.B, batch int) ingestResult {
 	}
 	settings := schema.DefaultEmbeddedSettings()
 	topts := schema.DefaultTableOptions()
-	topts.SaltBuckets = settings.SaltBuckets
+	topts.Salts = settings.Salts
 	if err := provision.Create(ctx, st, settings, topts); err != nil {
 		b.Fatal(err)
 	}

@@ -38,7 +38,7 @@ import (
 // exemplars; EnsureTable, existing tables are left as they are), then the schema meta row
 // with settings want, records the raw and exemplar retentions (retention.go,
 // exemplars.go), then records opts.Rollups and creates their tables (see
-// rollups.go). opts.SaltBuckets of 0 means want.SaltBuckets; any other value must
+// rollups.go). opts.Salts of 0 means want.Salts; any other value must
 // equal it. Create is idempotent and safe against concurrent creators: if the
 // store already has (or another process concurrently claims) other settings, it
 // returns an error wrapping schema.ErrMismatch that names both values, and
@@ -82,16 +82,16 @@ func Create(ctx context.Context, st kv.Store, want schema.Settings, opts schema.
 }
 
 // checkOptions validates want and opts for each other, and returns opts with
-// SaltBuckets filled in.
+// Salts filled in.
 func checkOptions(want schema.Settings, opts schema.TableOptions) (schema.TableOptions, error) {
 	if err := want.Validate(); err != nil {
 		return opts, err
 	}
-	if opts.SaltBuckets == 0 {
-		opts.SaltBuckets = want.SaltBuckets
+	if opts.Salts == 0 {
+		opts.Salts = want.Salts
 	}
-	if opts.SaltBuckets != want.SaltBuckets {
-		return opts, fmt.Errorf("schema: table options for %d salt buckets, settings for %d: %w", opts.SaltBuckets, want.SaltBuckets, kv.ErrInvalidArgument)
+	if opts.Salts != want.Salts {
+		return opts, fmt.Errorf("schema: table options for %d salts, settings for %d: %w", opts.Salts, want.Salts, kv.ErrInvalidArgument)
 	}
 	if err := opts.Validate(); err != nil {
 		return opts, err

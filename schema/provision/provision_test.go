@@ -72,7 +72,7 @@ func TestMetaRow(t *testing.T) {
 }
 
 func withSalt(s schema.Settings, buckets int) schema.Settings {
-	s.SaltBuckets = buckets
+	s.Salts = buckets
 	return s
 }
 
@@ -112,9 +112,9 @@ func testAStoreWithoutSchemaIsNotCreated(t *testing.T, newStore func(*testing.T)
 func testCreateMakesTablesAndAReadableMetaRow(t *testing.T, newStore func(*testing.T) kv.Store) {
 	ctx := context.Background()
 	st := newStore(t)
-	want := schema.Settings{FormatVersion: 1, BucketWidth: 2 * time.Hour, SaltBuckets: 4, HostLabels: schema.DefaultHostLabels()}
+	want := schema.Settings{FormatVersion: 1, BucketWidth: 2 * time.Hour, Salts: 4, HostLabels: schema.DefaultHostLabels()}
 	opts := schema.DefaultTableOptions()
-	opts.SaltBuckets = 0 // taken from the settings
+	opts.Salts = 0 // taken from the settings
 	if err := provision.Create(ctx, st, want, opts); err != nil {
 		t.Fatal(err)
 	}
@@ -166,10 +166,10 @@ func testOpenAutoCreates(t *testing.T, newStore func(*testing.T) kv.Store) {
 	want := schema.DefaultEmbeddedSettings()
 	s, err := provision.Open(ctx, st, want, schema.DefaultTableOptions(), true)
 	if err == nil {
-		t.Fatalf("Open with table options for 16 salt buckets and settings for 1 = %+v, want an error", s)
+		t.Fatalf("Open with table options for 16 salts and settings for 1 = %+v, want an error", s)
 	}
 	opts := schema.DefaultTableOptions()
-	opts.SaltBuckets = want.SaltBuckets
+	opts.Salts = want.Salts
 	if s, err := provision.Open(ctx, st, want, opts, true); err != nil || !s.Equal(want) {
 		t.Fatalf("Open with auto-create = %+v, %v", s, err)
 	}
@@ -190,13 +190,13 @@ func testAMismatchNamesBothValuesAndTheFix(t *testing.T, newStore func(*testing.
 		want schema.Settings
 		msg  string
 	}{
-		{"salt buckets", withSalt(created, 1),
-			"schema: salt buckets: the store was created with 16, this process is configured with 1: start with --schema.salt-buckets=16 or use another store"},
-		{"bucket width", schema.Settings{FormatVersion: 1, BucketWidth: 30 * time.Minute, SaltBuckets: 16, HostLabels: schema.DefaultHostLabels()},
+		{"salts", withSalt(created, 1),
+			"schema: salts: the store was created with 16, this process is configured with 1: start with --schema.salts=16 or use another store"},
+		{"bucket width", schema.Settings{FormatVersion: 1, BucketWidth: 30 * time.Minute, Salts: 16, HostLabels: schema.DefaultHostLabels()},
 			"schema: bucket width: the store was created with 1h, this process is configured with 30m: start with --schema.bucket-width=1h or use another store"},
-		{"both", schema.Settings{FormatVersion: 1, BucketWidth: 90 * time.Second, SaltBuckets: 2, HostLabels: schema.DefaultHostLabels()},
+		{"both", schema.Settings{FormatVersion: 1, BucketWidth: 90 * time.Second, Salts: 2, HostLabels: schema.DefaultHostLabels()},
 			"schema: bucket width: the store was created with 1h, this process is configured with 1m30s: start with --schema.bucket-width=1h or use another store; " +
-				"schema: salt buckets: the store was created with 16, this process is configured with 2: start with --schema.salt-buckets=16 or use another store"},
+				"schema: salts: the store was created with 16, this process is configured with 2: start with --schema.salts=16 or use another store"},
 		{"host labels", withHostLabels(created, "node", "host"),
 			"schema: host labels: the store was created with host,instance, this process is configured with node,host: start with --schema.host-labels=host,instance or use another store"},
 		{"host labels in another order", withHostLabels(created, "instance", "host"),
@@ -211,7 +211,7 @@ func testAMismatchNamesBothValuesAndTheFix(t *testing.T, newStore func(*testing.
 				t.Errorf("Check returned %+v, want the store's %+v", got, created)
 			}
 			opts := schema.DefaultTableOptions()
-			opts.SaltBuckets = tc.want.SaltBuckets
+			opts.Salts = tc.want.Salts
 			for name, err := range map[string]error{
 				"Create": provision.Create(ctx, st, tc.want, opts),
 				"Open":   func() error { _, err := provision.Open(ctx, st, tc.want, opts, true); return err }(),
@@ -239,7 +239,7 @@ func testConcurrentCreatorsSettleOnOneClaim(t *testing.T, newStore func(*testing
 					want = b
 				}
 				opts := schema.DefaultTableOptions()
-				opts.SaltBuckets = want.SaltBuckets
+				opts.Salts = want.Salts
 				errs[i] = provision.Create(ctx, st, want, opts)
 			})
 		}
@@ -263,12 +263,12 @@ func testConcurrentCreatorsSettleOnOneClaim(t *testing.T, newStore func(*testing
 func testCreateCompletesAnInterruptedCreationFromItsClaim(t *testing.T, newStore func(*testing.T) kv.Store) {
 	ctx := context.Background()
 	st := newStore(t)
-	for _, spec := range schema.Tables(schema.TableOptions{SaltBuckets: 1}) {
+	for _, spec := range schema.Tables(schema.TableOptions{Salts: 1}) {
 		if _, err := st.EnsureTable(ctx, spec); err != nil {
 			t.Fatal(err)
 		}
 	}
-	// A creator that claimed 4 salt buckets, then died before writing the row.
+	// A creator that claimed 4 salts, then died before writing the row.
 	claimed := withSalt(schema.DefaultEmbeddedSettings(), 4)
 	ok, err := st.CheckAndPut(ctx, schema.TableMeta, nil, kv.Put([]byte(schema.MetaSchemaRow), schema.FamilyMeta,
 		[]byte(schema.QualifierSchemaClaim), 1, []byte(claimed.String())))
@@ -280,7 +280,7 @@ func testCreateCompletesAnInterruptedCreationFromItsClaim(t *testing.T, newStore
 	}
 	// Another creator, configured differently, completes the claimed settings and
 	// reports the mismatch.
-	if err := provision.Create(ctx, st, schema.DefaultEmbeddedSettings(), schema.TableOptions{SaltBuckets: 1}); !errors.Is(err, schema.ErrMismatch) {
+	if err := provision.Create(ctx, st, schema.DefaultEmbeddedSettings(), schema.TableOptions{Salts: 1}); !errors.Is(err, schema.ErrMismatch) {
 		t.Errorf("Create against another's claim = %v, want ErrMismatch", err)
 	}
 	if s, err := provision.Check(ctx, st, claimed); err != nil || !s.Equal(claimed) {
@@ -291,7 +291,7 @@ func testCreateCompletesAnInterruptedCreationFromItsClaim(t *testing.T, newStore
 func testAMalformedClaimIsReported(t *testing.T, newStore func(*testing.T) kv.Store) {
 	ctx := context.Background()
 	st := newStore(t)
-	opts := schema.TableOptions{SaltBuckets: 1}
+	opts := schema.TableOptions{Salts: 1}
 	for _, spec := range schema.Tables(opts) {
 		if _, err := st.EnsureTable(ctx, spec); err != nil {
 			t.Fatal(err)
@@ -315,7 +315,7 @@ func testANewerFormatIsRefused(t *testing.T, newStore func(*testing.T) kv.Store)
 	ctx := context.Background()
 	st := newStore(t)
 	want := schema.DefaultEmbeddedSettings()
-	if _, err := provision.Open(ctx, st, want, schema.TableOptions{SaltBuckets: 1}, true); err != nil {
+	if _, err := provision.Open(ctx, st, want, schema.TableOptions{Salts: 1}, true); err != nil {
 		t.Fatal(err)
 	}
 	err := st.Apply(ctx, schema.TableMeta, []kv.Mutation{
@@ -327,10 +327,10 @@ func testANewerFormatIsRefused(t *testing.T, newStore func(*testing.T) kv.Store)
 	for name, err := range map[string]error{
 		"Check": func() error { _, err := provision.Check(ctx, st, want); return err }(),
 		"Open": func() error {
-			_, err := provision.Open(ctx, st, want, schema.TableOptions{SaltBuckets: 1}, true)
+			_, err := provision.Open(ctx, st, want, schema.TableOptions{Salts: 1}, true)
 			return err
 		}(),
-		"Create": provision.Create(ctx, st, want, schema.TableOptions{SaltBuckets: 1}),
+		"Create": provision.Create(ctx, st, want, schema.TableOptions{Salts: 1}),
 	} {
 		if !errors.Is(err, schema.ErrUnsupportedFormat) || !strings.Contains(err.Error(), "upgrade") {
 			t.Errorf("%s of a store of format %d: %v; want ErrUnsupportedFormat", name, schema.CurrentFormatVersion+1, err)
@@ -341,7 +341,7 @@ func testANewerFormatIsRefused(t *testing.T, newStore func(*testing.T) kv.Store)
 func testCreateRejectsInvalidSettings(t *testing.T, newStore func(*testing.T) kv.Store) {
 	ctx := context.Background()
 	st := newStore(t)
-	bad := schema.Settings{FormatVersion: 1, BucketWidth: 7 * time.Hour, SaltBuckets: 1, HostLabels: schema.DefaultHostLabels()}
+	bad := schema.Settings{FormatVersion: 1, BucketWidth: 7 * time.Hour, Salts: 1, HostLabels: schema.DefaultHostLabels()}
 	if err := provision.Create(ctx, st, bad, schema.TableOptions{}); !errors.Is(err, kv.ErrInvalidArgument) {
 		t.Errorf("Create with a 7h bucket: %v", err)
 	}
@@ -356,7 +356,7 @@ func testTheLayoutInARealStore(t *testing.T, newStore func(*testing.T) kv.Store)
 	ctx := context.Background()
 	st := newStore(t)
 	settings := schema.DefaultEmbeddedSettings()
-	if _, err := provision.Open(ctx, st, settings, schema.TableOptions{SaltBuckets: 1}, true); err != nil {
+	if _, err := provision.Open(ctx, st, settings, schema.TableOptions{Salts: 1}, true); err != nil {
 		t.Fatal(err)
 	}
 	width := settings.BucketWidth

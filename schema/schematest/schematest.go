@@ -27,11 +27,11 @@ type Backend struct {
 	// Name is "embedded" or "hbase", for t.Run.
 	Name string
 	// Settings are the schema settings the backend's stores are created with: the
-	// defaults of the backend, except 4 salt buckets on HBase so that tests create
+	// defaults of the backend, except 4 salts on HBase so that tests create
 	// tables quickly while still spreading hosts over salts.
 	Settings schema.Settings
 	// TableOptions are the options of the tables Store creates: the defaults
-	// (raw retention 400 days), salt buckets as in Settings. Tests that write
+	// (raw retention 400 days), salts as in Settings. Tests that write
 	// samples near the epoch (as Prometheus' promqltest does) set RawRetention
 	// to 0, or the family's TTL hides them at once.
 	TableOptions schema.TableOptions
@@ -42,14 +42,14 @@ type Backend struct {
 // Backends are the embedded store and the test HBase.
 func Backends() []Backend {
 	hb := schema.DefaultHBaseSettings()
-	hb.SaltBuckets = 4
+	hb.Salts = 4
 	backends := []Backend{
 		{Name: "embedded", Settings: schema.DefaultEmbeddedSettings(), newStores: embeddedStores},
 		{Name: "hbase", Settings: hb, newStores: hbaseStores},
 	}
 	for i := range backends {
 		backends[i].TableOptions = schema.DefaultTableOptions()
-		backends[i].TableOptions.SaltBuckets = backends[i].Settings.SaltBuckets
+		backends[i].TableOptions.Salts = backends[i].Settings.Salts
 	}
 	return backends
 }
@@ -83,7 +83,7 @@ func (b Backend) Stores(t testing.TB, n int) []kv.Store {
 func Create(t testing.TB, st kv.Store, settings schema.Settings) {
 	t.Helper()
 	opts := schema.DefaultTableOptions()
-	opts.SaltBuckets = settings.SaltBuckets
+	opts.Salts = settings.Salts
 	CreateWith(t, st, settings, opts)
 }
 

@@ -94,7 +94,7 @@ func startServer(t *testing.T, end time.Time) string {
 	t.Cleanup(func() { st.Close() })
 	settings := schema.DefaultEmbeddedSettings()
 	opts := schema.DefaultTableOptions()
-	opts.SaltBuckets = settings.SaltBuckets
+	opts.Salts = settings.Salts
 	if err := provision.Create(ctx, st, settings, opts); err != nil {
 		t.Fatal(err)
 	}
