@@ -23,11 +23,11 @@ var validTypes = map[model.MetricType]bool{
 	model.MetricTypeStateset: true, model.MetricTypeUnknown: true,
 }
 
-// planMetadata validates the metadata entries of a request, adding a Rejection
+// validMetadata validates the metadata entries of a request, adding a Rejection
 // for each invalid one, and returns the mutations of those that changed and every
 // valid entry (normalized: an empty type is "unknown"), to remember once stored.
 // Entries with neither metric name nor content are no metadata and are skipped.
-func (w *Writer) planMetadata(md []schema.Metadata, now time.Time, res *Result) ([]kv.Mutation, []schema.Metadata) {
+func (w *Writer) validMetadata(md []schema.Metadata, now time.Time, res *Result) ([]kv.Mutation, []schema.Metadata) {
 	if len(md) == 0 {
 		return nil, nil
 	}

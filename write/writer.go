@@ -166,26 +166,26 @@ func (w *Writer) Write(ctx context.Context, req *Request) (Result, error) {
 	return w.WriteAt(ctx, req, w.opts.Now())
 }
 
-// plannedSeries is a valid series of a request with at least one valid float
+// validSeries is a valid series of a request with at least one valid float
 // sample, histogram sample or exemplar.
-type plannedSeries struct {
+type validSeries struct {
 	req      int           // index in Request.Series
 	lbls     labels.Labels // as stored
 	allValid bool          // every float sample passed validation
 	samples  int           // valid float samples
 	// more holds the series' histograms and exemplars, nil when it has none:
-	// a pointer keeps the float-only plan small (one per series of a request).
-	more *plannedMore
+	// a pointer keeps the float-only entry small (one per series of a request).
+	more *validExtras
 }
 
-// plannedMore is what a planned series has beside float samples.
-type plannedMore struct {
+// validExtras is what a valid series has beside float samples.
+type validExtras struct {
 	histograms []cellenc.HistogramSample // valid histogram samples, as stored
 	exemplars  []exemplar.Exemplar       // valid exemplars, as stored
 }
 
 // histograms returns the series' valid histogram samples, as stored.
-func (p *plannedSeries) histograms() []cellenc.HistogramSample {
+func (p *validSeries) histograms() []cellenc.HistogramSample {
 	if p.more == nil {
 		return nil
 	}
@@ -193,7 +193,7 @@ func (p *plannedSeries) histograms() []cellenc.HistogramSample {
 }
 
 // exemplars returns the series' valid exemplars, as stored.
-func (p *plannedSeries) exemplars() []exemplar.Exemplar {
+func (p *validSeries) exemplars() []exemplar.Exemplar {
 	if p.more == nil {
 		return nil
 	}
@@ -203,12 +203,12 @@ func (p *plannedSeries) exemplars() []exemplar.Exemplar {
 // exemplarsOnly reports whether the series has nothing to store but
 // exemplars: it is looked up, not registered (an exemplar alone does not
 // create a series, as in Prometheus' TSDB).
-func (p *plannedSeries) exemplarsOnly() bool { return p.samples == 0 && len(p.histograms()) == 0 }
+func (p *validSeries) exemplarsOnly() bool { return p.samples == 0 && len(p.histograms()) == 0 }
 
-// plan is what validate makes of a request: what of it is valid and will be
+// validRequest is what validate makes of a request: what of it is valid and will be
 // written, and the Result so far (its Rejected list).
-type plan struct {
-	series     []plannedSeries
+type validRequest struct {
+	series     []validSeries
 	bounds     timeBounds        // the sample timestamps the request may carry
 	metaMuts   []kv.Mutation     // the metadata entries that changed
 	metaStored []schema.Metadata // every valid metadata entry, to remember once stored
@@ -245,25 +245,25 @@ func (w *Writer) WriteAt(ctx context.Context, req *Request, now time.Time) (Resu
 }
 
 // validate checks req against the limits as of now. It returns an error wrapping
-// ErrInvalid, and no plan, when the request is over MaxSeriesPerRequest or
-// MaxSamplesPerRequest; otherwise the plan of the request: its valid series (with
+// ErrInvalid, and no validRequest, when the request is over MaxSeriesPerRequest or
+// MaxSamplesPerRequest; otherwise what is valid of the request: its valid series (with
 // at least one valid sample), the mutations of its changed metadata, and a Result
 // whose Rejected lists every invalid series, sample and metadata entry. It does no
 // I/O.
-func (w *Writer) validate(req *Request, now time.Time) (plan, error) {
+func (w *Writer) validate(req *Request, now time.Time) (validRequest, error) {
 	lim := w.opts.Limits
 	if lim.MaxSeriesPerRequest > 0 && len(req.Series) > lim.MaxSeriesPerRequest {
-		return plan{}, fmt.Errorf("%w: %d series in the request, over the limit of %d", ErrInvalid, len(req.Series), lim.MaxSeriesPerRequest)
+		return validRequest{}, fmt.Errorf("%w: %d series in the request, over the limit of %d", ErrInvalid, len(req.Series), lim.MaxSeriesPerRequest)
 	}
 	total := 0
 	for i := range req.Series {
 		total += len(req.Series[i].Samples) + len(req.Series[i].Histograms)
 	}
 	if lim.MaxSamplesPerRequest > 0 && total > lim.MaxSamplesPerRequest {
-		return plan{}, fmt.Errorf("%w: %d samples in the request, over the limit of %d", ErrInvalid, total, lim.MaxSamplesPerRequest)
+		return validRequest{}, fmt.Errorf("%w: %d samples in the request, over the limit of %d", ErrInvalid, total, lim.MaxSamplesPerRequest)
 	}
 
-	p := plan{bounds: lim.bounds(now), series: make([]plannedSeries, 0, len(req.Series))}
+	p := validRequest{bounds: lim.bounds(now), series: make([]validSeries, 0, len(req.Series))}
 	for i := range req.Series {
 		s := &req.Series[i]
 		if len(s.Samples) == 0 && len(s.Histograms) == 0 && len(s.Exemplars) == 0 {
@@ -286,29 +286,29 @@ func (w *Writer) validate(req *Request, now time.Time) (plan, error) {
 			}
 			valid++
 		}
-		ps := plannedSeries{req: i, lbls: lbls, allValid: valid == len(s.Samples), samples: valid}
+		ps := validSeries{req: i, lbls: lbls, allValid: valid == len(s.Samples), samples: valid}
 		if len(s.Histograms) > 0 || len(s.Exemplars) > 0 {
-			ps.more = &plannedMore{}
+			ps.more = &validExtras{}
 			if len(s.Histograms) > 0 {
-				ps.more.histograms = p.planHistograms(lim, i, s, &ps)
+				ps.more.histograms = p.validHistograms(lim, i, s, &ps)
 			}
 			if len(s.Exemplars) > 0 {
-				ps.more.exemplars = p.planExemplars(i, s)
+				ps.more.exemplars = p.validExemplars(i, s)
 			}
 		}
 		if ps.samples > 0 || len(ps.histograms()) > 0 || len(ps.exemplars()) > 0 {
 			p.series = append(p.series, ps)
 		}
 	}
-	p.metaMuts, p.metaStored = w.planMetadata(req.Metadata, now, &p.res)
+	p.metaMuts, p.metaStored = w.validMetadata(req.Metadata, now, &p.res)
 	return p, nil
 }
 
-// planHistograms validates the histogram samples of series s (request index
-// i, planned as ps) and returns the valid ones as they are stored; it adds a
+// validHistograms validates the histogram samples of series s (request index
+// i, validated as ps) and returns the valid ones as they are stored; it adds a
 // Rejection for each invalid one. It returns s.Histograms itself when all are
 // stored unchanged, the common case.
-func (p *plan) planHistograms(lim Limits, i int, s *Series, ps *plannedSeries) []cellenc.HistogramSample {
+func (p *validRequest) validHistograms(lim Limits, i int, s *Series, ps *validSeries) []cellenc.HistogramSample {
 	// Float timestamps of the series, to find histograms that duplicate them:
 	// only when the series has both kinds, which is rare.
 	var floats map[int64]struct{}
@@ -353,10 +353,10 @@ func (p *plan) planHistograms(lim Limits, i int, s *Series, ps *plannedSeries) [
 	return out
 }
 
-// planExemplars validates the exemplars of series s (request index i) and
+// validExemplars validates the exemplars of series s (request index i) and
 // returns the valid ones as they are stored; each invalid one is added to
 // RejectedExemplars.
-func (p *plan) planExemplars(i int, s *Series) []exemplar.Exemplar {
+func (p *validRequest) validExemplars(i int, s *Series) []exemplar.Exemplar {
 	out := make([]exemplar.Exemplar, 0, len(s.Exemplars))
 	for j, e := range s.Exemplars {
 		stored, err := p.bounds.checkExemplar(s.Labels, e)
@@ -369,11 +369,11 @@ func (p *plan) planExemplars(i int, s *Series) []exemplar.Exemplar {
 	return out
 }
 
-// resolve returns the series IDs of the planned series, in their order, through
+// resolve returns the series IDs of the valid series, in their order, through
 // the registry (registering the new ones); nil when there are none. Series
 // with nothing but exemplars are looked up, not registered: one that is not
 // known gets ID 0, and its exemplars are added to p.res.RejectedExemplars.
-func (w *Writer) resolve(ctx context.Context, p *plan) ([]uint64, error) {
+func (w *Writer) resolve(ctx context.Context, p *validRequest) ([]uint64, error) {
 	series := p.series
 	if len(series) == 0 {
 		return nil, nil
@@ -429,14 +429,14 @@ func (w *Writer) resolve(ctx context.Context, p *plan) ([]uint64, error) {
 	return ids, nil
 }
 
-// store writes a request's batch and metadata — the data table in Applies of at
+// store writes a request's mutations and metadata — the data table in Applies of at
 // most Options.Apply.MaxBatch mutations, the postings and the metadata, at most
 // Options.Apply.Concurrency at a time — and returns the request's Result once the
 // store acknowledged all of them. On the first error it cancels the writes still
 // running and returns that error with a zero Result, and remembers nothing.
 // Once acknowledged, it remembers the rows whose tags and the metadata it wrote,
 // so that later requests need not write them again.
-func (w *Writer) store(ctx context.Context, p *plan, b batch) (Result, error) {
+func (w *Writer) store(ctx context.Context, p *validRequest, b mutationSet) (Result, error) {
 	if b.onTimeDeadline > 0 {
 		// On-time cells must be stored before their bucket may be sealed
 		// (schema/late.go): past the deadline the request fails, retriably,
@@ -482,9 +482,9 @@ func (w *Writer) store(ctx context.Context, p *plan, b batch) (Result, error) {
 // stored by their deadline.
 var errOnTimeDeadline = errors.New("on-time samples not stored within their bucket's on-time window; a retry stores them as late samples")
 
-// storeCells writes everything of a batch but its late marks, at most
+// storeCells writes everything of a mutationSet but its late marks, at most
 // Options.Apply.Concurrency writes at a time (see store).
-func (w *Writer) storeCells(ctx context.Context, p *plan, b batch) error {
+func (w *Writer) storeCells(ctx context.Context, p *validRequest, b mutationSet) error {
 	writes := kv.NewWrites(w.st, w.opts.Apply)
 	if len(b.muts) > 0 {
 		writes.Apply(schema.TableData, b.muts, fmt.Sprintf("write: store %d samples", b.samples+b.histograms))
@@ -509,18 +509,18 @@ func (w *Writer) storeCells(ctx context.Context, p *plan, b batch) error {
 	return writes.Run(ctx)
 }
 
-// batch is what build makes of a request.
-type batch struct {
+// mutationSet is what build makes of a request.
+type mutationSet struct {
 	muts    []kv.Mutation // data table
 	exMuts  []kv.Mutation // exemplar table
 	entries []index.Entry
-	newRows []rowID // rows whose tag columns this batch writes
+	newRows []rowID // rows whose tag columns this set writes
 	// onTimeMarks and lateMarks are the pending table's marks (schema/pending.go)
-	// of the rows this batch writes on-time cells into for the first time in
+	// of the rows this set writes on-time cells into for the first time in
 	// this process, and of the rows it writes late cells into.
 	onTimeMarks, lateMarks []kv.Mutation
 	// onTimeDeadline is when (ms, by Options.Now) the store must have
-	// acknowledged the batch's on-time cells (schema.OnTimeDeadline of its
+	// acknowledged the set's on-time cells (schema.OnTimeDeadline of its
 	// earliest on-time bucket); 0 when it has none.
 	onTimeDeadline int64
 	series         int // series with float or histogram samples
@@ -533,9 +533,9 @@ type batch struct {
 // size the request's buffer.
 const histogramValueLen = 64
 
-// build turns the planned series of a request and their series IDs (ids[i] is
+// build turns the valid series of a request and their series IDs (ids[i] is
 // the ID of pl.series[i]; 0 for an exemplar-only series that is not known)
-// into the batch to store: data-table mutations, grouped by row — the r cell
+// into the mutationSet to store: data-table mutations, grouped by row — the r cell
 // of every valid float and histogram sample and, for every row this process
 // has not written the tags of, its t cells — one index entry per series per
 // day it has samples on, the exemplar table's mutations
@@ -547,13 +547,13 @@ const histogramValueLen = 64
 // cut from one buffer per request; they are not reused after the request,
 // because a store may still hold them when a cancelled Apply returns. It does
 // no I/O.
-func (w *Writer) build(req *Request, pl *plan, ids []uint64, nowMs int64) batch {
-	var b batch
-	planned, bounds := pl.series, pl.bounds
+func (w *Writer) build(req *Request, pl *validRequest, ids []uint64, nowMs int64) mutationSet {
+	var b mutationSet
+	valid, bounds := pl.series, pl.bounds
 	size, samples := 0, 0
-	keys := make([]schema.Placement, len(planned))
-	for i := range planned {
-		p := &planned[i]
+	keys := make([]schema.Placement, len(valid))
+	for i := range valid {
+		p := &valid[i]
 		k := w.settings.PlacementOf(p.lbls)
 		keys[i] = k
 		rowLen := 1 + schema.EscapedLen(k.Host) + schema.EscapedLen(k.Metric) + 16
@@ -586,7 +586,7 @@ func (w *Writer) build(req *Request, pl *plan, ids []uint64, nowMs int64) batch 
 	// millisecond), making the key, the row's tags, its pending mark and the
 	// day's postings entry when this request has not yet.
 	rowOf := func(i int, t int64) ([]byte, int64, int64) {
-		p, k, id := &planned[i], keys[i], ids[i]
+		p, k, id := &valid[i], keys[i], ids[i]
 		bs := schema.BucketStart(t, w.width)
 		if bs != lastBS {
 			lastBS, row = bs, nil
@@ -630,8 +630,8 @@ func (w *Writer) build(req *Request, pl *plan, ids []uint64, nowMs int64) batch 
 		}
 		return row, bs, t
 	}
-	for i := range planned {
-		p, id := &planned[i], ids[i]
+	for i := range valid {
+		p, id := &valid[i], ids[i]
 		if id == 0 {
 			continue // exemplars of a series that is not stored (see resolve)
 		}
@@ -698,7 +698,7 @@ func newNonce() uint64 {
 // qualifiers and values from buf. Their cell timestamp is the last millisecond of
 // the bucket, so that the family's TTL keeps them as long as the row's newest
 // possible sample, and a rewrite is idempotent.
-func (w *Writer) appendTags(b *batch, buf, row []byte, lbls labels.Labels, bucketStart int64) []byte {
+func (w *Writer) appendTags(b *mutationSet, buf, row []byte, lbls labels.Labels, bucketStart int64) []byte {
 	ts := kv.MaxTimestamp
 	if end := w.width.Milliseconds() - 1; bucketStart <= kv.MaxTimestamp-end {
 		ts = bucketStart + end
