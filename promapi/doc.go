@@ -3,7 +3,7 @@
 // /api/v1/write, OpenTSDB's POST /api/put), remote read, the Prometheus HTTP
 // API, the native JSON API (/api/v1/last, /api/v1/metadata) and the query page
 // at / (web/ui). It decodes requests, hands them to the layers below (the
-// Store a Provider hands out for the request: a *db.DB in tsdb serve) and
+// DB a Provider hands out for the request: a *db.DB in tsdb serve) and
 // answers with their results; it holds no storage logic and never imports a
 // storage backend.
 //
@@ -25,7 +25,7 @@
 //     (the heap guard over every query and remote read), readstats.go (the
 //     cells a query read, in its stats and in /metrics).
 //   - Around them: router.go (NewRouter: the routes, recoverPanics), store.go
-//     (Store, Provider), joblabel.go (each request's pprof
+//     (DB, Provider), joblabel.go (each request's pprof
 //     job label), metrics.go and ingest_stats.go (the HTTP surface's metrics
 //     and the ingest counts tsdb serve logs), errors.go (statusOf).
 //
@@ -65,7 +65,7 @@
 // io.prometheus.write.v2.Request, chosen by Content-Type's proto parameter).
 // Content negotiation and the 2.0 X-Prometheus-Remote-Write-*-Written response
 // headers come from client_golang's remote.NewWriteHandler; the snappy decoding
-// middleware and the Store behind it are ours.
+// middleware and the DB behind it are ours.
 //
 // Prometheus' own storage/remote.NewWriteHandler, which db.DB could plug into, is
 // not used, because its semantics do not fit what hbtsdb promises:
@@ -200,7 +200,7 @@
 // parse_query, series, labels, label/{name}/values, status/buildinfo); targets,
 // rules, alerts, admin, TSDB status and its remote write are not served (404),
 // since hbtsdb has no scrape loop, rules or local TSDB. query_exemplars
-// answers from the Store's exemplar table (exemplars.go). Before the store is open every read
+// answers from the DB's exemplar table (exemplars.go). Before the store is open every read
 // endpoint answers 503 with errorType unavailable.
 //
 // Ours, in Prometheus' envelope and error types: /api/v1/metadata (Prometheus

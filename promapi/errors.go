@@ -34,7 +34,7 @@ var (
 	// errOverloaded: a bound of what is in flight (write requests, bytes of
 	// write or remote-read bodies) is reached. HTTP 429 with Retry-After.
 	errOverloaded = errors.New("overloaded")
-	// errStoreUnavailable: there is no Store to serve from — none is
+	// errStoreUnavailable: there is no DB to serve from — none is
 	// configured, or the Provider has none (yet) and does not say that the
 	// store is unavailable (kv.ErrUnavailable). HTTP 503, so that clients
 	// retry.
@@ -57,7 +57,7 @@ const statusClientClosedRequest = 499
 // an unsupported content type or encoding (2.0, Unsupported Request Content).
 // Everything that is not known to be the client's fault is a 5xx, so that a
 // sender retries instead of dropping data. A store that is not open yet (no
-// Provider's Store, errStoreUnavailable) is 503, as is one that does not answer.
+// Provider's DB, errStoreUnavailable) is 503, as is one that does not answer.
 func statusOf(err error) int {
 	switch {
 	case err == nil:

@@ -16,10 +16,10 @@ import (
 // it parses query, extracts its selectors (parser.ExtractSelectors: for
 // histogram_quantile(0.9, rate(x_bucket[5m])) the one selector x_bucket) and
 // asks the ExemplarQueryable of the API for the exemplars of the series
-// matching any selector in [start, end]. That queryable is the Store's when
-// the Store is a storage.ExemplarQueryable: *db.DB is, and its ExemplarQuerier
+// matching any selector in [start, end]. That queryable is the DB's when
+// the DB is a storage.ExemplarQueryable: *db.DB is, and its ExemplarQuerier
 // goes through the DB's closed check, as its other queriers do, before it
-// reads the exemplar table (query/exemplars.go); a Store that is not answers
+// reads the exemplar table (query/exemplars.go); a DB that is not answers
 // no exemplars.
 //
 // Errors are mapped to Prometheus' error types, which its handler turns into
@@ -37,7 +37,7 @@ func exemplarsOf(q storage.SampleAndChunkQueryable) storage.ExemplarQueryable {
 	return emptyExemplars{}
 }
 
-// exemplarQueryable hands out the exemplar querier of the Store the Provider
+// exemplarQueryable hands out the exemplar querier of the DB the Provider
 // has at the moment of each request.
 type exemplarQueryable struct{ p Provider }
 
@@ -77,7 +77,7 @@ func (q exemplarErrors) Select(start, end int64, matchers ...[]*labels.Matcher) 
 }
 
 // emptyExemplars answers /api/v1/query_exemplars with no exemplars, for a
-// Store that has none to give.
+// DB that has none to give.
 type emptyExemplars struct{}
 
 func (emptyExemplars) ExemplarQuerier(context.Context) (storage.ExemplarQuerier, error) {

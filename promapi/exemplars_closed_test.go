@@ -17,7 +17,7 @@ import (
 // exemplarErrors marks as such, with "internal", 500.)
 func TestExemplarsOfAClosedDBFailLikeQueries(t *testing.T) {
 	e := newExemplarEnv(t, schematest.Backends()[0])
-	h := mustRouter(t, Options{Store: StaticStore(e.db), Logger: slog.New(slog.DiscardHandler)})
+	h := mustRouter(t, Options{DB: StaticDB(e.db), Logger: slog.New(slog.DiscardHandler)})
 	if err := e.db.Close(); err != nil {
 		t.Fatal(err)
 	}

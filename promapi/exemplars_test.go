@@ -69,22 +69,22 @@ func newExemplarEnv(t *testing.T, b schematest.Backend) *exemplarEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { d.Close() })
-	srv := httptest.NewServer(mustRouter(t, Options{Store: StaticStore(d), Logger: slog.New(slog.DiscardHandler)}))
+	srv := httptest.NewServer(mustRouter(t, Options{DB: StaticDB(d), Logger: slog.New(slog.DiscardHandler)}))
 	t.Cleanup(srv.Close)
 
 	circular, err := tsdb.NewCircularExemplarStorage(100_000, tsdb.NewExemplarMetrics(nil), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	refStore := exemplarStore{Store: d, ExemplarQueryable: circular}
-	ref := httptest.NewServer(mustRouter(t, Options{Store: StaticStore(refStore), Logger: slog.New(slog.DiscardHandler)}))
+	refStore := exemplarStore{DB: d, ExemplarQueryable: circular}
+	ref := httptest.NewServer(mustRouter(t, Options{DB: StaticDB(refStore), Logger: slog.New(slog.DiscardHandler)}))
 	t.Cleanup(ref.Close)
 	return &exemplarEnv{db: d, st: st, srv: srv, ref: ref, circular: circular}
 }
 
 // exemplarStore is a Store whose exemplars come from another queryable.
 type exemplarStore struct {
-	Store
+	DB
 	storage.ExemplarQueryable
 }
 

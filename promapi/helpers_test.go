@@ -171,7 +171,7 @@ func writeRouter(t testing.TB, w Writer, limits WriteLimits, logger *slog.Logger
 	t.Helper()
 	opts := Options{WriteLimits: limits, Logger: logger}
 	if w != nil {
-		opts.Store = StaticStore(writeOnlyStore{w})
+		opts.DB = StaticDB(writeOnlyStore{w})
 	}
 	h, err := NewRouter(opts)
 	if err != nil {

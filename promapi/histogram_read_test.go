@@ -201,7 +201,7 @@ func newHistEnv(t *testing.T, b schematest.Backend) (*queryEnv, kv.Store) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { d.Close() })
-	srv := httptest.NewServer(mustRouter(t, Options{Store: StaticStore(d), Logger: slog.New(slog.DiscardHandler)}))
+	srv := httptest.NewServer(mustRouter(t, Options{DB: StaticDB(d), Logger: slog.New(slog.DiscardHandler)}))
 	t.Cleanup(srv.Close)
 	e := &queryEnv{srv: srv, db: d}
 	writeHistFixture(t, e)

@@ -19,7 +19,7 @@ import (
 func TestIngestStatsCountWhatWasStored(t *testing.T) {
 	e := newEnv(t, schematest.Backends()[0], write.DefaultLimits(), WriteLimits{})
 	stats := &IngestStats{}
-	h, err := NewRouter(Options{Store: StaticStore(writeOnlyStore{e.writer}), Ingest: stats, Logger: slog.New(slog.DiscardHandler)})
+	h, err := NewRouter(Options{DB: StaticDB(writeOnlyStore{e.writer}), Ingest: stats, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -49,7 +49,7 @@ func newQueryEnv(t testing.TB, b schematest.Backend, opts Options) *queryEnv {
 	if err != nil || len(res.Rejected) > 0 {
 		t.Fatalf("write the fixture: %v %+v", err, res.Rejected)
 	}
-	opts.Store, opts.Logger = StaticStore(d), slog.New(slog.DiscardHandler)
+	opts.DB, opts.Logger = StaticDB(d), slog.New(slog.DiscardHandler)
 	srv := httptest.NewServer(mustRouter(t, opts))
 	t.Cleanup(srv.Close)
 	return &queryEnv{srv: srv, db: d}

@@ -183,7 +183,7 @@ func (s slowQuerier) Select(ctx context.Context, sorted bool, hints *storage.Sel
 // timeout, as in Prometheus.
 func TestPrometheusAPITimeout(t *testing.T) {
 	e := newQueryEnv(t, schematest.Backends()[0], Options{Query: QueryOptions{Timeout: 50 * time.Millisecond}})
-	srv := httptest.NewServer(mustRouter(t, Options{Store: StaticStore(slowQueryable{e.db}),
+	srv := httptest.NewServer(mustRouter(t, Options{DB: StaticDB(slowQueryable{e.db}),
 		Query: QueryOptions{Timeout: 50 * time.Millisecond}}))
 	defer srv.Close()
 	e.srv = srv

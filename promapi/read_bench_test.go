@@ -66,7 +66,7 @@ func newReadEnv(b *testing.B, be schematest.Backend) *readEnv {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { d.Close() })
-	h, err := promapi.NewRouter(promapi.Options{Store: promapi.StaticStore(d)})
+	h, err := promapi.NewRouter(promapi.Options{DB: promapi.StaticDB(d)})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -171,7 +171,7 @@ func (s *waitingSet) Warnings() annotations.Annotations { return nil }
 // into is 503 errorType timeout, as README says, not 422 execution.
 func TestQueryTimeoutParameterIs503(t *testing.T) {
 	e := newQueryEnv(t, schematest.Backends()[0], Options{})
-	srv := httptest.NewServer(mustRouter(t, Options{Store: StaticStore(failingQueryable{e.db})}))
+	srv := httptest.NewServer(mustRouter(t, Options{DB: StaticDB(failingQueryable{e.db})}))
 	t.Cleanup(srv.Close)
 	e.srv = srv
 	for _, tc := range []struct{ path, params string }{
@@ -257,7 +257,7 @@ func readServer(t *testing.T, opts QueryOptions) (*httptest.Server, *bodyWatch) 
 	t.Helper()
 	e := newQueryEnv(t, schematest.Backends()[0], Options{})
 	watch := &bodyWatch{read: map[string]int{}}
-	srv := httptest.NewServer(watch.wrap(mustRouter(t, Options{Store: StaticStore(e.db), Query: opts})))
+	srv := httptest.NewServer(watch.wrap(mustRouter(t, Options{DB: StaticDB(e.db), Query: opts})))
 	t.Cleanup(srv.Close)
 	return srv, watch
 }

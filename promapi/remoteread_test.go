@@ -208,7 +208,7 @@ func atV(it chunkenc.Iterator) float64 {
 // tests above, each response type, a length claim, nothing.
 func FuzzRemoteRead(f *testing.F) {
 	e := newQueryEnv(f, schematest.Backends()[0], Options{})
-	h := mustRouter(f, Options{Store: StaticStore(e.db), Query: QueryOptions{RemoteReadSampleLimit: 1000}})
+	h := mustRouter(f, Options{DB: StaticDB(e.db), Query: QueryOptions{RemoteReadSampleLimit: 1000}})
 	for _, req := range []*prompb.ReadRequest{readRequest(), readRequest(prompb.ReadRequest_STREAMED_XOR_CHUNKS),
 		copies(3, prompb.ReadRequest_SAMPLES), {Queries: []*prompb.Query{{StartTimestampMs: math.MinInt64,
 			EndTimestampMs: math.MaxInt64, Matchers: []*prompb.LabelMatcher{{Type: prompb.LabelMatcher_NRE, Name: "x", Value: "("}}}}}} {

@@ -25,7 +25,7 @@ const (
 // remoteWrite is the handler of POST /api/v1/write: client_golang's remote-write
 // handler (content negotiation, the Written headers) with our snappy middleware,
 // which reads the body within the limits and takes the concurrency slot, in
-// front of our Store.
+// front of our DB.
 func (h *writeHandler) remoteWrite() http.Handler {
 	return remoteapi.NewWriteHandler(h, acceptedMessages, remoteapi.WithWriteHandlerMiddlewares(h.snappyMiddleware))
 }

@@ -52,7 +52,7 @@ func newRollupEnv(t *testing.T, b schematest.Backend) *queryEnv {
 	if stats, err := c.Compact(ctx); err != nil || stats.Rows == 0 {
 		t.Fatalf("compact: %+v, %v", stats, err)
 	}
-	srv := httptest.NewServer(mustRouter(t, Options{Store: StaticStore(d), Logger: slog.New(slog.DiscardHandler)}))
+	srv := httptest.NewServer(mustRouter(t, Options{DB: StaticDB(d), Logger: slog.New(slog.DiscardHandler)}))
 	t.Cleanup(srv.Close)
 	return &queryEnv{srv: srv, db: d}
 }

@@ -18,10 +18,10 @@ import (
 // Options configures the HTTP surface. Each field's zero value takes the default
 // in brackets; NewRouter validates the rest (Validate).
 type Options struct {
-	// Store hands out the Store every data endpoint serves from, and says why
+	// DB hands out the DB every data endpoint serves from, and says why
 	// there is none while the store is being opened or is unreachable: those
 	// endpoints and /-/ready answer 503 meanwhile. nil answers them all 503.
-	Store Provider
+	DB Provider
 	// ReadyTimeout bounds one readiness check [2s].
 	ReadyTimeout time.Duration
 	// Logger receives one line per failed request worth an operator's attention.
@@ -76,13 +76,13 @@ func NewRouter(opts Options) (http.Handler, error) {
 
 	opts.Query = opts.Query.withDefaults()
 	storeErr := func() error {
-		_, err := opts.Store.store()
+		_, err := opts.DB.store()
 		return err
 	}
-	rh := &readHandler{store: opts.Store, limits: opts.Query, logger: opts.Logger}
+	rh := &readHandler{store: opts.DB, limits: opts.Query, logger: opts.Logger}
 	r.HandleFunc("/api/v1/last", rh.last).Methods(http.MethodGet, http.MethodPost)
 	r.HandleFunc("/api/v1/metadata", rh.metadata).Methods(http.MethodGet)
-	q := queryable{opts.Store}
+	q := queryable{opts.DB}
 	guard := newMemoryGuard(opts.Query.MaxMemory, opts.Logger)
 	r.Handle("/api/v1/read", guard.guardReads(false, withReadStats(metrics, remoteRead(q, opts.Query, storeErr, opts.Registerer, opts.Logger)))).Methods(http.MethodPost)
 	engine := newPromQLEngine(opts.Query, opts.Registerer, opts.Logger)
@@ -100,7 +100,7 @@ func healthy(w http.ResponseWriter, _ *http.Request) {
 	fmt.Fprintln(w, "hbtsdb is Healthy.")
 }
 
-// ready answers 200 only while the store is open and answers (Store.Ping), 503
+// ready answers 200 only while the store is open and answers (DB.Ping), 503
 // otherwise, so that a load balancer or Kubernetes stops sending traffic to a
 // process whose store is down.
 func ready(opts Options) http.HandlerFunc {
@@ -115,9 +115,9 @@ func ready(opts Options) http.HandlerFunc {
 	}
 }
 
-// ping is the readiness check: a Store is there and answers within ReadyTimeout.
+// ping is the readiness check: a DB is there and answers within ReadyTimeout.
 func (opts Options) ping(ctx context.Context) error {
-	st, err := opts.Store.store()
+	st, err := opts.DB.store()
 	if err != nil {
 		return err
 	}

@@ -45,7 +45,7 @@ func (p *pingStore) Ping(context.Context) error { return p.err }
 func TestHealthyAndReady(t *testing.T) {
 	st := &pingStore{}
 	var openErr error // why the provider has no store
-	h := mustRouter(t, Options{Store: func() (Store, error) {
+	h := mustRouter(t, Options{DB: func() (DB, error) {
 		if openErr != nil {
 			return nil, openErr
 		}

@@ -11,11 +11,11 @@ import (
 	"github.com/hbtsdb/hbtsdb/query"
 )
 
-// Store is what every data endpoint serves from: writes, PromQL, the series and
+// DB is what every data endpoint serves from: writes, PromQL, the series and
 // label endpoints, remote read, /api/v1/last and /api/v1/metadata. *db.DB
-// satisfies it. A Store that is also a storage.ExemplarQueryable (*db.DB is)
+// satisfies it. A DB that is also a storage.ExemplarQueryable (*db.DB is)
 // serves /api/v1/query_exemplars (exemplars.go); another answers none.
-type Store interface {
+type DB interface {
 	Writer
 	storage.SampleAndChunkQueryable
 	Reader
@@ -23,27 +23,27 @@ type Store interface {
 	Ping(ctx context.Context) error
 }
 
-// Provider hands the endpoints their Store for one request: the Store once it can
+// Provider hands the endpoints their DB for one request: the DB once it can
 // serve, or an error saying why not (yet) — the store is still being opened, or
 // unreachable — which the endpoints answer with 503 so that clients retry.
 // It is called once per request and must be cheap and safe for concurrent use.
-type Provider func() (Store, error)
+type Provider func() (DB, error)
 
-// StaticStore is the Provider of a Store that is always there (tests, tools).
-func StaticStore(s Store) Provider {
-	return func() (Store, error) { return s, nil }
+// StaticDB is the Provider of a DB that is always there (tests, tools).
+func StaticDB(s DB) Provider {
+	return func() (DB, error) { return s, nil }
 }
 
-// errNoStore: Options.Store is nil, so there is nothing to serve data from. HTTP
+// errNoStore: Options.DB is nil, so there is nothing to serve data from. HTTP
 // 503, as for a store that is not open yet.
 var errNoStore = fmt.Errorf("%w: no store is configured", errStoreUnavailable)
 
-// store returns the Store of p for one request, or, when there is none (yet),
+// store returns the DB of p for one request, or, when there is none (yet),
 // an error that the endpoints answer with 503: errNoStore without a Provider,
 // the Provider's error as it is when it says the store is unavailable
 // (kv.ErrUnavailable: the store's condition, not promapi's), and otherwise the
 // Provider's error wrapped in errStoreUnavailable.
-func (p Provider) store() (Store, error) {
+func (p Provider) store() (DB, error) {
 	if p == nil {
 		return nil, errNoStore
 	}
@@ -59,7 +59,7 @@ func (p Provider) store() (Store, error) {
 }
 
 // queryable is the SampleAndChunkQueryable that Prometheus' API and remote-read
-// handlers are built with once, at start: each Querier comes from the Store the
+// handlers are built with once, at start: each Querier comes from the DB the
 // Provider hands out at that moment.
 type queryable struct{ p Provider }
 
@@ -71,8 +71,8 @@ func (q queryable) Querier(mint, maxt int64) (storage.Querier, error) {
 	return s.Querier(mint, maxt)
 }
 
-// QueryReader is the read path of the Store the Provider hands out now, for
-// query.Engine; nil when that Store has none (a Store other than *db.DB).
+// QueryReader is the read path of the DB the Provider hands out now, for
+// query.Engine; nil when that DB has none (a DB other than *db.DB).
 func (q queryable) QueryReader() (*query.Reader, error) {
 	s, err := q.p.store()
 	if err != nil {

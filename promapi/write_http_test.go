@@ -142,10 +142,10 @@ func TestNoStoreYetIs503(t *testing.T) {
 		msg   string
 	}{
 		{"no store configured", nil, "store unavailable: no store is configured"},
-		{"store not open yet", func() (Store, error) { return nil, errors.New("opening the store") }, "store unavailable: opening the store"},
+		{"store not open yet", func() (DB, error) { return nil, errors.New("opening the store") }, "store unavailable: opening the store"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h, err := NewRouter(Options{Store: tc.store})
+			h, err := NewRouter(Options{DB: tc.store})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -15,7 +15,7 @@ type writeHandler struct {
 func newWriteHandler(opts Options) *writeHandler {
 	limits := opts.WriteLimits.withDefaults()
 	return &writeHandler{
-		store:    opts.Store,
+		store:    opts.DB,
 		limits:   limits,
 		logger:   opts.Logger,
 		inflight: newLimiter(limits.MaxConcurrentRequests),

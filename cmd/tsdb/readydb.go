@@ -12,7 +12,7 @@ import (
 
 // readyDB is the server's database as the endpoints see it: absent until the
 // store is open and its schema checked, with the reason it is not ready
-// meanwhile. Its Store method is the promapi.Provider of every endpoint.
+// meanwhile. Its DB method is the promapi.Provider of every endpoint.
 type readyDB struct {
 	mu      sync.Mutex
 	db      *db.DB
@@ -20,9 +20,9 @@ type readyDB struct {
 	closed  bool
 }
 
-// Store is the DB once it is open, and until then an error wrapping
+// DB is the DB once it is open, and until then an error wrapping
 // kv.ErrUnavailable that says why not (503, so that clients retry).
-func (r *readyDB) Store() (promapi.Store, error) {
+func (r *readyDB) DB() (promapi.DB, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	switch {

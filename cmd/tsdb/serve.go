@@ -173,7 +173,7 @@ func serve(ctx context.Context, c *commonFlags, o *serveOptions, logger *slog.Lo
 	httpOpts := o.http
 	ingest := &promapi.IngestStats{}
 	reg := newMetricsRegistry(rdb)
-	httpOpts.Store, httpOpts.Logger, httpOpts.BuildInfo, httpOpts.Ingest = rdb.Store, logger, buildInfo(), ingest
+	httpOpts.DB, httpOpts.Logger, httpOpts.BuildInfo, httpOpts.Ingest = rdb.DB, logger, buildInfo(), ingest
 	httpOpts.Registerer, httpOpts.Gatherer = reg, reg
 	o.storageMetrics = kvmetrics.New(string(addr.Kind), reg)
 	o.compact.Registerer = reg

@@ -42,7 +42,7 @@ func TestServeClosesTheStoreWhateverPointShutdownBegins(t *testing.T) {
 
 func TestReadyDBRefusesADBSetAfterClose(t *testing.T) {
 	var r readyDB
-	if _, err := r.Store(); err == nil || err.Error() != "store unavailable: the store is being opened" {
+	if _, err := r.DB(); err == nil || err.Error() != "store unavailable: the store is being opened" {
 		t.Fatalf("Store() before open = %v", err)
 	}
 	if err := r.close(); err != nil {
@@ -51,7 +51,7 @@ func TestReadyDBRefusesADBSetAfterClose(t *testing.T) {
 	if r.set(nil) {
 		t.Fatal("set after close kept the DB; the caller would never close it")
 	}
-	if _, err := r.Store(); err == nil || err.Error() != "the server is stopping: store closed" {
+	if _, err := r.DB(); err == nil || err.Error() != "the server is stopping: store closed" {
 		t.Fatalf("Store() after close = %v", err)
 	}
 }

@@ -103,7 +103,7 @@ func startServer(t *testing.T, end time.Time) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { d.Close() })
-	h, err := promapi.NewRouter(promapi.Options{Store: promapi.StaticStore(d),
+	h, err := promapi.NewRouter(promapi.Options{DB: promapi.StaticDB(d),
 		BuildInfo: promapi.BuildInfo{Version: "3.16.0", Branch: "hbtsdb-dev"}})
 	if err != nil {
 		t.Fatal(err)
