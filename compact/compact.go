@@ -154,7 +154,7 @@ type Stats struct {
 	// RawCells is how many raw cells were deleted.
 	RawCells int
 	// Skipped counts the rows left raw: more samples than a chunk holds, or
-	// samples that make no chunk (planRow).
+	// samples that make no chunk (prepareRow).
 	Skipped int
 	// RollupCells is how many rollup cells were written: one per resolution
 	// and rewritten row, and one per resolution and skipped row (whose rollup

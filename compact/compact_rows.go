@@ -57,10 +57,10 @@ func (c *Compactor) compactRows(ctx context.Context, targets []target, cutoff in
 		return st, fmt.Errorf("read %d rows: %w", len(keys), err)
 	}
 	st.RowsRead = len(rows)
-	plans := make([]rowPlan, len(rows))
+	work := make([]rowWork, len(rows))
 	for i, row := range rows {
 		st.CellsRead += len(row.Cells)
-		if plans[i], err = c.planRow(row, cutoff); err != nil {
+		if work[i], err = c.prepareRow(row, cutoff); err != nil {
 			return st, err
 		}
 	}
@@ -68,8 +68,8 @@ func (c *Compactor) compactRows(ctx context.Context, targets []target, cutoff in
 	// Step 3: the rollup cells.
 	failed := make([]bool, len(rows))
 	var rollups []casOp
-	for i := range plans {
-		p := &plans[i]
+	for i := range work {
+		p := &work[i]
 		if !p.sealed {
 			continue
 		}
@@ -100,8 +100,8 @@ func (c *Compactor) compactRows(ctx context.Context, targets []target, cutoff in
 
 	// Step 4: the chunk cells.
 	var chunks []casOp
-	for i := range plans {
-		if p := &plans[i]; p.chunk != nil && !failed[i] {
+	for i := range work {
+		if p := &work[i]; p.chunk != nil && !failed[i] {
 			chunks = append(chunks, casOp{row: i, table: schema.TableData, put: *p.chunk, expected: p.chunkExpected})
 		}
 	}
@@ -116,8 +116,8 @@ func (c *Compactor) compactRows(ctx context.Context, targets []target, cutoff in
 
 	// Steps 5 and 6: the raw cells and the marks.
 	var deletes, unmark []kv.Mutation
-	for i := range plans {
-		p := &plans[i]
+	for i := range work {
+		p := &work[i]
 		switch {
 		case failed[i]:
 			st.Conflicts++
@@ -257,8 +257,8 @@ func (c *Compactor) readRollupCells(ctx context.Context, keys [][]byte, resoluti
 	return out, n, nil
 }
 
-// rowPlan is what compacting one row takes.
-type rowPlan struct {
+// rowWork is what compacting one row takes.
+type rowWork struct {
 	bucketStart int64
 	// sealed is whether the row is to be compacted: it has raw cells and its
 	// bucket is sealed.
@@ -279,19 +279,19 @@ type rowPlan struct {
 	rawCells int
 }
 
-// planRow returns the chunk write and the raw deletes that compact one row,
+// prepareRow returns the chunk write and the raw deletes that compact one row,
 // and the samples its chunk cell (and its rollup cells) hold, floats and
 // histograms, with their start timestamps (cellenc.BucketCell). A row without raw
 // cells of a sealed bucket (compacted meanwhile, or not sealed) gives a plan
 // with no samples; a row with more samples than a chunk holds, or whose samples
 // cellenc.BucketCell refuses, gives its samples but no chunk, and stays raw.
-func (c *Compactor) planRow(row kv.Row, cutoff int64) (rowPlan, error) {
+func (c *Compactor) prepareRow(row kv.Row, cutoff int64) (rowWork, error) {
 	width := c.settings.BucketWidth
 	rs, err := cellenc.DecodeDataRow(row, width, 0, kv.MaxTimestamp)
 	if err != nil {
-		return rowPlan{}, fmt.Errorf("decode row %q: %w", row.Key, err)
+		return rowWork{}, fmt.Errorf("decode row %q: %w", row.Key, err)
 	}
-	p := rowPlan{bucketStart: rs.BucketStart}
+	p := rowWork{bucketStart: rs.BucketStart}
 	if rs.RawCells == 0 || rs.BucketStart+width.Milliseconds() > cutoff {
 		return p, nil
 	}
