@@ -132,6 +132,16 @@ func TestSchemaCreateAndCheckEmbedded(t *testing.T) {
 	if code != 1 || !strings.Contains(stderr, "the store was created with 1, this process is configured with 4") {
 		t.Fatalf("check with other salts: exit %d, stderr %q", code, stderr)
 	}
+	// The new name, and the old name's environment twin.
+	code, _, stderr = tsdb(t, "schema", "check", store, "--schema.salts=8")
+	if code != 1 || !strings.Contains(stderr, "the store was created with 1, this process is configured with 8") {
+		t.Fatalf("check with --schema.salts=8: exit %d, stderr %q", code, stderr)
+	}
+	t.Setenv("TSDB_SCHEMA_SALT_BUCKETS", "2")
+	code, _, stderr = tsdb(t, "schema", "check", store)
+	if code != 1 || !strings.Contains(stderr, "the store was created with 1, this process is configured with 2") {
+		t.Fatalf("check with TSDB_SCHEMA_SALT_BUCKETS=2: exit %d, stderr %q", code, stderr)
+	}
 }
 
 func TestLockedEmbeddedDirectory(t *testing.T) {
