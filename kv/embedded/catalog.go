@@ -142,6 +142,11 @@ func (s *Store) DropTable(ctx context.Context, name string) error {
 		return fmt.Errorf("embedded: drop table %s: %w", name, err)
 	}
 	s.tombs.Add(kv.Tombstones{Point: 1, Range: 1})
+	if s.head != nil {
+		s.head.mu.Lock()
+		s.head.dropRowsLocked(t.prefix)
+		s.head.mu.Unlock()
+	}
 	delete(s.tables, name)
 	return nil
 }

@@ -47,7 +47,7 @@ const maxSkipNexts = 8
 
 // skipTo moves it to the first key >= target, with up to maxSkipNexts Next
 // calls before it seeks, and reports whether it is valid.
-func skipTo(it *pebble.Iterator, target []byte) bool {
+func skipTo(it cellIter, target []byte) bool {
 	for range maxSkipNexts {
 		if !it.Next() {
 			return false
@@ -161,7 +161,7 @@ func (r *rowReader) inRanges(q []byte) bool {
 // once the row has maxCells cells, leaving the iterator inside the row: for a
 // scan that ends there (CellLimit), so that a row of millions of cells (an
 // index row) is not read to return one.
-func (r *rowReader) readRow(it *pebble.Iterator, rowLen, maxCells int) (kv.Row, bool, error) {
+func (r *rowReader) readRow(it cellIter, rowLen, maxCells int) (kv.Row, bool, error) {
 	if len(r.valueFilters) > 0 {
 		maxCells = 0
 	}
@@ -344,12 +344,12 @@ func (s *Store) getRows(ctx context.Context, op, tableName string, keys [][]byte
 	if err != nil {
 		return nil, fmt.Errorf("embedded: %s %s: %w", op, tableName, err)
 	}
-	it, err := s.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: t.prefix, UpperBound: t.end()})
+	it, pit, err := s.newCellIter(ctx, t.prefix, t.end())
 	if err != nil {
 		return nil, fmt.Errorf("embedded: %s %s: %w", op, tableName, err)
 	}
 	defer func() {
-		addReadWork(ctx, it)
+		addReadWork(ctx, pit)
 		it.Close()
 	}()
 	out := make([]kv.Row, len(keys))
@@ -420,7 +420,7 @@ func (s *Store) Scan(ctx context.Context, tableName string, start, stop []byte, 
 		sc.done = true
 		return sc
 	}
-	if sc.it, err = s.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: lower, UpperBound: upper}); err != nil {
+	if sc.it, sc.pit, err = s.newCellIter(ctx, lower, upper); err != nil {
 		sc.err = fmt.Errorf("embedded: scan %s: %w", tableName, err)
 		return sc
 	}
@@ -441,7 +441,8 @@ type scanner struct {
 	reader *rowReader
 
 	mu    sync.Mutex
-	it    *pebble.Iterator // nil once released
+	it    cellIter         // nil once released
+	pit   *pebble.Iterator // Pebble's part of it, for addReadWork
 	row   kv.Row
 	rows  int // rows returned
 	cells int // cells returned
@@ -512,11 +513,11 @@ func (sc *scanner) finish(err error) {
 		sc.err = err
 	}
 	if sc.it != nil {
-		addReadWork(sc.ctx, sc.it)
+		addReadWork(sc.ctx, sc.pit)
 		if cerr := sc.it.Close(); cerr != nil && sc.err == nil {
 			sc.err = fmt.Errorf("embedded: scan %s: %w", sc.table, cerr)
 		}
-		sc.it = nil
+		sc.it, sc.pit = nil, nil
 	}
 	if sc.store != nil {
 		sc.store.scMu.Lock()

@@ -55,6 +55,10 @@ type Options struct {
 	// SpaceCheckInterval is how often free space is read [1s].
 	SpaceCheckInterval time.Duration
 
+	// Head keeps the cells of some families in memory behind a log of its own
+	// instead of in Pebble (head.go) [none].
+	Head HeadOptions
+
 	// tunePebble, in tests, changes Pebble's options after tuning.go set them.
 	tunePebble func(*pebble.Options)
 }
@@ -120,6 +124,17 @@ type Store struct {
 	space      *spaceMonitor
 	spaceDone  chan struct{}
 	closedFlag atomic.Bool
+
+	// The head (head.go, headstore.go): nil when the store has none.
+	head             *head
+	hlog             *headLog
+	headOpts         HeadOptions
+	headReplayed     int64
+	headFlushedRows  atomic.Int64
+	headFlushedCells atomic.Int64
+	stopHead         context.CancelFunc
+	headDone         chan struct{}
+	headWake         chan struct{}
 }
 
 var _ kv.Store = (*Store)(nil)
@@ -174,6 +189,11 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 		scanners: make(map[*scanner]struct{}),
 	}
 	if err := s.load(); err != nil {
+		db.Close()
+		lock.Close()
+		return nil, fmt.Errorf("embedded: open %s: %w", abs, err)
+	}
+	if err := s.openHead(opts.Head); err != nil {
 		db.Close()
 		lock.Close()
 		return nil, fmt.Errorf("embedded: open %s: %w", abs, err)
@@ -314,6 +334,7 @@ func (s *Store) Close() error {
 
 	s.stopSweep()
 	<-s.sweepDone
+	herr := s.closeHead()
 	if s.spaceDone != nil {
 		<-s.spaceDone
 	}
@@ -328,6 +349,9 @@ func (s *Store) Close() error {
 	}
 
 	err := s.db.Close()
+	if err == nil {
+		err = herr
+	}
 	if lerr := s.lock.Close(); err == nil {
 		err = lerr
 	}

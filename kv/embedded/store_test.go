@@ -60,7 +60,7 @@ func (c *fakeClock) Advance(d time.Duration) {
 
 // openStore opens the store in dir, closed at the end of the test unless the test
 // closed it.
-func openStore(t *testing.T, dir string, opts Options) *Store {
+func openStore(t testing.TB, dir string, opts Options) *Store {
 	t.Helper()
 	st, err := Open(context.Background(), dir, opts)
 	if err != nil {

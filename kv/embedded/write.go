@@ -32,6 +32,16 @@ func (s *Store) Apply(ctx context.Context, tableName string, mutations []kv.Muta
 	if err := s.space.err(); err != nil {
 		return fmt.Errorf("embedded: apply %s: %w", tableName, err)
 	}
+	if s.head != nil {
+		rest, err := s.applyHead(tableName, mutations)
+		if err != nil {
+			return fmt.Errorf("embedded: apply %s: %w", tableName, err)
+		}
+		if len(rest) == 0 {
+			return nil
+		}
+		mutations = rest
+	}
 	puts, exclusive := classify(mutations)
 	if exclusive {
 		pending, err := s.applyExclusive(ctx, tableName, mutations)
@@ -300,7 +310,12 @@ func (s *Store) incrementLocked(tableName string, row []byte, familyName string,
 		now = max(now, curTs)
 	}
 	sum += delta
-	pending, err := s.applyCell(appendTimestamp(col, now), binary.BigEndian.AppendUint64(nil, uint64(sum)))
+	value := binary.BigEndian.AppendUint64(nil, uint64(sum))
+	if s.holds(t, familyName) {
+		pending, err := s.putToHead(t, kv.Put(row, familyName, qualifier, now, value))
+		return sum, pending, err
+	}
+	pending, err := s.applyCell(appendTimestamp(col, now), value)
 	return sum, pending, err
 }
 
@@ -345,6 +360,10 @@ func (s *Store) checkAndPutLocked(tableName string, expected []byte, put kv.Muta
 	} else if !found || !bytes.Equal(cur, expected) {
 		return false, pendingSync{}, nil
 	}
+	if s.holds(t, put.Family) {
+		pending, err := s.putToHead(t, put)
+		return err == nil, pending, err
+	}
 	pending, err := s.applyCell(appendTimestamp(col, put.Timestamp), put.Value)
 	return err == nil, pending, err
 }
@@ -365,6 +384,21 @@ func (s *Store) checkAndPutLocked(tableName string, expected []byte, put kv.Muta
 type pendingSync struct {
 	b    *pebble.Batch
 	done func() // tells Close that the batch is released
+	// head, for a put the head took instead (putToHead), waits for its log
+	// record's fsync.
+	head func() error
+}
+
+// putToHead applies a valid put of a family the head holds, under s.mu held
+// exclusively: the head's log and memory take it at once, its fsync is
+// awaited by pendingSync.wait.
+func (s *Store) putToHead(t *table, put kv.Mutation) (pendingSync, error) {
+	wait, err := s.logAndApplyToHead(t, []kv.Mutation{put}, func(int) bool { return true })
+	if err != nil {
+		return pendingSync{}, err
+	}
+	s.syncing.Add(1)
+	return pendingSync{head: wait, done: s.syncing.Done}, nil
 }
 
 // applyCell applies key=value and starts its fsync; s.mu must be held.
@@ -385,11 +419,15 @@ func (s *Store) applyNoSyncWait(b *pebble.Batch) (pendingSync, error) {
 		return pendingSync{}, err
 	}
 	s.syncing.Add(1)
-	return pendingSync{b, s.syncing.Done}, nil
+	return pendingSync{b: b, done: s.syncing.Done}, nil
 }
 
 // wait waits for the fsync, if there is one, and releases the batch.
 func (p pendingSync) wait() error {
+	if p.head != nil {
+		defer p.done()
+		return p.head()
+	}
 	if p.b == nil {
 		return nil
 	}
@@ -418,7 +456,7 @@ func (s *Store) checkCell(tableName string, m kv.Mutation) (*table, *family, err
 // not expired at nowMs. The newest version is always within MaxVersions, and if it
 // is expired every older one is too. The value is a copy.
 func (s *Store) newestVisible(col []byte, f *family, nowMs int64) (value []byte, ts int64, found bool, err error) {
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: col, UpperBound: prefixEnd(col)})
+	it, _, err := s.newCellIter(context.Background(), col, prefixEnd(col))
 	if err != nil {
 		return nil, 0, false, err
 	}
