@@ -219,7 +219,7 @@ func embeddedStorages(b schematest.Backend) func(testing.TB) storage.Storage {
 	opts := b.TableOptions
 	opts.RawRetention = 0
 	return func(t testing.TB) storage.Storage {
-		st, err := embedded.Open(context.Background(), t.TempDir(), embedded.Options{SweepInterval: -1})
+		st, err := embedded.Open(context.Background(), t.TempDir(), embedded.Options{Head: embedded.HeadOptions{Holds: schema.Transient}, SweepInterval: -1})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -227,7 +227,7 @@ func settle(b *testing.B) {
 // (docs/query-latency.md); this layout shows what a cache with room does.
 func embeddedWithCache(b *testing.B, be schematest.Backend, cacheSize int64) kv.Store {
 	b.Helper()
-	st, err := embedded.Open(context.Background(), b.TempDir(), embedded.Options{SweepInterval: -1, CacheSize: cacheSize})
+	st, err := embedded.Open(context.Background(), b.TempDir(), embedded.Options{Head: embedded.HeadOptions{Holds: schema.Transient}, SweepInterval: -1, CacheSize: cacheSize})
 	if err != nil {
 		b.Fatal(err)
 	}

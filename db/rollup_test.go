@@ -576,7 +576,7 @@ func TestThanosCases(t *testing.T) {
 // default schema but for the raw retention, and a DB on it.
 func clockedDB(t *testing.T, now func() time.Time, rawRetention time.Duration) (kv.Store, schema.Settings, schema.TableOptions, *db.DB) {
 	t.Helper()
-	st, err := embedded.Open(context.Background(), t.TempDir(), embedded.Options{SweepInterval: -1, Clock: now})
+	st, err := embedded.Open(context.Background(), t.TempDir(), embedded.Options{Head: embedded.HeadOptions{Holds: schema.Transient}, SweepInterval: -1, Clock: now})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -257,7 +257,7 @@ func openSizeStore(b *testing.B, backend string) sizeStore {
 	var st sizeStore
 	switch backend {
 	case "embedded":
-		es, err := embedded.Open(ctx, b.TempDir(), embedded.Options{SweepInterval: -1})
+		es, err := embedded.Open(ctx, b.TempDir(), embedded.Options{Head: embedded.HeadOptions{Holds: schema.Transient}, SweepInterval: -1})
 		if err != nil {
 			b.Fatal(err)
 		}

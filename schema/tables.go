@@ -164,6 +164,16 @@ func Tables(o TableOptions) []kv.TableSpec {
 	return tables
 }
 
+// Transient reports whether the cells of family of table (logical names) live
+// only until compaction rewrites their bucket, an hour or two after they are
+// written: raw samples (FamilyRaw of TableData) and pending marks. An embedded
+// store keeps them in memory behind a log of their own (its head) rather than
+// in its files, so that writing and deleting them costs no key and no
+// tombstone there.
+func Transient(table, family string) bool {
+	return table == TableData && family == FamilyRaw || table == TablePending && family == FamilyPending
+}
+
 // ExemplarTable returns the spec of the exemplar table (exemplar.go): family
 // FamilyExemplars with TTL o.ExemplarRetention, one version, pre-split like the
 // data table, whose row keys it shares.

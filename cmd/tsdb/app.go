@@ -125,6 +125,8 @@ type commonFlags struct {
 	hbaseZKTimeout   *time.Duration
 	hbaseRPCTimeout  *time.Duration
 	minFreeBytes     *units.Base2Bytes
+	head             *bool
+	headMaxBytes     *units.Base2Bytes
 
 	bucketWidth  *time.Duration
 	saltCount    *int
@@ -152,6 +154,12 @@ func registerCommonFlags(kp *kingpin.Application) *commonFlags {
 		minFreeBytes: flag(kp, "storage.min-free-bytes", "Free space an embedded store keeps on its disk: under it, writes are "+
 			"answered 503 (Prometheus retries them) and /-/ready is false until space is freed, instead of the store stalling; "+
 			"0 disables the check.").Default("256MiB").Bytes(),
+		head: flag(kp, "storage.head", "Keep the embedded store's fresh raw samples in memory behind a write-ahead log of their own "+
+			"(<dir>/head, fsynced before a write is answered, replayed at start) instead of one key per sample in its files, until "+
+			"compaction rewrites their bucket. --no-storage.head writes what the log holds into the files at the next start.").
+			Default("true").Bool(),
+		headMaxBytes: flag(kp, "storage.head.max-bytes", "Memory the embedded store's head may take: above it, the rows logged longest "+
+			"ago are written into the store's files. Its log on disk is bounded at four times this.").Default("512MiB").Bytes(),
 		hbaseRPCTimeout: durationFlag(flag(kp, "hbase.rpc-timeout", "How long one HBase region call (lookup or read) may take "+
 			"before it is retried elsewhere, and how long one write or point read may keep retrying an HBase "+
 			"that does not answer before it fails with 503 (Prometheus retries it)."), "30s"),

@@ -69,7 +69,7 @@ func (s *oldStore) storage() string { return "--storage=embedded:" + s.dir }
 func (s *oldStore) with(t *testing.T, f func(*db.DB, kv.Store)) {
 	t.Helper()
 	ctx := context.Background()
-	st, err := embedded.Open(ctx, s.dir, embedded.Options{SweepInterval: -1})
+	st, err := embedded.Open(ctx, s.dir, embedded.Options{Head: embedded.HeadOptions{Holds: schema.Transient}, SweepInterval: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

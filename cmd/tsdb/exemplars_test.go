@@ -52,7 +52,7 @@ func createdStore(t *testing.T) (string, func(f func(ctx context.Context, st kv.
 	return store, func(f func(ctx context.Context, st kv.Store) error) {
 		t.Helper()
 		ctx := context.Background()
-		st, err := embedded.Open(ctx, dir, embedded.Options{SweepInterval: -1})
+		st, err := embedded.Open(ctx, dir, embedded.Options{Head: embedded.HeadOptions{Holds: schema.Transient}, SweepInterval: -1})
 		if err != nil {
 			t.Fatal(err)
 		}

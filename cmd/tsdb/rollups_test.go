@@ -151,7 +151,7 @@ func TestSchemaRollupsEmbedded(t *testing.T) {
 func rollupCells(t *testing.T, dir string, res time.Duration) (cells int, samples uint64) {
 	t.Helper()
 	ctx := context.Background()
-	st, err := embedded.Open(ctx, dir, embedded.Options{SweepInterval: -1})
+	st, err := embedded.Open(ctx, dir, embedded.Options{Head: embedded.HeadOptions{Holds: schema.Transient}, SweepInterval: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/hbtsdb/hbtsdb/kv/embedded"
+	"github.com/hbtsdb/hbtsdb/schema"
 )
 
 // A signal can arrive while the store is being opened in the background. serve
@@ -30,7 +31,7 @@ func TestServeClosesTheStoreWhateverPointShutdownBegins(t *testing.T) {
 		if code := <-done; code != 0 {
 			t.Fatalf("round %d: serve exited %d after cancellation, want 0", round, code)
 		}
-		st, err := embedded.Open(context.Background(), dir, embedded.Options{SweepInterval: -1})
+		st, err := embedded.Open(context.Background(), dir, embedded.Options{Head: embedded.HeadOptions{Holds: schema.Transient}, SweepInterval: -1})
 		if err != nil {
 			t.Fatalf("round %d: the store is still held after serve returned: %v", round, err)
 		}

@@ -40,13 +40,18 @@ func (c *commonFlags) openExistingStore(ctx context.Context, addr backend.Addres
 }
 
 func (c *commonFlags) backendOptions(logger *slog.Logger) backend.Options {
-	return backend.Options{
+	o := backend.Options{
 		HBaseTablePrefix:      *c.hbaseTablePrefix,
 		HBaseZooKeeperTimeout: *c.hbaseZKTimeout,
 		HBaseRPCTimeout:       *c.hbaseRPCTimeout,
 		EmbeddedMinFreeBytes:  int64(*c.minFreeBytes),
+		EmbeddedHeadMaxBytes:  int64(*c.headMaxBytes),
 		Logger:                logger,
 	}
+	if *c.head {
+		o.EmbeddedHeadHolds = schema.Transient
+	}
+	return o
 }
 
 // schemaSettings are the schema settings this process is configured with; the salt

@@ -80,6 +80,11 @@ type Options struct {
 	// EmbeddedMinFreeBytes is the free space an embedded store keeps
 	// (embedded.Options.MinFreeBytes; 0 disables the check here).
 	EmbeddedMinFreeBytes int64
+	// EmbeddedHeadHolds names the families an embedded store keeps in its head
+	// (embedded.HeadOptions.Holds); nil keeps every cell in Pebble.
+	EmbeddedHeadHolds func(table, family string) bool
+	// EmbeddedHeadMaxBytes bounds the head's memory (embedded.HeadOptions.MaxBytes).
+	EmbeddedHeadMaxBytes int64
 	// MustExist refuses to create an embedded store: a directory that does not
 	// exist is an error wrapping ErrNoStore (for commands that only look).
 	MustExist bool
@@ -108,7 +113,8 @@ func Open(ctx context.Context, addr Address, opts Options) (kv.Store, error) {
 		if minFree == 0 {
 			minFree = -1 // off
 		}
-		return embedded.Open(ctx, dir, embedded.Options{Logger: opts.Logger, MinFreeBytes: minFree})
+		return embedded.Open(ctx, dir, embedded.Options{Logger: opts.Logger, MinFreeBytes: minFree,
+			Head: embedded.HeadOptions{Holds: opts.EmbeddedHeadHolds, MaxBytes: opts.EmbeddedHeadMaxBytes}})
 	case HBase:
 		return hbase.Open(ctx, hbase.Options{
 			Quorum:              addr.Quorum,

@@ -251,7 +251,7 @@ func openHeadLog(dir string, opts headLogOptions, replay func(seg uint64, rec []
 	l.current.Store(next)
 	l.writerState = headWriter{f: f, w: bufio.NewWriterSize(f, headWriteBuffer)}
 
-	l.logger.Info("embedded: head log opened", "dir", dir, "segments", len(nums),
+	l.logger.Debug("embedded: head log opened", "dir", dir, "segments", len(nums),
 		"records", l.replayedRecs, "bytes", l.replayedSize, "segment", next)
 	go l.run()
 	return l, nil

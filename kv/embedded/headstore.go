@@ -127,7 +127,7 @@ func (s *Store) openHead(opts HeadOptions) error {
 	s.head, s.hlog, s.headReplayed = h, log, replayed
 	if replayed > 0 {
 		st := h.stats()
-		s.log.Info("embedded: head replayed", "dir", dir, "records", replayed, "rows", st.Rows, "cells", st.Cells, "bytes", st.Bytes)
+		s.log.Debug("embedded: head replayed", "dir", dir, "records", replayed, "rows", st.Rows, "cells", st.Cells, "bytes", st.Bytes)
 	}
 	if opts.Holds == nil {
 		// No head wanted any more: what the log holds goes to Pebble.

@@ -99,7 +99,9 @@ func CreateWith(t testing.TB, st kv.Store, settings schema.Settings, opts schema
 
 func embeddedStores(t testing.TB, n int) []kv.Store {
 	t.Helper()
-	st, err := embedded.Open(context.Background(), t.TempDir(), embedded.Options{SweepInterval: -1})
+	// As tsdb serve opens it: fresh raw samples and pending marks in the head.
+	st, err := embedded.Open(context.Background(), t.TempDir(), embedded.Options{SweepInterval: -1,
+		Head: embedded.HeadOptions{Holds: schema.Transient}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -87,7 +87,7 @@ func startServer(t *testing.T, end time.Time) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	st, err := embedded.Open(ctx, t.TempDir(), embedded.Options{SweepInterval: -1})
+	st, err := embedded.Open(ctx, t.TempDir(), embedded.Options{Head: embedded.HeadOptions{Holds: schema.Transient}, SweepInterval: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
