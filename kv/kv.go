@@ -332,6 +332,25 @@ func (t *TombstoneTotals) Load() Tombstones {
 	return Tombstones{Point: t.point.Load(), Range: t.ranges.Load()}
 }
 
+// HeadStats is what a store keeps in memory behind a log of its own instead of
+// in its files (the embedded store's head), and what it has moved from there
+// into its files to stay within its bounds.
+type HeadStats struct {
+	Rows, Cells int64 // held now
+	Bytes       int64 // memory the held cells take
+	LogBytes    int64 // the head's log on disk
+	LogSegments int64
+	// FlushedRows and FlushedCells were written into the store's files since
+	// it was opened, because the head was over its memory or log bound.
+	FlushedRows, FlushedCells int64
+	// ReplayedRecords is how many log records the store replayed when it opened.
+	ReplayedRecords int64
+}
+
+// HeadReporter is implemented by stores that may have a head; ok is false
+// when this one has none.
+type HeadReporter interface{ HeadStats() (st HeadStats, ok bool) }
+
 // BatchError reports which mutations of an Apply failed. Mutations not listed may or
 // may not have been applied (HBase applies rows independently).
 type BatchError struct {

@@ -166,6 +166,10 @@ func TestServeLogsWhereToWriteAndWhatArrived(t *testing.T) {
 		t.Fatalf("/api/put with one datapoint without tags: %d, want 400", resp.StatusCode)
 	}
 	s.waitLog(t, `msg="ingest summary" interval=200ms requests=1 failed_requests=1 series_written=2 samples_written=2 samples_rejected=1`)
+	// The two samples and the pending marks of their two rows, in the head.
+	if !strings.Contains(s.log(), " head_cells=4 head_bytes=") {
+		t.Fatalf("the ingest summary does not say what the head holds; log:\n%s", s.log())
+	}
 	if err := s.stop(t); err != nil {
 		t.Fatalf("serve exited with %v; log:\n%s", err, s.log())
 	}

@@ -7,14 +7,17 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/promapi"
 )
 
 // logIngestSummaries logs, every interval, one info line summing up what the write
 // endpoints took in since the previous line, so that an operator sees data
 // arriving without a dashboard; an interval in which no write request arrived
-// logs nothing. It returns when ctx is done.
-func logIngestSummaries(ctx context.Context, stats *promapi.IngestStats, every time.Duration, logger *slog.Logger) {
+// logs nothing. With an embedded store's head (head reports it), the line ends
+// with what the head holds: its cells, memory (bounded by
+// --storage.head.max-bytes) and log on disk. It returns when ctx is done.
+func logIngestSummaries(ctx context.Context, stats *promapi.IngestStats, head func() (kv.HeadStats, bool), every time.Duration, logger *slog.Logger) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	last := stats.Counts()
@@ -26,9 +29,13 @@ func logIngestSummaries(ctx context.Context, stats *promapi.IngestStats, every t
 		}
 		now := stats.Counts()
 		if d := now.Sub(last); d.Requests > 0 {
-			logger.Info("ingest summary", "interval", every, "requests", d.Requests, "failed_requests", d.FailedRequests,
+			args := []any{"interval", every, "requests", d.Requests, "failed_requests", d.FailedRequests,
 				"series_written", d.Series, "samples_written", d.Samples, "samples_rejected", d.RejectedSamples,
-				"samples_per_second", float64(d.Samples)/every.Seconds())
+				"samples_per_second", float64(d.Samples) / every.Seconds()}
+			if hs, ok := head(); ok {
+				args = append(args, "head_cells", hs.Cells, "head_bytes", hs.Bytes, "head_log_bytes", hs.LogBytes)
+			}
+			logger.Info("ingest summary", args...)
 		}
 		last = now
 	}

@@ -204,7 +204,7 @@ func serve(ctx context.Context, c *commonFlags, o *serveOptions, logger *slog.Lo
 	// must outlive them.
 	var background sync.WaitGroup
 	if o.ingestSummaryEvery > 0 {
-		background.Go(func() { logIngestSummaries(openCtx, ingest, o.ingestSummaryEvery, logger) })
+		background.Go(func() { logIngestSummaries(openCtx, ingest, o.storageMetrics.HeadStats, o.ingestSummaryEvery, logger) })
 	}
 	if o.selfScrapeEvery > 0 {
 		instance := strings.TrimPrefix(strings.TrimPrefix(url, "https://"), "http://")

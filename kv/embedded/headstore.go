@@ -65,23 +65,15 @@ func (o HeadOptions) withDefaults() HeadOptions {
 	return o
 }
 
-// HeadStats is what the head holds and has done since Open.
-type HeadStats struct {
-	Rows, Cells, Bytes int64 // held now; Bytes of memory
-	LogBytes           int64 // the head log's size on disk
-	LogSegments        int64
-	FlushedRows        int64 // rows written to Pebble to keep the bounds
-	FlushedCells       int64
-	ReplayedRecords    int64 // log records replayed at Open
-}
-
 // HeadStats reports the head; ok is false when the store has none.
-func (s *Store) HeadStats() (st HeadStats, ok bool) {
+var _ kv.HeadReporter = (*Store)(nil)
+
+func (s *Store) HeadStats() (st kv.HeadStats, ok bool) {
 	if s.head == nil {
-		return HeadStats{}, false
+		return kv.HeadStats{}, false
 	}
 	hs := s.head.stats()
-	st = HeadStats{Rows: hs.Rows, Cells: hs.Cells, Bytes: hs.Bytes,
+	st = kv.HeadStats{Rows: hs.Rows, Cells: hs.Cells, Bytes: hs.Bytes,
 		FlushedRows: s.headFlushedRows.Load(), FlushedCells: s.headFlushedCells.Load(),
 		ReplayedRecords: s.headReplayed}
 	st.LogBytes, st.LogSegments = s.hlog.Size(), int64(s.hlog.Segments())

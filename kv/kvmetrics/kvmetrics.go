@@ -16,6 +16,9 @@
 //	hbtsdb_kv_read_internal_keys_deleted_total{backend, operation, job}  of those, covered by range tombstones
 //	hbtsdb_kv_read_internal_seeks_total{backend, operation, job}         iterator seeks
 //	hbtsdb_kv_tombstones_total{backend, kind}                 tombstones deletes left behind (kv.Tombstones)
+//	hbtsdb_kv_head_rows{backend}, hbtsdb_kv_head_cells{backend}, hbtsdb_kv_head_bytes{backend},
+//	hbtsdb_kv_head_log_bytes{backend}                           what the open stores' heads hold (kv.HeadStats)
+//	hbtsdb_kv_head_flushed_cells_total{backend}                 cells their heads wrote into the files to stay within bounds
 //
 // operation is apply, get, get_rows, scan (from Scan to Close), increment,
 // check_and_put, ping. A context cancelled by the caller is not an error of the
@@ -33,6 +36,10 @@
 // the last counts of those closed, so it keeps growing across a reopen. It
 // stays 0 for a store that does not count its tombstones; the wrapper of one
 // that does is a kv.TombstoneCounter too.
+//
+// The head gauges sum kv.HeadReporter over the open stores Wrap instrumented
+// that have a head (the embedded store with --storage.head); they stay 0
+// otherwise. HeadStats gives the same sums to the ingest summary.
 //
 // This package imports only kv and client_golang; it must never import a
 // backend or a package above kv.
@@ -69,6 +76,9 @@ type Metrics struct {
 	readRows, readCells, readKeys, readKeysDeleted, readSeeks *prometheus.CounterVec
 	// The tombstones of the wrapped stores.
 	tombs *tombstoneSum
+	// The open wrapped stores that may have a head.
+	headsMu sync.Mutex
+	heads   map[*store]kv.HeadReporter
 }
 
 // New registers the store metrics of backend (embedded, hbase: the backend
@@ -127,7 +137,55 @@ func New(backend string, reg prometheus.Registerer) *Metrics {
 			ConstLabels: prometheus.Labels{"backend": backend, "kind": kind.name},
 		}, func() float64 { return float64(kind.count(m.tombs.total())) }))
 	}
+	m.heads = make(map[*store]kv.HeadReporter)
+	for _, g := range []struct {
+		name, help string
+		value      func(kv.HeadStats) int64
+		counter    bool
+	}{
+		{"hbtsdb_kv_head_rows", "Rows whose fresh cells the store keeps in memory behind its head log (embedded store; 0 without a head).",
+			func(h kv.HeadStats) int64 { return h.Rows }, false},
+		{"hbtsdb_kv_head_cells", "Cells (raw samples, pending marks) the store's head holds in memory.",
+			func(h kv.HeadStats) int64 { return h.Cells }, false},
+		{"hbtsdb_kv_head_bytes", "Memory the store's head takes; bounded by --storage.head.max-bytes.",
+			func(h kv.HeadStats) int64 { return h.Bytes }, false},
+		{"hbtsdb_kv_head_log_bytes", "Size on disk of the head's write-ahead log.",
+			func(h kv.HeadStats) int64 { return h.LogBytes }, false},
+		{"hbtsdb_kv_head_flushed_cells_total", "Cells the head wrote into the store's files because it was over its memory or log bound "+
+			"(0 while compaction keeps up).", func(h kv.HeadStats) int64 { return h.FlushedCells }, true},
+	} {
+		value := func() float64 { st, _ := m.HeadStats(); return float64(g.value(st)) }
+		opts := prometheus.Opts{Name: g.name, Help: g.help, ConstLabels: prometheus.Labels{"backend": backend}}
+		if g.counter {
+			reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts(opts), value))
+		} else {
+			reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts(opts), value))
+		}
+	}
 	return m
+}
+
+// HeadStats sums the heads of the open stores Wrap instrumented; ok is false
+// when none has a head.
+func (m *Metrics) HeadStats() (sum kv.HeadStats, ok bool) {
+	m.headsMu.Lock()
+	defer m.headsMu.Unlock()
+	for _, h := range m.heads {
+		st, has := h.HeadStats()
+		if !has {
+			continue
+		}
+		ok = true
+		sum.Rows += st.Rows
+		sum.Cells += st.Cells
+		sum.Bytes += st.Bytes
+		sum.LogBytes += st.LogBytes
+		sum.LogSegments += st.LogSegments
+		sum.FlushedRows += st.FlushedRows
+		sum.FlushedCells += st.FlushedCells
+		sum.ReplayedRecords += st.ReplayedRecords
+	}
+	return sum, ok
 }
 
 // tombstoneSum sums the tombstones of the stores Wrap instrumented that count
@@ -196,6 +254,11 @@ func (m *Metrics) readDone(r *read, rows, cells int) {
 // It is a kv.TombstoneCounter exactly when st is one.
 func (m *Metrics) Wrap(st kv.Store) kv.Store {
 	s := &store{Store: st, m: m}
+	if h, ok := st.(kv.HeadReporter); ok {
+		m.headsMu.Lock()
+		m.heads[s] = h
+		m.headsMu.Unlock()
+	}
 	if tc, ok := st.(kv.TombstoneCounter); ok {
 		s.tombs = tc
 		m.tombs.track(s)
@@ -220,6 +283,9 @@ func (s *store) Tombstones() kv.Tombstones { return s.tombs.Tombstones() }
 // Close closes the store and keeps its last tombstone counts.
 func (s *store) Close() error {
 	err := s.Store.Close()
+	s.m.headsMu.Lock()
+	delete(s.m.heads, s)
+	s.m.headsMu.Unlock()
 	if s.tombs != nil {
 		s.m.tombs.retire(s)
 	}
