@@ -349,7 +349,9 @@ type HeadStats struct {
 
 // HeadReporter is implemented by stores that may have a head; ok is false
 // when this one has none.
-type HeadReporter interface{ HeadStats() (st HeadStats, ok bool) }
+type HeadReporter interface {
+	HeadStats() (st HeadStats, ok bool)
+}
 
 // BatchError reports which mutations of an Apply failed. Mutations not listed may or
 // may not have been applied (HBase applies rows independently).

@@ -151,7 +151,7 @@ func New(backend string, reg prometheus.Registerer) *Metrics {
 			func(h kv.HeadStats) int64 { return h.Bytes }, false},
 		{"hbtsdb_kv_head_log_bytes", "Size on disk of the head's write-ahead log.",
 			func(h kv.HeadStats) int64 { return h.LogBytes }, false},
-		{"hbtsdb_kv_head_flushed_cells_total", "Cells the head wrote into the store's files because it was over its memory or log bound "+
+		{"hbtsdb_kv_head_flushed_cells_total", "Cells the head wrote into the store's files because it was over its memory or log bound " +
 			"(0 while compaction keeps up).", func(h kv.HeadStats) int64 { return h.FlushedCells }, true},
 	} {
 		value := func() float64 { st, _ := m.HeadStats(); return float64(g.value(st)) }
