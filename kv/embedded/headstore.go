@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -187,6 +188,30 @@ func (s *Store) applyToHead(t *table, mutations []kv.Mutation, holds func(i int)
 
 func (s *Store) logAndApplyToHead(t *table, mutations []kv.Mutation, holds func(i int) bool) (wait func() error, err error) {
 	h := s.head
+	if !slices.ContainsFunc(mutations, func(m kv.Mutation) bool { return m.Kind != kv.KindPut }) {
+		// Puts only (the ingest path): the record does not depend on what the
+		// head holds, so it is built and framed before the lock, which then
+		// covers only the hand-over to the log and the memory insert.
+		ops := mutations
+		if !all(len(mutations), holds) {
+			ops = nil
+			for i, m := range mutations {
+				if holds(i) {
+					ops = append(ops, m)
+				}
+			}
+		}
+		if len(ops) == 0 {
+			return noWait, nil
+		}
+		framed, err := frameHeadRecord(encodeHeadOps(nil, t.id, ops))
+		if err != nil {
+			return nil, err
+		}
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		return s.handOver(t, ops, framed)
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	var (
@@ -214,17 +239,39 @@ func (s *Store) logAndApplyToHead(t *table, mutations []kv.Mutation, holds func(
 		ops = append(ops, m)
 	}
 	if len(ops) == 0 {
-		return func() error { return nil }, nil
+		return noWait, nil
 	}
-	seg, wait, err := s.hlog.appendAsync(encodeHeadOps(nil, t.id, ops))
+	framed, err := frameHeadRecord(encodeHeadOps(nil, t.id, ops))
 	if err != nil {
 		return nil, err
 	}
-	h.applyLocked(t, ops, seg)
-	if h.bytes > s.headOpts.MaxBytes {
+	return s.handOver(t, ops, framed)
+}
+
+// handOver hands the framed record of ops to the log and applies ops to the
+// head's memory, in that order; h.mu must be held exclusively.
+func (s *Store) handOver(t *table, ops []kv.Mutation, framed []byte) (wait func() error, err error) {
+	seg, wait, err := s.hlog.appendFramed(framed)
+	if err != nil {
+		return nil, err
+	}
+	s.head.applyLocked(t, ops, seg)
+	if s.head.bytes > s.headOpts.MaxBytes {
 		s.wakeHead()
 	}
 	return wait, nil
+}
+
+func noWait() error { return nil }
+
+// all reports whether holds(i) for every i < n.
+func all(n int, holds func(i int) bool) bool {
+	for i := range n {
+		if !holds(i) {
+			return false
+		}
+	}
+	return true
 }
 
 // applyHead applies the head's part of an Apply (applyToHead) and returns the
@@ -243,10 +290,10 @@ func (s *Store) applyHead(tableName string, mutations []kv.Mutation) ([]kv.Mutat
 		return nil, err
 	}
 	holds := make([]bool, len(mutations))
-	any := false
+	anyHeld := false
 	for i, m := range mutations {
 		if m.Kind == kv.KindPut && s.holds(t, m.Family) {
-			holds[i], any = true, true
+			holds[i], anyHeld = true, true
 		}
 	}
 	hasDeletes := false
@@ -256,7 +303,7 @@ func (s *Store) applyHead(tableName string, mutations []kv.Mutation) ([]kv.Mutat
 			break
 		}
 	}
-	if !any && !hasDeletes {
+	if !anyHeld && !hasDeletes {
 		s.mu.RUnlock()
 		return mutations, nil
 	}
@@ -267,9 +314,6 @@ func (s *Store) applyHead(tableName string, mutations []kv.Mutation) ([]kv.Mutat
 	}
 	if err := wait(); err != nil {
 		return nil, err
-	}
-	if !any && !hasDeletes {
-		return mutations, nil
 	}
 	rest := make([]kv.Mutation, 0, len(mutations))
 	putRows := make(map[string]bool)
@@ -469,17 +513,23 @@ func (s *Store) closeHead() error {
 	return s.hlog.Close()
 }
 
-// appendAsync frames rec and hands it to the log's writer without waiting for
+// frameHeadRecord frames rec for the log (appendHeadRecord), refusing one
+// over the log's limit.
+func frameHeadRecord(rec []byte) ([]byte, error) {
+	if len(rec) > maxHeadRecord {
+		return nil, fmt.Errorf("embedded: head log: append: %w: record of %d bytes (at most %d)",
+			kv.ErrInvalidArgument, len(rec), maxHeadRecord)
+	}
+	return appendHeadRecord(make([]byte, 0, headRecordHeader+len(rec)), rec), nil
+}
+
+// appendFramed hands a framed record to the log's writer without waiting for
 // its fsync, which wait awaits. The head calls it under h.mu, so that the log
 // takes records in the order the head applies them; seg is a lower bound of
 // the segment the record lands in (segments only grow), which is all that
 // truncation needs.
-func (l *headLog) appendAsync(rec []byte) (seg uint64, wait func() error, err error) {
-	if len(rec) > maxHeadRecord {
-		return 0, nil, fmt.Errorf("embedded: head log: append: %w: record of %d bytes (at most %d)",
-			kv.ErrInvalidArgument, len(rec), maxHeadRecord)
-	}
-	req := &headLogReq{data: appendHeadRecord(make([]byte, 0, headRecordHeader+len(rec)), rec), done: make(chan struct{})}
+func (l *headLog) appendFramed(framed []byte) (seg uint64, wait func() error, err error) {
+	req := &headLogReq{data: framed, done: make(chan struct{})}
 	seg = l.Segment()
 	if err := l.enqueue(context.Background(), req); err != nil {
 		return 0, nil, err
