@@ -47,6 +47,10 @@ type head struct {
 	// rows by row prefix (tablePrefix | esc(row)); row prefixes are prefix-free,
 	// so this order is the order of every cell key of the rows.
 	rows *btreemap.BTreeMap[[]byte, *headRow]
+	// byPrefix finds a row by its prefix without the btree's comparisons of
+	// long keys that share most of their bytes (a write looks up one row per
+	// sample); the same rows as rows.
+	byPrefix map[string]*headRow
 	// bytes is the memory the rows take, as headRow.size counts it; cells the
 	// number of cells held.
 	bytes, cells int64
@@ -80,7 +84,7 @@ const rowOverhead = 160
 const cellRefSize = 12
 
 func newHead() *head {
-	return &head{rows: btreemap.New[[]byte, *headRow](32, bytes.Compare)}
+	return &head{rows: btreemap.New[[]byte, *headRow](32, bytes.Compare), byPrefix: make(map[string]*headRow)}
 }
 
 func (r *headRow) suffix(c cellRef) []byte { return r.arena[c.off : c.off+c.klen] }
@@ -97,10 +101,11 @@ func (r *headRow) size() int64 {
 // logged in segment seg; an existing cell of the same key is replaced (the
 // last write wins, as in Pebble).
 func (h *head) putLocked(prefix, suffix, value []byte, seg uint64) {
-	_, r, ok := h.rows.Get(prefix)
+	r, ok := h.byPrefix[string(prefix)]
 	if !ok {
 		r = &headRow{prefix: bytes.Clone(prefix), seg: seg}
 		h.rows.ReplaceOrInsert(r.prefix, r)
+		h.byPrefix[string(r.prefix)] = r
 		h.bytes += r.size()
 	}
 	before := r.size()
@@ -134,7 +139,7 @@ func (h *head) putLocked(prefix, suffix, value []byte, seg uint64) {
 // starts with under (nil: all) and whose timestamp is <= upTo, and returns how
 // many it removed. A row left empty leaves the head.
 func (h *head) deleteLocked(prefix, under []byte, upTo int64) int {
-	_, r, ok := h.rows.Get(prefix)
+	r, ok := h.byPrefix[string(prefix)]
 	if !ok {
 		return 0
 	}
@@ -155,7 +160,7 @@ func (h *head) deleteLocked(prefix, under []byte, upTo int64) int {
 	}
 	h.cells -= int64(removed)
 	if len(kept) == 0 {
-		h.rows.Delete(prefix)
+		h.removeLocked(r)
 		h.bytes -= before
 		return removed
 	}
@@ -178,10 +183,17 @@ func (h *head) dropRowsLocked(p []byte) {
 		doomed = append(doomed, r)
 	}
 	for _, r := range doomed {
-		h.rows.Delete(r.prefix)
+		h.removeLocked(r)
 		h.bytes -= r.size()
 		h.cells -= int64(len(r.refs))
 	}
+}
+
+// removeLocked takes row r out of the head (its bytes and cells are the
+// caller's to account for).
+func (h *head) removeLocked(r *headRow) {
+	h.rows.Delete(r.prefix)
+	delete(h.byPrefix, string(r.prefix))
 }
 
 // compactIfMostlyGarbage rebuilds the arena when at least half of it is bytes

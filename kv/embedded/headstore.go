@@ -154,7 +154,8 @@ func (h *head) applyLocked(t *table, mutations []kv.Mutation, seg uint64) {
 	)
 	for _, m := range mutations {
 		if prefix == nil || !bytes.Equal(m.Row, lastRow) {
-			prefix, lastRow = rowPrefix(t.prefix, m.Row), m.Row
+			// putLocked copies the prefix of a row it creates.
+			prefix, lastRow = appendEscaped(append(prefix[:0], t.prefix...), m.Row), m.Row
 		}
 		switch m.Kind {
 		case kv.KindPut:
@@ -171,7 +172,7 @@ func (h *head) applyLocked(t *table, mutations []kv.Mutation, seg uint64) {
 }
 
 // hasRowLocked reports whether the head holds cells of the row.
-func (h *head) hasRowLocked(prefix []byte) bool { return h.rows.Has(prefix) }
+func (h *head) hasRowLocked(prefix []byte) bool { return h.byPrefix[string(prefix)] != nil }
 
 // applyToHead logs and applies the part of a batch of valid mutations of table
 // t that concerns the head: the puts it holds (holds(i) reports whether
@@ -493,7 +494,7 @@ func (s *Store) flushHead(pick func(h *head) []*headRow) error {
 		return fmt.Errorf("flush %d head rows: %w", len(rows), err)
 	}
 	for _, r := range rows {
-		h.rows.Delete(r.prefix)
+		h.removeLocked(r)
 		h.bytes -= r.size()
 		h.cells -= int64(len(r.refs))
 	}

@@ -47,23 +47,31 @@ var ingestSteps = flag.Int("ingest.steps", 240, "steps of 15 s in BenchmarkInges
 //
 //	go test -run '^$' -bench IngestRemoteWrite -benchtime 1x ./kv/embedded/
 //	go test -run '^$' -bench 'IngestRemoteWrite/batch=2000' -benchtime 1x -cpuprofile cpu.out ./kv/embedded/
+//
+// head=on is what `tsdb serve` runs (raw samples and pending marks in the
+// head, schema.Transient); head=off is --no-storage.head, every cell a Pebble
+// key.
 func BenchmarkIngestRemoteWrite(b *testing.B) {
-	for _, batch := range []int{2_000, 10_000} {
-		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
-			var res ingestResult
-			for range b.N {
-				r := runIngest(b, batch)
-				res.add(r)
-			}
-			n := float64(b.N)
-			b.ReportMetric(res.cpuPerM/n, "cpu-s/M")
-			b.ReportMetric(res.firstCPUPerM/n, "cpu-s/M-first¼")
-			b.ReportMetric(res.lastCPUPerM/n, "cpu-s/M-last¼")
-			b.ReportMetric(res.samplesPerSec/n, "samples/s")
-			b.ReportMetric(res.compactedPerSample/n, "compacted-B/sample")
-			b.ReportMetric(res.flushes/n, "flushes")
-		})
+	for _, head := range []bool{true, false} {
+		for _, batch := range []int{2_000, 10_000} {
+			name := fmt.Sprintf("head=%s/batch=%d", map[bool]string{true: "on", false: "off"}[head], batch)
+			b.Run(name, func(b *testing.B) { benchmarkIngest(b, head, batch) })
+		}
 	}
+}
+
+func benchmarkIngest(b *testing.B, head bool, batch int) {
+	var res ingestResult
+	for range b.N {
+		res.add(runIngest(b, head, batch))
+	}
+	n := float64(b.N)
+	b.ReportMetric(res.cpuPerM/n, "cpu-s/M")
+	b.ReportMetric(res.firstCPUPerM/n, "cpu-s/M-first¼")
+	b.ReportMetric(res.lastCPUPerM/n, "cpu-s/M-last¼")
+	b.ReportMetric(res.samplesPerSec/n, "samples/s")
+	b.ReportMetric(res.compactedPerSample/n, "compacted-B/sample")
+	b.ReportMetric(res.flushes/n, "flushes")
 }
 
 type ingestResult struct {
@@ -89,11 +97,15 @@ func cpuTime(tb testing.TB) time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-func runIngest(b *testing.B, batch int) ingestResult {
+func runIngest(b *testing.B, head bool, batch int) ingestResult {
 	b.StopTimer()
 	ctx := context.Background()
 	// As kv/backend opens the store for `tsdb serve` (no free-space check here).
-	st, err := Open(ctx, b.TempDir(), Options{MinFreeBytes: -1})
+	opts := Options{MinFreeBytes: -1}
+	if head {
+		opts.Head.Holds = schema.Transient
+	}
+	st, err := Open(ctx, b.TempDir(), opts)
 	if err != nil {
 		b.Fatal(err)
 	}
