@@ -72,6 +72,15 @@
 // that delimited it and its commit. They wait for their fsync after releasing
 // the lock.
 //
+// # The head
+//
+// With Options.Head, the cells of the families HeadOptions.Holds names (tsdb:
+// raw samples and pending marks, which compaction deletes an hour or two after
+// they arrive) are kept in memory behind a log of their own instead of in
+// Pebble: head.go says why and what holds, headlog.go the log's format,
+// headstore.go how Apply, reads, bounds and Close use it. Reads merge the head
+// into the same key stream (headiter.go), so everything above is unchanged.
+//
 // # Background work
 //
 // A sweeper goroutine walks every table each Options.SweepInterval and deletes the
