@@ -1,9 +1,14 @@
 package embedded
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/klauspost/compress/zstd"
 
 	"github.com/hbtsdb/hbtsdb/kv"
 )
@@ -11,7 +16,9 @@ import (
 // Head log records: what one Apply (or Increment, CheckAndPut) changed in the
 // head, replayed in order at Open.
 //
-//	record   = version(1) = 1 | tableID uvarint | count uvarint | op*
+//	record   = version(1) = 1 | body
+//	         = version(1) = 2 | zstd(body)       (compressedHeadRecord)
+//	body     = tableID uvarint | count uvarint | op*
 //	op       = kind(1) | row | family | body
 //	body     = put:           count uvarint | (qualifier | ts varint | value)*
 //	         = delete-column: qualifier | upTo varint
@@ -26,7 +33,36 @@ import (
 // reused, so a record of a dropped table is skipped at replay even if a table
 // of the same name exists again.
 
-const headRecordVersion = 1
+const (
+	headRecordVersion           = 1
+	headRecordVersionCompressed = 2
+)
+
+// zstd's encoder and decoder: EncodeAll and DecodeAll are safe for concurrent
+// use. The fastest level: a remote-write request's record of sorted row keys
+// compresses several times even so (BenchmarkIngestRemoteWrite's
+// head-log-B/sample).
+var (
+	headZstdEncoder, _ = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
+	headZstdDecoder, _ = zstd.NewReader(nil, zstd.WithDecoderConcurrency(0))
+)
+
+// compressedHeadRecord is the record of a batch of valid puts of the table
+// with id tableID, compressed: the puts ordered by row and family (stably, so
+// that of two puts of one cell the later still wins), so that each row's key
+// is written once and neighbouring keys, which share most of their bytes,
+// compress well.
+func compressedHeadRecord(tableID uint64, puts []kv.Mutation) []byte {
+	sorted := slices.Clone(puts)
+	slices.SortStableFunc(sorted, func(a, b kv.Mutation) int {
+		if c := bytes.Compare(a.Row, b.Row); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Family, b.Family)
+	})
+	body := encodeHeadOps(nil, tableID, sorted)[1:]
+	return headZstdEncoder.EncodeAll(body, []byte{headRecordVersionCompressed})
+}
 
 var errBadHeadRecord = errors.New("malformed head log record")
 
@@ -89,9 +125,16 @@ func appendBytes(dst, b []byte) []byte {
 // decodeHeadOps decodes a record into its table id and mutations, whose
 // byte slices alias rec.
 func decodeHeadOps(rec []byte) (tableID uint64, mutations []kv.Mutation, err error) {
+	if len(rec) > 0 && rec[0] == headRecordVersionCompressed {
+		body, err := headZstdDecoder.DecodeAll(rec[1:], []byte{headRecordVersion})
+		if err != nil {
+			return 0, nil, fmt.Errorf("%w: %w", errBadHeadRecord, err)
+		}
+		rec = body
+	}
 	d := recDecoder{b: rec}
 	if v := d.byte(); v != headRecordVersion {
-		return 0, nil, fmt.Errorf("%w: version %d, want %d", errBadHeadRecord, v, headRecordVersion)
+		return 0, nil, fmt.Errorf("%w: version %d, want %d or %d", errBadHeadRecord, v, headRecordVersion, headRecordVersionCompressed)
 	}
 	tableID = d.uvarint()
 	ops := d.uvarint()

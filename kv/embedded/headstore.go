@@ -205,7 +205,7 @@ func (s *Store) logAndApplyToHead(t *table, mutations []kv.Mutation, holds func(
 		if len(ops) == 0 {
 			return noWait, nil
 		}
-		framed, err := frameHeadRecord(encodeHeadOps(nil, t.id, ops))
+		framed, err := frameHeadRecord(compressedHeadRecord(t.id, ops))
 		if err != nil {
 			return nil, err
 		}

@@ -72,11 +72,16 @@ func benchmarkIngest(b *testing.B, head bool, batch int) {
 	b.ReportMetric(res.samplesPerSec/n, "samples/s")
 	b.ReportMetric(res.compactedPerSample/n, "compacted-B/sample")
 	b.ReportMetric(res.flushes/n, "flushes")
+	if head {
+		b.ReportMetric(res.headPerSample/n, "head-B/sample")
+		b.ReportMetric(res.headLogPerSample/n, "head-log-B/sample")
+	}
 }
 
 type ingestResult struct {
 	cpuPerM, firstCPUPerM, lastCPUPerM, samplesPerSec float64
 	compactedPerSample, flushes                       float64
+	headPerSample, headLogPerSample                   float64 // the head's memory and log per sample
 }
 
 func (r *ingestResult) add(o ingestResult) {
@@ -86,6 +91,8 @@ func (r *ingestResult) add(o ingestResult) {
 	r.samplesPerSec += o.samplesPerSec
 	r.compactedPerSample += o.compactedPerSample
 	r.flushes += o.flushes
+	r.headPerSample += o.headPerSample
+	r.headLogPerSample += o.headLogPerSample
 }
 
 // cpuTime is the CPU time of this process so far, user and system.
@@ -211,7 +218,10 @@ func runIngest(b *testing.B, head bool, batch int) ingestResult {
 		compacted += l.TableBytesCompacted
 	}
 	quarter := float64(total) / ingestPhases / 1e6
+	hs, _ := st.HeadStats()
 	return ingestResult{
+		headPerSample:      float64(hs.Bytes) / float64(total),
+		headLogPerSample:   float64(hs.LogBytes) / float64(total),
 		cpuPerM:            (cpu[ingestPhases] - cpu[0]).Seconds() / (float64(total) / 1e6),
 		firstCPUPerM:       (cpu[1] - cpu[0]).Seconds() / quarter,
 		lastCPUPerM:        (cpu[ingestPhases] - cpu[ingestPhases-1]).Seconds() / quarter,
