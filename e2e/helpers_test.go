@@ -342,9 +342,9 @@ func TestSendWatch(t *testing.T) {
 			sendProgress{highestSent: goal / 1000, sent: 2000}, false},
 		{"500 of them sent", reading(goal/1000+2, 3000, 500, 900),
 			sendProgress{highestSent: goal / 1000, sent: 2500}, false},
-		{"newer samples beyond those 700 are not progress", reading(goal/1000+9, 9000, 500, 10),
+		{"newer samples beyond those 700 are not progress", reading(goal/1000+9, 4000, 500, 10),
 			sendProgress{highestSent: goal / 1000, sent: 2700}, false},
-		{"nothing pending: done", reading(goal/1000+10, 9100, 500, 0),
+		{"nothing pending: done", reading(goal/1000+10, 4100, 500, 0),
 			sendProgress{highestSent: goal / 1000, sent: 2700}, true},
 	}
 	w := newSendWatch(goal)
@@ -352,6 +352,24 @@ func TestSendWatch(t *testing.T) {
 		got, done := w.observe(s.m)
 		if got != s.want || done != s.wantDone {
 			t.Fatalf("%s: observe = %v, %v; want %v, %v", s.what, got, done, s.want, s.wantDone)
+		}
+	}
+
+	// A queue that never reads as empty: done once four times what was
+	// pending at the goal (700) has been sent since (2 000 then).
+	w = newSendWatch(goal)
+	for _, s := range []struct {
+		what     string
+		m        map[string]float64
+		wantDone bool
+	}{
+		{"before the goal", reading(goal/1000-1, 1000, 0, 300), false},
+		{"the goal, 700 pending", reading(goal/1000+1, 2500, 500, 700), false},
+		{"2 799 sent since, still some pending", reading(goal/1000+5, 5299, 500, 650), false},
+		{"2 800 sent since: done", reading(goal/1000+6, 5300, 500, 650), true},
+	} {
+		if _, done := w.observe(s.m); done != s.wantDone {
+			t.Fatalf("%s: done = %v, want %v", s.what, done, s.wantDone)
 		}
 	}
 }

@@ -326,6 +326,13 @@ type sendWatch struct {
 	// queue that never reads as empty would be waited on forever.
 	limit   float64
 	reached bool
+	// atReach and pendingAtReach are the samples sent and pending when the
+	// goal was reached. A queue that never reads as empty (a receiver on a busy
+	// machine keeps up, but only just) is done once four times what was
+	// pending then has been sent since: Prometheus spreads series evenly over
+	// its shards, so by then every shard has sent what it held at the goal
+	// unless one is stuck, which the comparison of the data then shows.
+	atReach, pendingAtReach float64
 }
 
 func newSendWatch(goal int64) *sendWatch { return &sendWatch{goal: float64(goal)} }
@@ -350,12 +357,14 @@ func (w *sendWatch) observe(m map[string]float64) (sendProgress, bool) {
 		m["prometheus_remote_storage_samples_failed_total"]
 	if !w.reached && highest*1000 >= w.goal {
 		w.reached, w.limit = true, max(sent, w.sent)+pending
+		w.atReach, w.pendingAtReach = max(sent, w.sent), pending
 	}
+	drained := w.reached && (pending == 0 || sent-w.atReach >= 4*w.pendingAtReach)
 	if w.reached {
 		sent = min(sent, w.limit)
 	}
 	w.sent = max(w.sent, sent)
-	return sendProgress{highestSent: min(highest, w.goal/1000), sent: w.sent}, w.reached && pending == 0
+	return sendProgress{highestSent: min(highest, w.goal/1000), sent: w.sent}, drained
 }
 
 // apiResponse is the envelope of Prometheus' HTTP API.
