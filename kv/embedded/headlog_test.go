@@ -224,15 +224,7 @@ func TestHeadLogRoundTrip(t *testing.T) {
 		t.Errorf("replayed %d empty records, want %d", empties, wantEmpties)
 	}
 	// Exactly the records appended, each in the segment Append reported.
-	cmpRec := func(a, b headRec) int {
-		if a.seg != b.seg {
-			return int(a.seg) - int(b.seg)
-		}
-		return bytes.Compare(a.rec, b.rec)
-	}
-	slices.SortFunc(want, cmpRec)
-	slices.SortFunc(got, cmpRec)
-	if !slices.EqualFunc(got, want, func(a, b headRec) bool { return cmpRec(a, b) == 0 }) {
+	if !sameRecords(got, want) {
 		t.Errorf("replayed %d records, appended %d: the (segment, record) sets differ", len(got), len(want))
 	}
 }
@@ -644,15 +636,7 @@ func TestHeadLogTruncateWhileAppending(t *testing.T) {
 		}
 	}
 	_, got := openTestHeadLog(t, dir, headLogOptions{})
-	cmpRec := func(a, b headRec) int {
-		if a.seg != b.seg {
-			return int(a.seg) - int(b.seg)
-		}
-		return bytes.Compare(a.rec, b.rec)
-	}
-	slices.SortFunc(want, cmpRec)
-	slices.SortFunc(got, cmpRec)
-	if !slices.EqualFunc(got, want, func(a, b headRec) bool { return cmpRec(a, b) == 0 }) {
+	if !sameRecords(got, want) {
 		t.Errorf("replayed %d records, want the %d appended to segments %d and later", len(got), len(want), nums[0])
 	}
 }
@@ -915,4 +899,18 @@ func BenchmarkHeadLogAppend(b *testing.B) {
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "records/s")
 	b.ReportMetric(float64(syncs.Load())/float64(b.N), "fsyncs/record")
+}
+
+// sameRecords reports whether got and want hold the same (segment, record)
+// pairs, in any order; it sorts both.
+func sameRecords(got, want []headRec) bool {
+	cmpRec := func(a, b headRec) int {
+		if a.seg != b.seg {
+			return int(a.seg) - int(b.seg)
+		}
+		return bytes.Compare(a.rec, b.rec)
+	}
+	slices.SortFunc(want, cmpRec)
+	slices.SortFunc(got, cmpRec)
+	return slices.EqualFunc(got, want, func(a, b headRec) bool { return cmpRec(a, b) == 0 })
 }
