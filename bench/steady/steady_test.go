@@ -125,6 +125,35 @@ func TestSteadyStateCostsStayFlatAsTheStoreAges(t *testing.T) {
 	}
 }
 
+// compactionKeySlack is how many more keys per compacted row the embedded
+// store may step over at the end of a short run than costGrowthFactor allows,
+// a bounded cost rather than growth: a read steps over up to 8 keys before
+// it seeks (kv/embedded/read.go, maxSkipNexts), and a compacted row's reads of
+// the rollup day rows its bucket's cells go into (two resolutions) and of the
+// row itself meet more of them as the day rows fill during the run's first
+// buckets. With raw cells in Pebble the row's 60 raw keys hid it; with them
+// in the head the whole count is about a dozen keys, and these 3 × 8 show.
+// The growth the test exists for, a round that reads every raw cell or
+// tombstone ever written, is hundreds of keys per row by the fourth bucket.
+const compactionKeySlack = 3 * 8
+
+// checkGrowth fails t when cost b at the end of the run is more than
+// costGrowthFactor × a + slack, cost a at its start.
+func checkGrowth(t *testing.T, what string, a, b, slack float64) {
+	t.Helper()
+	switch {
+	case math.IsNaN(a) && math.IsNaN(b):
+	case math.IsNaN(a) || math.IsNaN(b) || a == 0:
+		t.Errorf("%s: %g at first, %g at last: want both measured (reads are counted by the pprof label "+
+			"hbtsdb_job of their context: compaction, query)", what, a, b)
+	case b > costGrowthFactor*a+slack:
+		t.Errorf("%s grew %.2f× as the store aged: %.2f at first, %.2f at last (bound: %.1f× + %g)",
+			what, b/a, a, b, costGrowthFactor, slack)
+	default:
+		t.Logf("%s: %.2f at first, %.2f at last (%.2f×, bound %.1f× + %g)", what, a, b, b/a, costGrowthFactor, slack)
+	}
+}
+
 // checkSteadyRun checks a short run's figures: the load and the queries went
 // through, and the work per row and per sample did not grow beyond
 // costGrowthFactor.
@@ -144,25 +173,12 @@ func checkSteadyRun(t *testing.T, res *runResult) {
 		}
 	}
 	first, last := cs[0], cs[len(cs)-1]
-	check := func(what string, a, b float64) {
-		t.Helper()
-		switch {
-		case math.IsNaN(a) && math.IsNaN(b):
-		case math.IsNaN(a) || math.IsNaN(b) || a == 0:
-			t.Errorf("%s: %g at first, %g at last: want both measured (reads are counted by the pprof label "+
-				"hbtsdb_job of their context: compaction, query)", what, a, b)
-		case b > costGrowthFactor*a:
-			t.Errorf("%s grew %.2f× as the store aged: %.2f at first, %.2f at last (bound: %.1f×)",
-				what, b/a, a, b, costGrowthFactor)
-		default:
-			t.Logf("%s: %.2f at first, %.2f at last (%.2f×, bound %.1f×)", what, a, b, b/a, costGrowthFactor)
-		}
-	}
+	check := func(what string, a, b float64) { checkGrowth(t, what, a, b, 0) }
 	cells0, keys0 := first.compactionCost()
 	cells1, keys1 := last.compactionCost()
 	check("cells compaction read per compacted row", cells0, cells1)
 	if res.backend == "embedded" {
-		check("keys compaction stepped over per compacted row", keys0, keys1)
+		checkGrowth(t, "keys compaction stepped over per compacted row", keys0, keys1, compactionKeySlack)
 	}
 	bounds := cycleBounds(res)
 	mid := len(bounds) / 2
