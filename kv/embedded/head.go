@@ -279,7 +279,7 @@ func (h *head) stats() headStats {
 	return headStats{Rows: int64(h.rows.Len()), Cells: h.cells, Bytes: h.bytes}
 }
 
-// oldestRowsLocked returns the rows in order of their seg, oldest first, for
+// rowsBySegLocked returns the rows in order of their seg, oldest first, for
 // flushing.
 func (h *head) rowsBySegLocked() []*headRow {
 	rows := make([]*headRow, 0, h.rows.Len())

@@ -174,19 +174,11 @@ func (h *head) applyLocked(t *table, mutations []kv.Mutation, seg uint64) {
 // hasRowLocked reports whether the head holds cells of the row.
 func (h *head) hasRowLocked(prefix []byte) bool { return h.byPrefix[string(prefix)] != nil }
 
-// applyToHead logs and applies the part of a batch of valid mutations of table
-// t that concerns the head: the puts it holds (holds(i) reports whether
-// mutations[i] is one) and every delete of a row it holds or that a put before
-// it in the batch added. Log and memory take them in the same order, under
-// h.mu. It returns once the record is durable.
-func (s *Store) applyToHead(t *table, mutations []kv.Mutation, holds func(i int) bool) error {
-	wait, err := s.logAndApplyToHead(t, mutations, holds)
-	if err != nil {
-		return err
-	}
-	return wait()
-}
-
+// logAndApplyToHead logs and applies the part of a batch of valid mutations
+// of table t that concerns the head: the puts it holds (holds(i) reports
+// whether mutations[i] is one) and every delete of a row it holds or that a
+// put before it in the batch added. Log and memory take them in the same
+// order, under h.mu; wait returns once the record is durable.
 func (s *Store) logAndApplyToHead(t *table, mutations []kv.Mutation, holds func(i int) bool) (wait func() error, err error) {
 	h := s.head
 	if !slices.ContainsFunc(mutations, func(m kv.Mutation) bool { return m.Kind != kv.KindPut }) {
