@@ -311,3 +311,143 @@ func TestAnInterruptedRegistrationCompletes(t *testing.T) {
 		}
 	})
 }
+
+// countReads is a kv.Store that records the row keys of every GetRows on the
+// series table, one entry per call.
+type countReads struct {
+	kv.Store
+	mu    sync.Mutex
+	calls [][][]byte
+}
+
+func (s *countReads) GetRows(ctx context.Context, table string, rows [][]byte, opts ...kv.ReadOption) ([]kv.Row, error) {
+	if table == schema.TableSeries {
+		s.mu.Lock()
+		s.calls = append(s.calls, slices.Clone(rows))
+		s.mu.Unlock()
+	}
+	return s.Store.GetRows(ctx, table, rows, opts...)
+}
+
+// take returns, per GetRows since the last take, how many forward and reverse
+// row keys it read.
+func (s *countReads) take() [][2]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out [][2]int
+	for _, keys := range s.calls {
+		var n [2]int
+		for _, k := range keys {
+			if k[0] == schema.SeriesForwardKind {
+				n[0]++
+			} else {
+				n[1]++
+			}
+		}
+		out = append(out, n)
+	}
+	s.calls = nil
+	return out
+}
+
+func seriesBatch(name string, n int) []labels.Labels {
+	out := make([]labels.Labels, n)
+	for i := range out {
+		out[i] = labels.FromStrings("__name__", name, "i", fmt.Sprint(i))
+	}
+	return out
+}
+
+// TestNewSeriesShareOneReadWithTheirForwardRows: once a batch's misses were
+// mostly new series, the next batch reads the reverse rows of its candidates
+// with its forward rows, in one GetRows; a batch whose misses were mostly
+// registered series turns that off again. The IDs and rows are the same
+// either way, collisions and interrupted registrations included.
+func TestNewSeriesShareOneReadWithTheirForwardRows(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b schematest.Backend) {
+		ctx := context.Background()
+		st := formatStores(t, b, schema.FormatHashSeriesIDs, 1)[0]
+		cr := &countReads{Store: st}
+		r := index.NewRegistry(cr, index.RegistryOptions{})
+		check := func(step string, want ...[2]int) {
+			t.Helper()
+			if got := cr.take(); !slices.Equal(got, want) {
+				t.Errorf("%s: GetRows read (forward, reverse) rows %v, want %v", step, got, want)
+			}
+		}
+
+		first := resolve(t, r, seriesBatch("a", 3)...)
+		check("first batch of new series", [2]int{3, 0}, [2]int{0, 3})
+		second := resolve(t, r, seriesBatch("b", 4)...)
+		check("second batch of new series", [2]int{4, 4})
+
+		// Series another process registered: all misses are known, the
+		// speculative reverse reads are wasted once, then turned off.
+		other := index.NewRegistry(st, index.RegistryOptions{})
+		known := seriesBatch("c", 5)
+		want := resolve(t, other, known...)
+		if got := resolve(t, r, known[:2]...); !slices.Equal(got, want[:2]) {
+			t.Errorf("known series resolved to %v, want %v", got, want[:2])
+		}
+		check("registered misses while speculating", [2]int{2, 2})
+		if got := resolve(t, r, known[2:]...); !slices.Equal(got, want[2:]) {
+			t.Errorf("known series resolved to %v, want %v", got, want[2:])
+		}
+		check("registered misses after", [2]int{3, 0})
+
+		// The same IDs as a registry that never speculates would give.
+		fwd := forwardRows(t, st)
+		for i, ls := range append(seriesBatch("a", 3), seriesBatch("b", 4)...) {
+			id := append(first, second...)[i]
+			if id&index.HashIDBit == 0 || fwd[fmt.Sprint(toSchema(ls))] != id {
+				t.Errorf("%s resolved to %#x, forward row %#x", ls, id, fwd[fmt.Sprint(toSchema(ls))])
+			}
+		}
+		if s := r.Stats(); s.Registered != 7 || s.StoreHits != 5 || s.Collisions != 0 || s.Resumed != 0 {
+			t.Errorf("Stats = %+v, want 7 registered, 5 store hits", s)
+		}
+
+		t.Run("collisions and resumed registrations while speculating", func(t *testing.T) {
+			st := formatStores(t, b, schema.FormatHashSeriesIDs, 1)[0]
+			a := labels.FromStrings("__name__", "collide", "i", "a")
+			others := []labels.Labels{
+				labels.FromStrings("__name__", "collide", "i", "b"),
+				labels.FromStrings("__name__", "collide", "i", "c"),
+			}
+			hash := collideWith(t, a, others...)
+			// An interrupted registration of two series leaves their reverse rows.
+			crash := seriesBatch("crash", 2)
+			fs := &failForwardRows{Store: st}
+			if err := index.NewRegistry(fs, index.RegistryOptions{}).Resolve(ctx, crash, make([]uint64, 2)); !errors.Is(err, errBoom) {
+				t.Fatalf("Resolve with failing forward rows = %v, want errBoom", err)
+			}
+			cr := &countReads{Store: st}
+			r := index.NewRegistry(cr, index.WithSeriesHash(index.RegistryOptions{}, hash))
+			idA := resolve(t, r, a)[0]
+			batch := append(slices.Clone(others), crash...)
+			ids := resolve(t, r, batch...)
+			check := cr.take()
+			if len(check) != 3 || check[2] != [2]int{4, 3} {
+				t.Errorf("GetRows read (forward, reverse) rows %v, want the second batch in one read of 4 forward and 3 distinct reverse rows", check)
+			}
+			if s := r.Stats(); s.Collisions != 1 || s.Resumed != 2 || s.Registered != 5 {
+				t.Errorf("Stats = %+v, want 1 collision, 2 resumed, 5 registered", s)
+			}
+			all := append([]uint64{idA}, ids...)
+			for i, id := range all {
+				if id == 0 || slices.Contains(all[:i], id) {
+					t.Fatalf("IDs %v are not distinct", all)
+				}
+			}
+			got, err := index.NewRegistry(st, index.RegistryOptions{}).Labels(ctx, all)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, ls := range append([]labels.Labels{a}, batch...) {
+				if !labels.Equal(got[i], ls) {
+					t.Errorf("Labels(%#x) = %s, want %s", all[i], got[i], ls)
+				}
+			}
+		})
+	})
+}

@@ -49,6 +49,10 @@
 #   HBASE_START_TIMEOUT  seconds to wait for a usable HBase [240]
 #   HBASE_HALT_TIMEOUT   seconds halt waits for a graceful shutdown [120]
 #   HBASE_JVM_OPTS   extra JVM options (word-split), e.g. to try another GC
+#   HBASE_SITE_PROPERTIES  extra hbase-site.xml properties, name=value words
+#                    (word-split), appended after (and so overriding) the defaults,
+#                    e.g. "hbase.regionserver.wal.enablecompression=false" to
+#                    measure without WAL compression
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -109,12 +113,24 @@ free_port() {
   die "no free port found on 127.0.0.1"
 }
 
+# site_properties prints HBASE_SITE_PROPERTIES' name=value words as properties.
+site_properties() {
+  local kv
+  for kv in ${HBASE_SITE_PROPERTIES:-}; do
+    case $kv in
+      *=*) printf '  <property><name>%s</name><value>%s</value></property>\n' "${kv%%=*}" "${kv#*=}" ;;
+      *) die "HBASE_SITE_PROPERTIES: \"$kv\" is not name=value" ;;
+    esac
+  done
+}
+
 running() {
   [ -f "$run/pid" ] && kill -0 "$(cat "$run/pid")" 2>/dev/null
 }
 
 write_conf() {
-  local zk_port=$1 master_port=$2 rs_port=$3
+  local zk_port=$1 master_port=$2 rs_port=$3 extra
+  extra=$(site_properties) || exit 1
   mkdir -p "$run/conf" "$run/root" "$run/zk" "$run/tmp" "$run/logs"
   cat >"$run/conf/hbase-site.xml" <<EOF
 <?xml version="1.0"?>
@@ -142,6 +158,7 @@ write_conf() {
   <property><name>zookeeper.session.timeout</name><value>180000</value></property>
   <property><name>hbase.zookeeper.property.maxSessionTimeout</name><value>180000</value></property>
   <property><name>hbase.hregion.memstore.flush.size</name><value>67108864</value></property>
+$extra
 </configuration>
 EOF
   cat >"$run/conf/log4j.properties" <<EOF
