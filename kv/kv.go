@@ -110,6 +110,10 @@ type FamilySpec struct {
 	BlockEncoding string
 	// BloomFilter of HBase store files: NONE, ROW, ROWCOL [ROW].
 	BloomFilter string
+	// InMemoryCompaction is HBase's IN_MEMORY_COMPACTION of the family: NONE,
+	// BASIC, EAGER or ADAPTIVE ["": the region server's default, NONE unless
+	// hbase.hregion.compacting.memstore.type says otherwise].
+	InMemoryCompaction string
 }
 
 // Validate reports what is wrong with a table spec, wrapping ErrInvalidArgument.

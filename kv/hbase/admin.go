@@ -51,6 +51,9 @@ func familyAttributes(f kv.FamilySpec) []attribute {
 		attribute{"DATA_BLOCK_ENCODING", upperOr(f.BlockEncoding, "NONE"), false},
 		attribute{"BLOOMFILTER", upperOr(f.BloomFilter, "ROW"), false},
 	)
+	if f.InMemoryCompaction != "" {
+		attrs = append(attrs, attribute{"IN_MEMORY_COMPACTION", strings.ToUpper(f.InMemoryCompaction), false})
+	}
 	return attrs
 }
 

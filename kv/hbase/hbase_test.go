@@ -161,7 +161,7 @@ func TestShellCommands(t *testing.T) {
 		{
 			Name: "data",
 			Families: []kv.FamilySpec{
-				{Name: "r", TTL: time.Hour, Compression: "snappy"},
+				{Name: "r", TTL: time.Hour, Compression: "snappy", InMemoryCompaction: "basic"},
 				{Name: "c", MaxVersions: 2, BlockEncoding: "FAST_DIFF", BloomFilter: "ROWCOL"},
 			},
 			SplitKeys: [][]byte{{0x01}, {0x02}, []byte("a\"b\\#{x}'"), {0x7f, 0xff, 0x00}},
@@ -172,7 +172,7 @@ func TestShellCommands(t *testing.T) {
 		},
 	}
 	got := ShellCommands("tsdb-", specs)
-	want := `create 'tsdb-data', {NAME => 'r', VERSIONS => 1, TTL => 3600, COMPRESSION => 'SNAPPY', DATA_BLOCK_ENCODING => 'NONE', BLOOMFILTER => 'ROW'}, {NAME => 'c', VERSIONS => 2, COMPRESSION => 'NONE', DATA_BLOCK_ENCODING => 'FAST_DIFF', BLOOMFILTER => 'ROWCOL'}, SPLITS => ["\x01", "\x02", "a\x22b\x5C\x23{x}'", "\x7F\xFF\x00"]
+	want := `create 'tsdb-data', {NAME => 'r', VERSIONS => 1, TTL => 3600, COMPRESSION => 'SNAPPY', DATA_BLOCK_ENCODING => 'NONE', BLOOMFILTER => 'ROW', IN_MEMORY_COMPACTION => 'BASIC'}, {NAME => 'c', VERSIONS => 2, COMPRESSION => 'NONE', DATA_BLOCK_ENCODING => 'FAST_DIFF', BLOOMFILTER => 'ROWCOL'}, SPLITS => ["\x01", "\x02", "a\x22b\x5C\x23{x}'", "\x7F\xFF\x00"]
 create 'tsdb-meta', {NAME => 'm', VERSIONS => 1, TTL => 172800, COMPRESSION => 'NONE', DATA_BLOCK_ENCODING => 'NONE', BLOOMFILTER => 'ROW'}
 `
 	if got != want {
