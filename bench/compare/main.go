@@ -20,6 +20,7 @@ import (
 	"github.com/hbtsdb/hbtsdb/bench/internal/proc"
 	"github.com/hbtsdb/hbtsdb/bench/internal/rwload"
 	"github.com/hbtsdb/hbtsdb/bench/internal/server"
+	"github.com/hbtsdb/hbtsdb/schema"
 )
 
 // config is everything a run needs, from the flags.
@@ -285,6 +286,30 @@ type roundResult struct {
 	// hbase is what a tsdb (HBase) server's round cost its HBase, when measured
 	// (-hbase, -hbase-run); nil otherwise.
 	hbase *hbaseRound
+	// late is the share of the load's samples that tsdb takes as late when the
+	// ingest starts (lateShare).
+	late float64
+}
+
+// lateShare is the share of samples, at every interval from start to end,
+// that tsdb (with its default bucket width) takes as late when sent at now:
+// their bucket ended more than its on-time window ago. Each late sample costs
+// tsdb a pending mark per request and row besides its cell
+// (schema/pending.go). The load's span ends when its round starts, so the
+// share depends on the minute of the hour.
+func lateShare(start, end time.Time, interval time.Duration, now time.Time) float64 {
+	width := schema.DefaultBucketWidth
+	var n, late int
+	for t := start; !t.After(end); t = t.Add(interval) {
+		n++
+		if !schema.IsOnTime(schema.BucketStart(t.UnixMilli(), width), width, now.UnixMilli()) {
+			late++
+		}
+	}
+	if n == 0 {
+		return 0
+	}
+	return float64(late) / float64(n)
 }
 
 // runRounds runs every server once per round, in order, each on a fresh directory, and
@@ -375,6 +400,7 @@ func runOne(ctx context.Context, log *slog.Logger, c config, client *http.Client
 	if err != nil {
 		return res, err
 	}
+	res.late = lateShare(el.Start, el.End, c.load.Interval, time.Now())
 	in, err := ingest(ctx, log, client, r, el, total, jvmPid)
 	if err != nil {
 		return res, err

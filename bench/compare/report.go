@@ -57,9 +57,20 @@ func renderTable(c config, kinds []*serverKind, results [][]roundResult, now tim
 			return f(r.hbase, r.ingest.samples)
 		}
 	}
+	// tsdbOnly keeps the values of the tsdb servers: a figure only they have.
+	tsdbOnly := func(vs []float64) []float64 {
+		for i, k := range kinds {
+			if k.isPeer {
+				vs[i] = math.NaN()
+			}
+		}
+		return vs
+	}
 	rows := []row{
 		{label: "ingest, new series, samples/s", higherBetter: true, format: "%.0f",
 			values: med(func(r roundResult) float64 { return float64(r.ingest.samples) / r.ingest.wall.Seconds() })},
+		{label: "samples late for tsdb when sent (their 1 h bucket ended over 3 m before), %", format: "%.0f",
+			values: tsdbOnly(med(func(r roundResult) float64 { return 100 * r.late }))},
 		{label: "server CPU-seconds per million samples, ingest", format: "%.2f",
 			values: med(func(r roundResult) float64 { return perMillion(r.ingest.cpu, r.ingest.samples) })},
 		{label: "same, until idle after the ingest (background work included)", format: "%.2f",
