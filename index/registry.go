@@ -156,11 +156,6 @@ type Registry struct {
 	nextID, last uint64 // IDs nextID..last are reserved and unused; none when nextID > last
 
 	format atomic.Int32 // the store's format version; 0 until known
-	// speculate is set when at least half of the last registering batch's
-	// misses were new series: the next batch reads its candidates' reverse
-	// rows with its forward rows (format 2). Off at first, so that a
-	// restart's warm-up (misses that are all registered) reads no reverse row.
-	speculate atomic.Bool
 
 	stats registryCounters
 }
@@ -316,28 +311,9 @@ func (r *Registry) resolve(ctx context.Context, lbls []labels.Labels, ids []uint
 	for _, m := range misses {
 		keys = append(keys, m.key)
 	}
-	// When the misses of recent batches were mostly new series, the reverse
-	// rows of their candidate IDs are read in the same round trip (format 2):
-	// most of them will be needed, and a batch of new series then costs one
-	// GetRows instead of two.
-	speculate := register && r.speculate.Load() && r.format.Load() >= 2
-	families := kv.Families(schema.FamilySeriesID)
-	var candidates []uint64
-	if speculate {
-		keys, candidates = r.appendCandidateRows(keys, misses)
-		families = kv.Families(schema.FamilySeriesID, schema.FamilySeriesLabels)
-	}
-	rows, err := r.st.GetRows(ctx, schema.TableSeries, keys, families)
+	rows, err := r.st.GetRows(ctx, schema.TableSeries, keys, kv.Families(schema.FamilySeriesID))
 	if err != nil {
-		return fmt.Errorf("index: read %d forward series rows: %w", len(misses), err)
-	}
-	var reverse map[uint64]kv.Row
-	if speculate {
-		reverse = make(map[uint64]kv.Row, len(candidates))
-		for i, row := range rows[len(misses):] {
-			reverse[candidates[i]] = row
-		}
-		rows = rows[:len(misses)]
+		return fmt.Errorf("index: read %d forward series rows: %w", len(keys), err)
 	}
 	var fresh []*miss
 	var found int64
@@ -356,11 +332,7 @@ func (r *Registry) resolve(ctx context.Context, lbls []labels.Labels, ids []uint
 		fresh = append(fresh, m)
 	}
 	r.stats.storeHits.Add(found)
-	if !register {
-		return nil
-	}
-	r.speculate.Store(2*len(fresh) >= len(misses))
-	if len(fresh) == 0 {
+	if len(fresh) == 0 || !register {
 		return nil
 	}
 	format, err := r.formatVersion(ctx)
@@ -368,7 +340,7 @@ func (r *Registry) resolve(ctx context.Context, lbls []labels.Labels, ids []uint
 		return err
 	}
 	if format >= 2 {
-		return r.registerHashed(ctx, fresh, ids, reverse)
+		return r.registerHashed(ctx, fresh, ids)
 	}
 	return r.register(ctx, fresh, ids)
 }
@@ -412,39 +384,15 @@ const hashIDBit = 1 << 63
 // existing label sets other IDs in processes that register them concurrently.
 func seriesHash(forwardRow []byte) uint64 { return xxhash.Sum64(forwardRow) }
 
-// candidateID is the hash-derived ID a new series with forward row key
-// forwardKey is registered with, unless another label set holds it.
-func (r *Registry) candidateID(forwardKey []byte) uint64 {
-	return r.opts.seriesHash(forwardKey) | hashIDBit
-}
-
-// appendCandidateRows appends to keys the reverse row keys of the candidate
-// IDs of misses, in ID order (reverse rows sort after every forward row), and
-// returns the IDs in the order of their keys.
-func (r *Registry) appendCandidateRows(keys [][]byte, misses []*miss) ([][]byte, []uint64) {
-	cands := make([]uint64, len(misses))
-	for i, m := range misses {
-		cands[i] = r.candidateID(m.key)
-	}
-	slices.Sort(cands)
-	cands = slices.Compact(cands)
-	for _, id := range cands {
-		keys = append(keys, schema.SeriesReverseRow(nil, id))
-	}
-	return keys, cands
-}
-
 // registerHashed gives hash-derived IDs to series that have no forward row
 // (format 2; the steps of the Registry doc). Series whose candidate ID is taken
-// go to register once the batch's reverse rows are durable. prefetched, when
-// not nil, holds the reverse rows of every candidate, read with the forward
-// rows; otherwise they are read here.
-func (r *Registry) registerHashed(ctx context.Context, fresh []*miss, ids []uint64, prefetched map[uint64]kv.Row) error {
+// go to register once the batch's reverse rows are durable.
+func (r *Registry) registerHashed(ctx context.Context, fresh []*miss, ids []uint64) error {
 	var hashed, taken []*miss
 	candidates := make(map[uint64]bool, len(fresh))
 	keys := make([][]byte, 0, len(fresh))
 	for _, m := range fresh {
-		id := r.candidateID(m.key)
+		id := r.opts.seriesHash(m.key) | hashIDBit
 		if candidates[id] {
 			// Another new series of the batch has this candidate; it is
 			// registered with it first, so that every process sees its reverse
@@ -461,18 +409,9 @@ func (r *Registry) registerHashed(ctx context.Context, fresh []*miss, ids []uint
 	for _, m := range hashed {
 		keys = append(keys, schema.SeriesReverseRow(nil, m.id))
 	}
-	var rows []kv.Row
-	if prefetched != nil {
-		rows = make([]kv.Row, len(hashed))
-		for i, m := range hashed {
-			rows[i] = prefetched[m.id]
-		}
-	} else {
-		var err error
-		rows, err = r.st.GetRows(ctx, schema.TableSeries, keys, kv.Families(schema.FamilySeriesLabels))
-		if err != nil {
-			return fmt.Errorf("index: read the reverse rows of %d new series: %w", len(keys), err)
-		}
+	rows, err := r.st.GetRows(ctx, schema.TableSeries, keys, kv.Families(schema.FamilySeriesLabels))
+	if err != nil {
+		return fmt.Errorf("index: read the reverse rows of %d new series: %w", len(keys), err)
 	}
 	now := r.opts.Now().UnixMilli()
 	reverse := make([]kv.Mutation, 0, len(hashed))
