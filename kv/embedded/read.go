@@ -334,7 +334,8 @@ func parseColumnSuffix(b []byte, famLen int, scratch []byte) (parsedCell, error)
 
 // unescapeWhole decodes b, which must be exactly one escaped component
 // (content, then the terminator 0x00 0x01), as readEscaped does: a sub-slice
-// of b when the content has no 0x00, else appended to scratch. Raw sample
+// of b when the content has no 0x00, else written to scratch (or a new slice
+// when scratch is too small). Raw sample
 // qualifiers (4-byte big-endian offsets, schema/raw.go) nearly always hold a
 // 0x00, so this loop, not readEscaped's search for each escape, is what a
 // read of raw cells runs per cell.
@@ -348,7 +349,12 @@ func unescapeWhole(b, scratch []byte) ([]byte, bool) {
 	if i < 0 {
 		return body, true
 	}
-	out := append(scratch, body[:i]...)
+	out := scratch[:0]
+	if cap(out) < n {
+		out = make([]byte, 0, n)
+	}
+	out = out[:n] // the content is at most as long as its escaped form
+	j := copy(out, body[:i])
 	for ; i < n; i++ {
 		c := body[i]
 		if c == escByte {
@@ -357,9 +363,10 @@ func unescapeWhole(b, scratch []byte) ([]byte, bool) {
 			}
 			i++
 		}
-		out = append(out, c)
+		out[j] = c
+		j++
 	}
-	return out, true
+	return out[:j], true
 }
 
 // incPrefix turns prefix p, in place, into the smallest key after every key
