@@ -88,13 +88,26 @@ func DecodeDataRow(row kv.Row, width time.Duration, mint, maxt int64) (RowSample
 		cut        bool // a chunk had samples outside [mint, maxt]
 		prometheus = true
 	)
-	for _, c := range row.Cells {
+	var (
+		widthMs = width.Milliseconds()
+		late    = schema.LateCellTimestamp(bucketStart, width)
+	)
+	for i := range row.Cells {
+		c := &row.Cells[i]
 		switch c.Family {
 		case schema.FamilyRaw:
 			out.RawCells++
-			s, err := DecodeRawCell(c, bucketStart, width)
+			if t, v, ok := rawFloat(c, bucketStart, widthMs, late); ok {
+				// The common cell, decoded inline; any other (a histogram,
+				// a start timestamp, a malformed cell) as DecodeRawCell does.
+				if t >= mint && t <= maxt {
+					raw = append(raw, Sample{T: t, V: v})
+				}
+				continue
+			}
+			s, err := DecodeRawCell(*c, bucketStart, width)
 			if errors.Is(err, ErrHistogramCell) {
-				h, err := DecodeRawHistogramCell(c, bucketStart, width)
+				h, err := DecodeRawHistogramCell(*c, bucketStart, width)
 				if err != nil {
 					return out, err
 				}
@@ -148,6 +161,23 @@ func DecodeDataRow(row kv.Row, width time.Duration, mint, maxt int64) (RowSample
 		}
 	}
 	return out, nil
+}
+
+// rawFloat decodes raw cell c of the row at bucketStart as DecodeRawCell does
+// when c holds a float sample without a start timestamp and is well formed
+// (an offset below widthMs, its timestamp the sample's or late, the bucket's
+// last millisecond); ok is false for every other cell, which DecodeRawCell
+// then decodes or rejects.
+func rawFloat(c *kv.Cell, bucketStart, widthMs, late int64) (t int64, v float64, ok bool) {
+	if len(c.Qualifier) != schema.RawQualifierLen || len(c.Value) != RawValueLen {
+		return 0, 0, false
+	}
+	off := int64(binary.BigEndian.Uint32(c.Qualifier))
+	t = bucketStart + off
+	if off >= widthMs || t != c.Timestamp && c.Timestamp != late {
+		return 0, 0, false
+	}
+	return t, math.Float64frombits(binary.BigEndian.Uint64(c.Value)), true
 }
 
 // countRawCells is how many cells of row are raw cells.

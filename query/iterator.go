@@ -1,6 +1,8 @@
 package query
 
 import (
+	"sort"
+
 	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
@@ -10,40 +12,99 @@ import (
 )
 
 // Iterators. A series whose rows hold float samples only, without start
-// timestamps — nearly every series — is iterated with Prometheus' list
-// iterator (storage.NewListSeriesIterator: binary-search Seek) over its
-// samples, which implement storage.Samples without allocating: Get returns a
-// pointer into the slice. A series with native histograms or start timestamps
-// in any of its rows is iterated by the same list iterator over mixedList, its
-// float and histogram samples merged by timestamp.
+// timestamps — nearly every series — is iterated by floatIterator over its
+// rows' samples in place: what Prometheus' list iterator
+// (storage.NewListSeriesIterator: binary-search Seek) does over their
+// concatenation, without the copy and with typed calls instead of one
+// interface call per sample and field. A series with native histograms or
+// start timestamps in any of its rows is iterated by the list iterator over
+// mixedList, its float and histogram samples merged by timestamp.
 
-// sampleList is the float samples of one series, ascending.
-type sampleList []cellenc.Sample
-
-// Get returns the i-th sample as a chunks.Sample without allocating: a
-// floatSample is one pointer, which an interface holds as it is.
-func (s sampleList) Get(i int) chunks.Sample { return floatSample{&s[i]} }
-func (s sampleList) Len() int                { return len(s) }
-
-// flatten concatenates the float samples of a series' rows (oldest first); one
-// row is returned without a copy.
-func flatten(rows []cellenc.RowSamples) sampleList {
-	switch len(rows) {
-	case 0:
-		return nil
-	case 1:
-		return rows[0].Samples
-	}
-	n := 0
-	for _, r := range rows {
-		n += len(r.Samples)
-	}
-	out := make(sampleList, 0, n)
-	for _, r := range rows {
-		out = append(out, r.Samples...)
-	}
-	return out
+// floatIterator iterates over the float samples of a series' rows, oldest row
+// first, each ascending and the rows disjoint in time (a row is a bucket), as
+// storage.NewListSeriesIterator iterates over their concatenation: Next steps
+// one sample, Seek never moves back and stays put on a sample at or after its
+// target, and both stay exhausted once exhausted.
+type floatIterator struct {
+	rows []cellenc.RowSamples
+	r    int // current row; len(rows) once exhausted
+	i    int // current sample of rows[r]; -1 before the first Next or Seek
 }
+
+func newFloatIterator(it chunkenc.Iterator, rows []cellenc.RowSamples) chunkenc.Iterator {
+	f, ok := it.(*floatIterator)
+	if !ok {
+		f = new(floatIterator)
+	}
+	*f = floatIterator{rows: rows, i: -1}
+	return f
+}
+
+// settle moves past the ends of rows to the next sample, and reports whether
+// there is one.
+func (f *floatIterator) settle() bool {
+	for f.r < len(f.rows) && f.i >= len(f.rows[f.r].Samples) {
+		f.r++
+		f.i = 0
+	}
+	return f.r < len(f.rows)
+}
+
+func (f *floatIterator) Next() chunkenc.ValueType {
+	if f.r >= len(f.rows) {
+		return chunkenc.ValNone
+	}
+	f.i++
+	if !f.settle() {
+		return chunkenc.ValNone
+	}
+	return chunkenc.ValFloat
+}
+
+// millis is int64 (a timestamp in ms) under another name, for Seek: go vet's
+// stdmethods check takes any Seek(int64, ...) for a wrong io.Seeker, and
+// chunkenc.Iterator's Seek is not one.
+type millis = int64
+
+func (f *floatIterator) Seek(t millis) chunkenc.ValueType {
+	f.i = max(f.i, 0)
+	if !f.settle() {
+		return chunkenc.ValNone
+	}
+	s := f.rows[f.r].Samples
+	if s[f.i].T >= t {
+		return chunkenc.ValFloat
+	}
+	// Rows that end before t are passed whole; in the row that does not,
+	// the first sample at or after t is searched.
+	for len(s) == 0 || s[len(s)-1].T < t {
+		f.r++
+		f.i = 0
+		if f.r >= len(f.rows) {
+			return chunkenc.ValNone
+		}
+		s = f.rows[f.r].Samples
+	}
+	f.i += sort.Search(len(s)-f.i, func(k int) bool { return s[f.i+k].T >= t })
+	return chunkenc.ValFloat
+}
+
+func (f *floatIterator) At() (int64, float64) {
+	s := &f.rows[f.r].Samples[f.i]
+	return s.T, s.V
+}
+
+func (f *floatIterator) AtHistogram(*histogram.Histogram) (int64, *histogram.Histogram) {
+	return f.AtT(), nil
+}
+
+func (f *floatIterator) AtFloatHistogram(*histogram.FloatHistogram) (int64, *histogram.FloatHistogram) {
+	return f.AtT(), nil
+}
+
+func (f *floatIterator) AtT() int64  { return f.rows[f.r].Samples[f.i].T }
+func (f *floatIterator) AtST() int64 { return f.rows[f.r].Samples[f.i].ST }
+func (*floatIterator) Err() error    { return nil }
 
 // anyGeneral reports whether any of rows holds histograms or start timestamps.
 func anyGeneral(rows []cellenc.RowSamples) bool {
@@ -144,15 +205,3 @@ func (s *mixedSample) Type() chunkenc.ValueType {
 func (s *mixedSample) Copy() chunks.Sample {
 	return &mixedSample{t: s.t, st: s.st, v: s.v, h: s.H(), fh: s.FH()}
 }
-
-// floatSample implements chunks.Sample for a float sample of a sampleList
-// (values bit-exact).
-type floatSample struct{ s *cellenc.Sample }
-
-func (f floatSample) T() int64                    { return f.s.T }
-func (f floatSample) ST() int64                   { return f.s.ST }
-func (f floatSample) F() float64                  { return f.s.V }
-func (floatSample) H() *histogram.Histogram       { return nil }
-func (floatSample) FH() *histogram.FloatHistogram { return nil }
-func (floatSample) Type() chunkenc.ValueType      { return chunkenc.ValFloat }
-func (f floatSample) Copy() chunks.Sample         { c := *f.s; return floatSample{&c} }

@@ -318,5 +318,5 @@ func (s *floatSeries) Iterator(it chunkenc.Iterator) chunkenc.Iterator {
 	if s.mixed != nil {
 		return newSampleIterator(it, s.mixed)
 	}
-	return newSampleIterator(it, flatten(s.rows))
+	return newFloatIterator(it, s.rows)
 }

@@ -3,6 +3,7 @@ package embedded
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"slices"
 	"sync"
@@ -34,8 +35,19 @@ type rowReader struct {
 	// lastCells is the cell count of the previous row: rows of a scan tend to be
 	// alike, so it sizes the next row's slice.
 	lastCells int
+	// arena holds the qualifiers and values of the rows read so far (copyTo):
+	// rows share its allocations, and a row a caller keeps pins at most one
+	// arena block besides its own.
+	arena []byte
 	// seekKey is scratch for the keys readRow skips to.
 	seekKey []byte
+	// famEsc is scratch for esc(family) of the family readRow is in.
+	famEsc []byte
+	// rowsBySeek says each row is found by a seek (GetRows), not by the
+	// iterator's position after the row before (Scan): readRow then leaves
+	// the iterator on the first key of a family after the last one selected
+	// instead of stepping over the rest of the row.
+	rowsBySeek bool
 }
 
 // maxSkipNexts is how many Next calls readRow tries before a SeekGE when it
@@ -153,52 +165,71 @@ func (r *rowReader) inRanges(q []byte) bool {
 	return true
 }
 
-// readRow reads the row whose key prefix is the first rowLen bytes of the
-// iterator's current key, leaving the iterator on the first key after the row (or
-// exhausted). It reports whether the row has cells and passes the filters.
+// readRow reads the cells of the row whose key prefix is rp (which readRow
+// does not keep), starting at the iterator's current key, its first, and
+// leaving the iterator on the first key after the row (or exhausted; with
+// rowsBySeek, perhaps on a key of a family after the selected ones). It
+// reports whether the row has cells and passes the filters.
 //
 // With maxCells > 0 and no value filter (which needs the whole row), it stops
 // once the row has maxCells cells, leaving the iterator inside the row: for a
 // scan that ends there (CellLimit), so that a row of millions of cells (an
 // index row) is not read to return one.
-func (r *rowReader) readRow(it cellIter, rowLen, maxCells int) (kv.Row, bool, error) {
+func (r *rowReader) readRow(it cellIter, rp []byte, maxCells int) (kv.Row, bool, error) {
 	if len(r.valueFilters) > 0 {
 		maxCells = 0
 	}
 	var row kv.Row
-	rp := bytes.Clone(it.Key()[:rowLen])
-	rowKey, _, err := readEscaped(rp[tablePfx:], nil)
-	if err != nil {
-		return row, false, err
-	}
-	row.Key = bytes.Clone(rowKey)
-	if row.Key == nil {
-		row.Key = []byte{}
-	}
+	rowLen := len(rp)
 	for i := range r.valueFilters {
 		r.filterValues[i], r.filterPresent[i] = nil, false
 	}
 	if r.lastCells > 0 {
-		row.Cells = make([]kv.Cell, 0, r.lastCells)
+		// Room for a few more cells than the last row had: consecutive rows
+		// of a series differ by a sample or two, and a full doubling for
+		// one more cell would waste half of the slice.
+		row.Cells = make([]kv.Cell, 0, r.lastCells+r.lastCells/8+4)
 	}
 	var (
-		col      []byte // column prefix (row prefix, family, qualifier) of the current column
+		// col is the current column: esc(family)|esc(qualifier), the key
+		// after the row prefix up to its timestamp; nil before the first.
+		col []byte
+		// fam is the current family, whose keys start with r.famEsc after
+		// the row prefix.
 		fam      *family
 		versions int // versions of the column seen so far
 		returned int // versions of the column returned so far
-		arena    []byte
 	)
 	for ok := it.Valid(); ok && bytes.HasPrefix(it.Key(), rp); {
 		k := it.Key()
-		p, err := parseCellSuffix(k[rowLen:], r.scratch[:])
+		s := k[rowLen:]
+		var (
+			p   parsedCell
+			err error
+			// sameFam: the key is in the family of the key before (an
+			// escaped component is prefix-free), so only its qualifier and
+			// timestamp are parsed.
+			sameFam = fam != nil && bytes.HasPrefix(s, r.famEsc)
+		)
+		if sameFam {
+			p, err = parseColumnSuffix(s, len(r.famEsc), r.scratch[:])
+		} else {
+			p, err = parseCellSuffix(s, r.scratch[:])
+		}
 		if err != nil {
 			return row, false, fmt.Errorf("%w %x", err, k)
 		}
-		if col == nil || !bytes.Equal(k[:rowLen+p.colLen], col) {
+		if col == nil || !bytes.Equal(s[:p.colLen], col) {
 			// A new column; perhaps a new family.
-			if fam == nil || fam.name != string(p.family) {
+			if !sameFam {
 				want, next := r.wants(p.family)
 				fam = r.t.families[string(p.family)]
+				if !want && next == "" && r.rowsBySeek {
+					// No selected family after this one, and the caller
+					// seeks the next row: the rest of this one is not read.
+					fam = nil
+					break
+				}
 				if !want || fam == nil {
 					// Skip to the next selected family, or past the row.
 					r.seekKey = append(r.seekKey[:0], rp...)
@@ -211,6 +242,7 @@ func (r *rowReader) readRow(it cellIter, rowLen, maxCells int) (kv.Row, bool, er
 					fam, col = nil, nil
 					continue
 				}
+				r.famEsc = appendEscaped(r.famEsc[:0], p.family)
 			}
 			if target := r.rangeSkip(rp, fam.name, p.qualifier); target != nil {
 				// Outside the one column range: seek to its start, or past the
@@ -219,13 +251,13 @@ func (r *rowReader) readRow(it cellIter, rowLen, maxCells int) (kv.Row, bool, er
 				col = nil
 				continue
 			}
-			col = append(col[:0], k[:rowLen+p.colLen]...)
+			col = append(col[:0], s[:p.colLen]...)
 			versions, returned = 0, 0
 		}
 		versions++
 		if versions > fam.versions || p.ts < fam.oldest(r.nowMs) {
 			// Hidden, and so is every older version of the column.
-			ok = skipTo(it, incPrefix(append(r.seekKey[:0], col...)))
+			ok = skipTo(it, incPrefix(append(append(r.seekKey[:0], rp...), col...)))
 			continue
 		}
 		if p.ts >= r.o.MaxTimestamp {
@@ -234,7 +266,7 @@ func (r *rowReader) readRow(it cellIter, rowLen, maxCells int) (kv.Row, bool, er
 		}
 		if p.ts < r.o.MinTimestamp {
 			// Older versions are older still.
-			ok = skipTo(it, incPrefix(append(r.seekKey[:0], col...)))
+			ok = skipTo(it, incPrefix(append(append(r.seekKey[:0], rp...), col...)))
 			continue
 		}
 		var value []byte
@@ -251,7 +283,7 @@ func (r *rowReader) readRow(it cellIter, rowLen, maxCells int) (kv.Row, bool, er
 		if returned < r.o.MaxVersions && r.inRanges(p.qualifier) {
 			returned++
 			c := kv.Cell{Family: fam.name, Timestamp: p.ts}
-			c.Qualifier, arena = copyTo(arena, p.qualifier)
+			c.Qualifier, r.arena = copyTo(r.arena, p.qualifier)
 			switch {
 			case r.keyOnly:
 				value = nil
@@ -260,7 +292,7 @@ func (r *rowReader) readRow(it cellIter, rowLen, maxCells int) (kv.Row, bool, er
 					return row, false, err
 				}
 			}
-			c.Value, arena = copyTo(arena, value)
+			c.Value, r.arena = copyTo(r.arena, value)
 			row.Cells = append(row.Cells, c)
 			if maxCells > 0 && len(row.Cells) >= maxCells {
 				break
@@ -278,6 +310,63 @@ func (r *rowReader) readRow(it cellIter, rowLen, maxCells int) (kv.Row, bool, er
 		}
 	}
 	return row, len(row.Cells) > 0, nil
+}
+
+// parseColumnSuffix is parseCellSuffix for a suffix whose first famLen bytes
+// are an escaped family already known (readRow's current one): it parses the
+// qualifier and timestamp and leaves parsedCell.family nil. It accepts what
+// parseCellSuffix accepts: the rest is exactly esc(qualifier)|^ts.
+func parseColumnSuffix(b []byte, famLen int, scratch []byte) (parsedCell, error) {
+	var p parsedCell
+	colLen := len(b) - tsLen
+	if colLen < famLen+2 {
+		return p, errCorruptKey
+	}
+	qual, ok := unescapeWhole(b[famLen:colLen], scratch[:0])
+	if !ok {
+		return p, errCorruptKey
+	}
+	p.qualifier = qual
+	p.ts = int64(^binary.BigEndian.Uint64(b[colLen:]))
+	p.colLen = colLen
+	return p, nil
+}
+
+// unescapeWhole decodes b, which must be exactly one escaped component
+// (content, then the terminator 0x00 0x01), as readEscaped does: a sub-slice
+// of b when the content has no 0x00, else written to scratch (or a new slice
+// when scratch is too small). Raw sample
+// qualifiers (4-byte big-endian offsets, schema/raw.go) nearly always hold a
+// 0x00, so this loop, not readEscaped's search for each escape, is what a
+// read of raw cells runs per cell.
+func unescapeWhole(b, scratch []byte) ([]byte, bool) {
+	n := len(b) - 2
+	if n < 0 || b[n] != escByte || b[n+1] != escEnd {
+		return nil, false
+	}
+	body := b[:n]
+	i := bytes.IndexByte(body, escByte)
+	if i < 0 {
+		return body, true
+	}
+	out := scratch[:0]
+	if cap(out) < n {
+		out = make([]byte, 0, n)
+	}
+	out = out[:n] // the content is at most as long as its escaped form
+	j := copy(out, body[:i])
+	for ; i < n; i++ {
+		c := body[i]
+		if c == escByte {
+			if i+1 >= n || body[i+1] != escZero {
+				return nil, false
+			}
+			i++
+		}
+		out[j] = c
+		j++
+	}
+	return out[:j], true
 }
 
 // incPrefix turns prefix p, in place, into the smallest key after every key
@@ -344,6 +433,7 @@ func (s *Store) getRows(ctx context.Context, op, tableName string, keys [][]byte
 	if err != nil {
 		return nil, fmt.Errorf("embedded: %s %s: %w", op, tableName, err)
 	}
+	r.rowsBySeek = true // every row below is sought
 	it, pit, err := s.newCellIter(ctx, t.prefix, t.end())
 	if err != nil {
 		return nil, fmt.Errorf("embedded: %s %s: %w", op, tableName, err)
@@ -379,7 +469,7 @@ func (s *Store) getRows(ctx context.Context, op, tableName string, keys [][]byte
 			}
 			continue
 		}
-		row, ok, err := r.readRow(it, len(rp), 0)
+		row, ok, err := r.readRow(it, rp, 0)
 		if err != nil {
 			return nil, fmt.Errorf("embedded: %s %s: %w", op, tableName, err)
 		}
@@ -480,7 +570,8 @@ func (sc *scanner) Next() bool {
 		if o.CellLimit > 0 {
 			maxCells = o.CellLimit - sc.cells
 		}
-		row, ok, err := sc.reader.readRow(sc.it, rowLen, maxCells)
+		rp := bytes.Clone(sc.it.Key()[:rowLen])
+		row, ok, err := sc.reader.readRow(sc.it, rp, maxCells)
 		if err != nil {
 			sc.finish(fmt.Errorf("embedded: scan %s: %w", sc.table, err))
 			return false
@@ -488,6 +579,14 @@ func (sc *scanner) Next() bool {
 		if !ok {
 			continue
 		}
+		// The row key: a sub-slice of rp (which nothing else keeps) when it
+		// has no 0x00, else a copy; never nil.
+		rowKey, _, err := readEscaped(rp[tablePfx:], nil)
+		if err != nil {
+			sc.finish(fmt.Errorf("embedded: scan %s: %w %x", sc.table, err, rp))
+			return false
+		}
+		row.Key = rowKey[:len(rowKey):len(rowKey)]
 		sc.rows++
 		if o.CellLimit > 0 && sc.cells+len(row.Cells) >= o.CellLimit {
 			row.Cells = row.Cells[:o.CellLimit-sc.cells]

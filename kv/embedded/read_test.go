@@ -1,6 +1,7 @@
 package embedded
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"strings"
@@ -48,6 +49,36 @@ func TestAColumnRangeOfAWideRowCostsWhatItReads(t *testing.T) {
 		// the family; never the row's 2 000 cells.
 		if keys := work.Keys.Load(); keys > 2*(2*maxSkipNexts+6) {
 			t.Errorf("%s: %d keys stepped over for %d cells read", tc.name, keys, len(row.Cells))
+		}
+	}
+}
+
+// parseColumnSuffix, readRow's parse of a key in the family it is in, agrees
+// with parseCellSuffix on every suffix: valid ones (qualifiers with and
+// without 0x00 bytes) and corrupt ones alike.
+func TestParseColumnSuffixAgreesWithParseCellSuffix(t *testing.T) {
+	fam := appendEscaped(nil, []byte("r"))
+	var suffixes [][]byte
+	for _, q := range []string{"", "q", "\x00", "\x00\x00", "\x00\x1b\x77\x40", "a\x00b", "\xff\x00"} {
+		suffixes = append(suffixes, appendTimestamp(appendColumn(nil, "r", []byte(q)), 1234))
+	}
+	// Corrupt: cut, an escape without its second byte, a terminator too
+	// early, a bad escape, a missing timestamp byte.
+	for _, tail := range []string{"", "\x00", "q\x00\x01x", "\x00\x02\x00\x01", "q\x00", "\x00\x01\x00\x01"} {
+		suffixes = append(suffixes, append(append(bytes.Clone(fam), tail...), "12345678"...))
+	}
+	suffixes = append(suffixes, append(bytes.Clone(fam), "q\x00\x011234567"...))
+	for _, s := range suffixes {
+		want, wantErr := parseCellSuffix(s, nil)
+		got, err := parseColumnSuffix(s, len(fam), nil)
+		if (err != nil) != (wantErr != nil) {
+			t.Fatalf("%q: error %v, parseCellSuffix's %v", s, err, wantErr)
+		}
+		if err != nil {
+			continue
+		}
+		if !bytes.Equal(got.qualifier, want.qualifier) || got.ts != want.ts || got.colLen != want.colLen {
+			t.Errorf("%q: got %q@%d (col %d), want %q@%d (col %d)", s, got.qualifier, got.ts, got.colLen, want.qualifier, want.ts, want.colLen)
 		}
 	}
 }
