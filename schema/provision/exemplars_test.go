@@ -33,7 +33,7 @@ func TestExemplarTable(t *testing.T) {
 			}
 			spec := schema.ExemplarTable(b.TableOptions)
 			if len(spec.Families) != 1 || spec.Families[0] != (kv.FamilySpec{Name: "e", MaxVersions: 1, TTL: 5 * 24 * time.Hour,
-				Compression: "NONE", BlockEncoding: "FAST_DIFF", BloomFilter: "ROW"}) || len(spec.SplitKeys) != b.Settings.Salts-1 {
+				Compression: "NONE", BlockEncoding: "FAST_DIFF", BloomFilter: "ROW", InMemoryCompaction: "BASIC"}) || len(spec.SplitKeys) != b.Settings.Salts-1 {
 				t.Errorf("exemplar table spec %+v", spec)
 			}
 			if tables, err := st.ListTables(ctx); err != nil || !slices.Contains(tables, "exemplars") {
