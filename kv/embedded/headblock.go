@@ -248,6 +248,11 @@ type byteReader struct {
 }
 
 func (d *byteReader) uvarint() uint64 {
+	if d.i < len(d.b) && d.b[d.i] < 0x80 {
+		// One byte: most of a block's numbers are small deltas of deltas.
+		d.i++
+		return uint64(d.b[d.i-1])
+	}
 	v, n := binary.Uvarint(d.b[min(d.i, len(d.b)):])
 	if n <= 0 {
 		d.bad = true
@@ -258,6 +263,14 @@ func (d *byteReader) uvarint() uint64 {
 }
 
 func (d *byteReader) varint() int64 {
+	if d.i < len(d.b) && d.b[d.i] < 0x80 {
+		x := uint64(d.b[d.i])
+		d.i++
+		if x&1 != 0 {
+			return ^int64(x >> 1)
+		}
+		return int64(x >> 1)
+	}
 	v, n := binary.Varint(d.b[min(d.i, len(d.b)):])
 	if n <= 0 {
 		d.bad = true

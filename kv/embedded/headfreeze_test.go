@@ -343,3 +343,36 @@ func TestFreezePass(t *testing.T) {
 	}
 	checkHeadAccounts(t, h)
 }
+
+// BenchmarkHeadReadRow reads every cell of a row of 240 raw samples through
+// a head iterator, live and frozen: the cost a reader of a frozen row pays.
+//
+//	go test -run '^$' -bench HeadReadRow ./kv/embedded/
+func BenchmarkHeadReadRow(b *testing.B) {
+	for _, frozen := range []bool{false, true} {
+		b.Run(fmt.Sprint("frozen=", frozen), func(b *testing.B) {
+			h := newHead(freezePolicy{})
+			h.mu.Lock()
+			for i := range 240 {
+				h.putLocked([]byte("row"), rawSuffix(uint32(i*15000), 1_700_000_000_000+int64(i)*15000), floatValue(float64(i*7)), 1)
+			}
+			if frozen {
+				if err := h.freezeAllLocked(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			h.mu.Unlock()
+			b.ResetTimer()
+			for range b.N {
+				it := &headIter{h: h}
+				n := 0
+				for ok := it.First(); ok; ok = it.Next() {
+					n++
+				}
+				if n != 240 {
+					b.Fatalf("%d cells, want 240", n)
+				}
+			}
+		})
+	}
+}
