@@ -77,19 +77,13 @@ type headRow struct {
 	// ^ts, the cell key after the row prefix).
 	arena   []byte
 	refs    []cellRef
-	garbage int // arena bytes no ref points to
+	garbage uint32 // arena bytes no ref points to
 	// seg is the oldest head log segment that holds a record of a live cell of
 	// the row: the log can be truncated up to the smallest seg of all rows.
 	seg uint64
-
-	// blocks hold the row's frozen cells (headfreeze.go), each block's after
-	// the one before it and all before every cell of refs; last is the suffix
-	// of the last of them, frozenCells how many they hold and blockBytes the
-	// sum of their capacities.
-	blocks      [][]byte
-	last        []byte
-	frozenCells int
-	blockBytes  int
+	// frozen is the row's frozen cells (headfreeze.go), nil while it has none:
+	// a pointer, so that a row never frozen does not pay for the fields.
+	frozen *rowBlocks
 	// gen changes with every change to the row, so that a freeze encoded
 	// outside the lock is swapped in only if the row is as it was.
 	gen uint32
@@ -102,6 +96,41 @@ type headRow struct {
 	// row written out of order (late marks, under random nonces) is not
 	// decoded and encoded again at every put.
 	thaws uint8
+}
+
+// rowBlocks is the frozen cells of a row: blocks (headblock.go), each
+// block's cells after the one's before it and all before every live cell of
+// the row; last is the suffix of the last of them, cells how many they hold
+// and bytes the sum of the blocks' capacities.
+type rowBlocks struct {
+	blocks [][]byte
+	last   []byte
+	cells  int
+	bytes  int
+}
+
+// size is what the frozen cells count towards their row's size.
+func (f *rowBlocks) size() int64 {
+	if f == nil {
+		return 0
+	}
+	return rowBlocksOverhead + int64(f.bytes) + int64(cap(f.blocks))*blockRefSize + int64(cap(f.last))
+}
+
+// frozenCount is the number of the row's frozen cells.
+func (r *headRow) frozenCount() int {
+	if r.frozen == nil {
+		return 0
+	}
+	return r.frozen.cells
+}
+
+// blockList is the row's blocks, nil if none.
+func (r *headRow) blockList() [][]byte {
+	if r.frozen == nil {
+		return nil
+	}
+	return r.frozen.blocks
 }
 
 // cellRef locates one cell in its row's arena: suffix arena[off:off+klen],
@@ -117,6 +146,10 @@ const rowOverhead = int64(unsafe.Sizeof(headRow{})) + 72
 // blockRefSize is what a frozen block costs besides its bytes: its slice
 // header in the row's blocks.
 const blockRefSize = int64(unsafe.Sizeof([]byte(nil)))
+
+// rowBlocksOverhead is what a row's frozen cells cost besides their blocks:
+// the rowBlocks and its allocation's rounding.
+const rowBlocksOverhead = int64(unsafe.Sizeof(rowBlocks{})) + 16
 
 // cellRefSize is the size of a cellRef.
 const cellRefSize = 12
@@ -134,12 +167,11 @@ func (r *headRow) value(c cellRef) []byte {
 
 // size is what the row counts towards head.bytes.
 func (r *headRow) size() int64 {
-	return int64(cap(r.arena)) + int64(cap(r.refs))*cellRefSize + int64(len(r.prefix)) + rowOverhead +
-		int64(r.blockBytes) + int64(cap(r.blocks))*blockRefSize + int64(cap(r.last))
+	return int64(cap(r.arena)) + int64(cap(r.refs))*cellRefSize + int64(len(r.prefix)) + rowOverhead + r.frozen.size()
 }
 
 // cellCount is the number of cells the row holds, frozen or not.
-func (r *headRow) cellCount() int { return r.frozenCells + len(r.refs) }
+func (r *headRow) cellCount() int { return r.frozenCount() + len(r.refs) }
 
 // putLocked puts the cell suffix=value into the row with prefix prefix,
 // logged in segment seg; an existing cell of the same key is replaced (the
@@ -156,7 +188,7 @@ func (h *head) putLocked(prefix, suffix, value []byte, seg uint64) {
 	if r.cellCount() == 0 {
 		r.seg = seg
 	}
-	if len(r.blocks) > 0 && bytes.Compare(suffix, r.last) <= 0 {
+	if r.frozen != nil && bytes.Compare(suffix, r.frozen.last) <= 0 {
 		// Not after every frozen cell: the row is live again.
 		r.thaw()
 	}
@@ -171,7 +203,7 @@ func (h *head) putLocked(prefix, suffix, value []byte, seg uint64) {
 			return bytes.Compare(r.suffix(e), k)
 		})
 		if found {
-			r.garbage += int(r.refs[i].klen + r.refs[i].vlen)
+			r.garbage += r.refs[i].klen + r.refs[i].vlen
 			r.refs[i] = ref
 			h.cells--
 		} else {
@@ -194,7 +226,7 @@ func (h *head) deleteLocked(prefix, under []byte, upTo int64) int {
 		return 0
 	}
 	before := r.size()
-	if len(r.blocks) > 0 && r.frozenMayMatch(under) {
+	if r.frozen != nil && r.frozenMayMatch(under) {
 		r.thaw()
 	}
 	return h.deleteLiveLocked(r, under, upTo, before)
@@ -208,7 +240,7 @@ func (h *head) deleteLiveLocked(r *headRow, under []byte, upTo int64, before int
 	for _, c := range r.refs {
 		s := r.suffix(c)
 		if bytes.HasPrefix(s, under) && suffixTimestamp(s) <= upTo {
-			r.garbage += int(c.klen + c.vlen)
+			r.garbage += c.klen + c.vlen
 			removed++
 			continue
 		}
@@ -221,7 +253,7 @@ func (h *head) deleteLiveLocked(r *headRow, under []byte, upTo int64, before int
 		return 0
 	}
 	h.cells -= int64(removed)
-	if len(kept) == 0 && r.frozenCells == 0 {
+	if len(kept) == 0 && r.frozen == nil {
 		h.removeLocked(r)
 		h.bytes -= before
 		return removed
@@ -262,10 +294,10 @@ func (h *head) removeLocked(r *headRow) {
 // compactIfMostlyGarbage rebuilds the arena when at least half of it is bytes
 // of removed or replaced cells. The old arena is left to readers that hold it.
 func (r *headRow) compactIfMostlyGarbage() {
-	if r.garbage < 1024 || 2*r.garbage < len(r.arena) {
+	if r.garbage < 1024 || 2*int(r.garbage) < len(r.arena) {
 		return
 	}
-	arena := make([]byte, 0, len(r.arena)-r.garbage)
+	arena := make([]byte, 0, len(r.arena)-int(r.garbage))
 	refs := make([]cellRef, len(r.refs))
 	for i, c := range r.refs {
 		off := uint32(len(arena))
@@ -312,8 +344,8 @@ func (s *rowSnapshot) value(i int) []byte {
 // best called after h.mu is released.
 func snapshotLocked(r *headRow) rowSnapshot {
 	s := rowSnapshot{prefix: r.prefix, arena: r.arena[:len(r.arena):len(r.arena)], refs: slices.Clone(r.refs)}
-	if len(r.blocks) > 0 {
-		s.blocks = slices.Clone(r.blocks)
+	if r.frozen != nil {
+		s.blocks = slices.Clone(r.frozen.blocks)
 	}
 	return s
 }

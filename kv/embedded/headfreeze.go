@@ -95,10 +95,11 @@ const maxThawShift = 6
 
 // frozenMayMatch reports whether a delete of the suffixes that start with
 // under (nil: all) may match a frozen cell of the row. Every frozen suffix is
-// <= r.last, so none starts with an under that sorts after r.last unless
-// r.last itself does.
+// <= the last, so none starts with an under that sorts after the last
+// unless the last itself does. The row must have frozen cells.
 func (r *headRow) frozenMayMatch(under []byte) bool {
-	return under == nil || bytes.Compare(under, r.last) <= 0 || bytes.HasPrefix(r.last, under)
+	last := r.frozen.last
+	return under == nil || bytes.Compare(under, last) <= 0 || bytes.HasPrefix(last, under)
 }
 
 // thaw decodes the row's blocks back into its arena and refs, followed by its
@@ -106,12 +107,12 @@ func (r *headRow) frozenMayMatch(under []byte) bool {
 // change of size. A block that does not decode is one the head encoded itself
 // and then corrupted: thaw panics.
 func (r *headRow) thaw() {
-	s := rowSnapshot{prefix: r.prefix, arena: r.arena, refs: r.refs, blocks: r.blocks}
+	s := rowSnapshot{prefix: r.prefix, arena: r.arena, refs: r.refs, blocks: r.blockList()}
 	if err := s.decode(); err != nil {
 		panic(fmt.Sprintf("embedded: head: thaw: %v", err))
 	}
 	r.arena, r.refs, r.garbage = s.arena, s.refs, 0
-	r.blocks, r.last, r.frozenCells, r.blockBytes = nil, nil, 0, 0
+	r.frozen = nil
 	r.thaws = min(r.thaws+1, maxThawShift)
 }
 
@@ -167,15 +168,15 @@ const mergeBelow = 128
 // there are some, and enough for a block of their own or a block to merge
 // them into.
 func (r *headRow) worthFreezing() bool {
-	return len(r.refs) >= minBlockCells || len(r.refs) > 0 && len(r.blocks) > 0
+	return len(r.refs) >= minBlockCells || len(r.refs) > 0 && r.frozen != nil
 }
 
 // lastBlock is the row's last block, nil if none.
 func (r *headRow) lastBlock() []byte {
-	if len(r.blocks) == 0 {
+	if r.frozen == nil {
 		return nil
 	}
-	return r.blocks[len(r.blocks)-1]
+	return r.frozen.blocks[len(r.frozen.blocks)-1]
 }
 
 // swapLocked puts ft's block into the row in place of its live cells, if the
@@ -187,16 +188,20 @@ func (h *head) swapLocked(ft frozenTail) bool {
 		return false
 	}
 	before := r.size()
-	if ft.merged {
-		// Readers hold copies of r.blocks, never r.blocks itself.
-		r.blockBytes -= cap(r.blocks[len(r.blocks)-1])
-		r.blocks[len(r.blocks)-1] = ft.block
-	} else {
-		r.blocks = append(r.blocks, ft.block)
+	if r.frozen == nil {
+		r.frozen = &rowBlocks{}
 	}
-	r.last = ft.last
-	r.frozenCells += ft.cells
-	r.blockBytes += cap(ft.block)
+	f := r.frozen
+	if ft.merged {
+		// Readers hold copies of f.blocks, never f.blocks itself.
+		f.bytes -= cap(f.blocks[len(f.blocks)-1])
+		f.blocks[len(f.blocks)-1] = ft.block
+	} else {
+		f.blocks = append(f.blocks, ft.block)
+	}
+	f.last = ft.last
+	f.cells += ft.cells
+	f.bytes += cap(ft.block)
 	// The live cells are all in the block now; the arena stays with readers
 	// that hold it, and the next put starts a new one.
 	r.arena, r.refs, r.garbage = nil, nil, 0

@@ -27,8 +27,11 @@ func checkHeadAccounts(t *testing.T, h *head) {
 		if r.cellCount() == 0 {
 			t.Errorf("row %q holds no cell but is in the head", r.prefix)
 		}
-		if len(r.blocks) > 0 && len(r.refs) > 0 && bytes.Compare(r.suffix(r.refs[0]), r.last) <= 0 {
-			t.Errorf("row %q: live cell %x not after the last frozen %x", r.prefix, r.suffix(r.refs[0]), r.last)
+		if f := r.frozen; f != nil && len(r.refs) > 0 && bytes.Compare(r.suffix(r.refs[0]), f.last) <= 0 {
+			t.Errorf("row %q: live cell %x not after the last frozen %x", r.prefix, r.suffix(r.refs[0]), f.last)
+		}
+		if f := r.frozen; f != nil && (len(f.blocks) == 0 || f.cells == 0) {
+			t.Errorf("row %q: frozen cells %+v without blocks or cells", r.prefix, f)
 		}
 	}
 	if size != h.bytes || cells != h.cells {
@@ -201,7 +204,7 @@ func TestFrozenRowSemantics(t *testing.T) {
 		t.Helper()
 		checkHeadAccounts(t, h)
 		equalCells(t, what, headCells(t, h), want)
-		if r := row(); r == nil && (frozen > 0 || live > 0) || r != nil && (r.frozenCells != frozen || len(r.refs) != live) {
+		if r := row(); r == nil && (frozen > 0 || live > 0) || r != nil && (r.frozenCount() != frozen || len(r.refs) != live) {
 			t.Fatalf("%s: row %+v, want %d frozen and %d live cells", what, r, frozen, live)
 		}
 	}
@@ -217,8 +220,8 @@ func TestFrozenRowSemantics(t *testing.T) {
 	put("c", 9, "c9")
 	check("tail", 3, 2, c("a", 2, "a2"), c("a", 1, "a1"), c("b", 5, "b5"), c("b", 4, "b4"), c("c", 9, "c9"))
 	freeze()
-	if r := row(); len(r.blocks) != 1 {
-		t.Fatalf("%d blocks after a second freeze, want 1 (merged)", len(r.blocks))
+	if r := row(); len(r.blockList()) != 1 {
+		t.Fatalf("%d blocks after a second freeze, want 1 (merged)", len(r.blockList()))
 	}
 	check("two blocks", 5, 0, c("a", 2, "a2"), c("a", 1, "a1"), c("b", 5, "b5"), c("b", 4, "b4"), c("c", 9, "c9"))
 
@@ -278,7 +281,7 @@ func TestFreezePass(t *testing.T) {
 	if n, err := h.freezePass(now); err != nil || n != 1 {
 		t.Fatalf("first pass froze %d rows (%v), want the long one", n, err)
 	}
-	if h.byPrefix["long"].frozenCells != 12 || h.byPrefix["short"].frozenCells != 0 || h.byPrefix["tiny"].frozenCells != 0 {
+	if h.byPrefix["long"].frozenCount() != 12 || h.byPrefix["short"].frozenCount() != 0 || h.byPrefix["tiny"].frozenCount() != 0 {
 		t.Fatal("the first pass froze the wrong row")
 	}
 	checkHeadAccounts(t, h)
@@ -290,14 +293,14 @@ func TestFreezePass(t *testing.T) {
 	if n, _ := h.freezePass(now.Add(30 * time.Second)); n != 0 {
 		t.Fatalf("a pass before FreezeAfter froze %d rows", n)
 	}
-	if n, _ := h.freezePass(now.Add(time.Minute)); n != 1 || h.byPrefix["short"].frozenCells != minBlockCells {
+	if n, _ := h.freezePass(now.Add(time.Minute)); n != 1 || h.byPrefix["short"].frozenCount() != minBlockCells {
 		t.Fatalf("the next scan froze %d rows, want the short one, idle since before the first", n)
 	}
-	if n, _ := h.freezePass(now.Add(2 * time.Minute)); n != 1 || h.byPrefix["later"].frozenCells != minBlockCells {
+	if n, _ := h.freezePass(now.Add(2 * time.Minute)); n != 1 || h.byPrefix["later"].frozenCount() != minBlockCells {
 		t.Fatalf("the scan after froze %d rows, want the one written after the first", n)
 	}
-	if r := h.byPrefix["tiny"]; r.frozenCells != 0 {
-		t.Fatalf("an idle row of %d cells froze: fewer than minBlockCells take less live", r.frozenCells)
+	if r := h.byPrefix["tiny"]; r.frozenCount() != 0 {
+		t.Fatalf("an idle row of %d cells froze: fewer than minBlockCells take less live", r.frozenCount())
 	}
 	checkHeadAccounts(t, h)
 	after := headCells(t, h)
@@ -316,8 +319,8 @@ func TestFreezePass(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.mu.Unlock()
-	if r := h.byPrefix["many"]; len(r.blocks) != 2 || r.frozenCells != mergeBelow+10 {
-		t.Fatalf("row of %d frozen cells in %d blocks, want %d in 2", r.frozenCells, len(r.blocks), mergeBelow+10)
+	if r := h.byPrefix["many"]; len(r.blockList()) != 2 || r.frozenCount() != mergeBelow+10 {
+		t.Fatalf("row of %d frozen cells in %d blocks, want %d in 2", r.frozenCount(), len(r.blockList()), mergeBelow+10)
 	}
 	checkHeadAccounts(t, h)
 	if n := len(headCells(t, h)); n != len(after)+mergeBelow+10 {
