@@ -40,6 +40,9 @@ var ingestSteps = flag.Int("ingest.steps", 240, "steps of 15 s in BenchmarkInges
 // FreezeAfter) [true].
 var ingestFreeze = flag.Bool("ingest.freeze", true, "whether BenchmarkIngestRemoteWrite's head freezes rows")
 
+// ingestFreezeCells is the head's HeadOptions.FreezeCells [0: the default].
+var ingestFreezeCells = flag.Int("ingest.freeze-cells", 0, "BenchmarkIngestRemoteWrite's HeadOptions.FreezeCells (0: the default)")
+
 // BenchmarkIngestRemoteWrite drives db.DB.Write — the write path behind the
 // remote-write handler, without HTTP and protobuf decoding — over an embedded store
 // opened with the options `tsdb serve` uses, with 2.4 M samples (100 hosts × 100
@@ -132,6 +135,7 @@ func runIngest(b *testing.B, head bool, batch int) ingestResult {
 	opts := Options{MinFreeBytes: -1}
 	if head {
 		opts.Head.Holds = schema.Transient
+		opts.Head.FreezeCells = *ingestFreezeCells
 		if !*ingestFreeze {
 			opts.Head.FreezeCells, opts.Head.FreezeAfter = -1, -1
 		}
