@@ -56,8 +56,9 @@ type HeadOptions struct {
 	// docs/performance.md).
 	FreezeCells int
 	// FreezeAfter is how long a row goes without a put before a maintenance
-	// pass freezes its live cells, whatever their number: between FreezeAfter
-	// and twice that [1m]; < 0 never freezes idle rows.
+	// pass freezes its live cells, fewer than FreezeCells too (but not fewer
+	// than 4 into a block of their own, which would take more): between
+	// FreezeAfter and twice that [1m]; < 0 never freezes idle rows.
 	FreezeAfter time.Duration
 
 	// freezeEachApply freezes every row after each Apply (tests: the
