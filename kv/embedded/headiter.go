@@ -48,7 +48,8 @@ func (h *head) empty() bool {
 // headIter iterates over the head's cell keys in [lower, upper), a row at a
 // time: it copies each row's refs when it enters the row (rowSnapshot), so it
 // sees every row as it was at that moment and holds the head's lock only
-// while it copies.
+// while it copies; a frozen row's blocks are decoded after the lock is
+// released (rowAtOrAfter).
 type headIter struct {
 	h            *head
 	lower, upper []byte
