@@ -80,6 +80,9 @@
 // Pebble: head.go says why and what holds, headlog.go the log's format,
 // headstore.go how Apply, reads, bounds and Close use it. Reads merge the head
 // into the same key stream (headiter.go), so everything above is unchanged.
+// Rows no longer appended to are frozen into compressed blocks
+// (headfreeze.go, headblock.go's format), thawed again by a put among their
+// cells or a delete of them.
 //
 // # Background work
 //

@@ -2,8 +2,10 @@ package embedded
 
 import (
 	"bytes"
+	"fmt"
 	"slices"
 	"sync"
+	"unsafe"
 
 	"github.com/RaduBerinde/btreemap"
 )
@@ -20,7 +22,10 @@ import (
 // fragment. In the head it is an append to its row's arena and a few bytes of
 // the head log; compaction's family delete drops it from memory, and Pebble
 // never sees it. Only what stays longer than the head may hold (HeadOptions.
-// MaxBytes, MaxLogBytes) is written to Pebble, as the same cell keys.
+// MaxBytes, MaxLogBytes) is written to Pebble, as the same cell keys. Once a
+// row has enough cells, or is not written for a while, its cells are frozen
+// into a compressed block of a few bytes a sample (headfreeze.go), and later
+// puts start a new live tail after them.
 //
 // The head lives below the kv.Store interface, as cell keys in Pebble's own
 // encoding (keys.go), so every read path (rowReader over a merged iterator,
@@ -39,6 +44,11 @@ import (
 //     again, so a reader may keep arena[:len] without a lock while the row
 //     grows. Deletes and overwrites rebuild the refs, and the arena when half
 //     of it is garbage.
+//   - A row's frozen blocks (headfreeze.go) are never written again either,
+//     and every cell they hold sorts before every cell of its arena: a put at
+//     or before the last frozen cell, and any delete, thaws the row first.
+//   - bytes is the sum of size() over the rows, cells the sum of cellCount():
+//     every change to a row adds the difference its size made.
 
 // head is the in-memory part of the head. Its methods that end in Locked need
 // h.mu held (exclusively when they change it).
@@ -54,6 +64,9 @@ type head struct {
 	// bytes is the memory the rows take, as headRow.size counts it; cells the
 	// number of cells held.
 	bytes, cells int64
+
+	// freeze is what headfreeze.go needs: the policy, and the rows to look at.
+	freeze freezeState
 }
 
 // headRow is the cells of one row held in the head.
@@ -64,10 +77,60 @@ type headRow struct {
 	// ^ts, the cell key after the row prefix).
 	arena   []byte
 	refs    []cellRef
-	garbage int // arena bytes no ref points to
+	garbage uint32 // arena bytes no ref points to
 	// seg is the oldest head log segment that holds a record of a live cell of
 	// the row: the log can be truncated up to the smallest seg of all rows.
 	seg uint64
+	// frozen is the row's frozen cells (headfreeze.go), nil while it has none:
+	// a pointer, so that a row never frozen does not pay for the fields.
+	frozen *rowBlocks
+	// gen changes with every change to the row, so that a freeze encoded
+	// outside the lock is swapped in only if the row is as it was.
+	gen uint32
+	// touched is the head's freeze epoch at the row's last put; queued is set
+	// while the row waits in the freeze queue.
+	touched uint32
+	queued  bool
+	// thaws counts the row's thaws (at most maxThawShift): each doubles the
+	// live cells it must hold before it freezes by count again, so that a
+	// row written out of order (late marks, under random nonces) is not
+	// decoded and encoded again at every put.
+	thaws uint8
+}
+
+// rowBlocks is the frozen cells of a row: blocks (headblock.go), each
+// block's cells after the one's before it and all before every live cell of
+// the row; last is the suffix of the last of them, cells how many they hold
+// and bytes the sum of the blocks' capacities.
+type rowBlocks struct {
+	blocks [][]byte
+	last   []byte
+	cells  int
+	bytes  int
+}
+
+// size is what the frozen cells count towards their row's size.
+func (f *rowBlocks) size() int64 {
+	if f == nil {
+		return 0
+	}
+	return rowBlocksOverhead + int64(f.bytes) + int64(cap(f.blocks))*blockRefSize + int64(cap(f.last))
+}
+
+// frozenCount is the number of the row's frozen cells.
+func (r *headRow) frozenCount() int {
+	if r.frozen == nil {
+		return 0
+	}
+	return r.frozen.cells
+}
+
+// blockList is the row's blocks, nil if none.
+func (r *headRow) blockList() [][]byte {
+	if r.frozen == nil {
+		return nil
+	}
+	return r.frozen.blocks
 }
 
 // cellRef locates one cell in its row's arena: suffix arena[off:off+klen],
@@ -76,15 +139,25 @@ type cellRef struct {
 	off, klen, vlen uint32
 }
 
-// rowOverhead approximates what a row costs besides its arena and refs: the
-// headRow itself, its prefix and its place in the btree.
-const rowOverhead = 160
+// rowOverhead approximates what a row costs besides its arena, refs, prefix
+// and blocks: the headRow itself and its places in the btree and the map.
+const rowOverhead = int64(unsafe.Sizeof(headRow{})) + 72
+
+// blockRefSize is what a frozen block costs besides its bytes: its slice
+// header in the row's blocks.
+const blockRefSize = int64(unsafe.Sizeof([]byte(nil)))
+
+// rowBlocksOverhead is what a row's frozen cells cost besides their blocks:
+// the rowBlocks and its allocation's rounding.
+const rowBlocksOverhead = int64(unsafe.Sizeof(rowBlocks{})) + 16
 
 // cellRefSize is the size of a cellRef.
 const cellRefSize = 12
 
-func newHead() *head {
-	return &head{rows: btreemap.New[[]byte, *headRow](32, bytes.Compare), byPrefix: make(map[string]*headRow)}
+// newHead returns an empty head that freezes rows as policy says.
+func newHead(policy freezePolicy) *head {
+	return &head{rows: btreemap.New[[]byte, *headRow](32, bytes.Compare), byPrefix: make(map[string]*headRow),
+		freeze: freezeState{policy: policy}}
 }
 
 func (r *headRow) suffix(c cellRef) []byte { return r.arena[c.off : c.off+c.klen] }
@@ -94,8 +167,11 @@ func (r *headRow) value(c cellRef) []byte {
 
 // size is what the row counts towards head.bytes.
 func (r *headRow) size() int64 {
-	return int64(cap(r.arena)) + int64(cap(r.refs))*cellRefSize + int64(len(r.prefix)) + rowOverhead
+	return int64(cap(r.arena)) + int64(cap(r.refs))*cellRefSize + int64(len(r.prefix)) + rowOverhead + r.frozen.size()
 }
+
+// cellCount is the number of cells the row holds, frozen or not.
+func (r *headRow) cellCount() int { return r.frozenCount() + len(r.refs) }
 
 // putLocked puts the cell suffix=value into the row with prefix prefix,
 // logged in segment seg; an existing cell of the same key is replaced (the
@@ -109,8 +185,12 @@ func (h *head) putLocked(prefix, suffix, value []byte, seg uint64) {
 		h.bytes += r.size()
 	}
 	before := r.size()
-	if len(r.refs) == 0 {
+	if r.cellCount() == 0 {
 		r.seg = seg
+	}
+	if r.frozen != nil && bytes.Compare(suffix, r.frozen.last) <= 0 {
+		// Not after every frozen cell: the row is live again.
+		r.thaw()
 	}
 	off := uint32(len(r.arena))
 	r.arena = append(r.arena, suffix...)
@@ -123,7 +203,7 @@ func (h *head) putLocked(prefix, suffix, value []byte, seg uint64) {
 			return bytes.Compare(r.suffix(e), k)
 		})
 		if found {
-			r.garbage += int(r.refs[i].klen + r.refs[i].vlen)
+			r.garbage += r.refs[i].klen + r.refs[i].vlen
 			r.refs[i] = ref
 			h.cells--
 		} else {
@@ -133,6 +213,8 @@ func (h *head) putLocked(prefix, suffix, value []byte, seg uint64) {
 	h.cells++
 	r.compactIfMostlyGarbage()
 	h.bytes += r.size() - before
+	r.touched = h.freeze.epoch
+	h.changedLocked(r)
 }
 
 // deleteLocked removes from the row with prefix prefix the cells whose suffix
@@ -144,22 +226,34 @@ func (h *head) deleteLocked(prefix, under []byte, upTo int64) int {
 		return 0
 	}
 	before := r.size()
+	if r.frozen != nil && r.frozenMayMatch(under) {
+		r.thaw()
+	}
+	return h.deleteLiveLocked(r, under, upTo, before)
+}
+
+// deleteLiveLocked is deleteLocked on the live cells of row r, whose size was
+// before at the start of deleteLocked.
+func (h *head) deleteLiveLocked(r *headRow, under []byte, upTo int64, before int64) int {
 	kept := r.refs[:0:0]
 	removed := 0
 	for _, c := range r.refs {
 		s := r.suffix(c)
 		if bytes.HasPrefix(s, under) && suffixTimestamp(s) <= upTo {
-			r.garbage += int(c.klen + c.vlen)
+			r.garbage += c.klen + c.vlen
 			removed++
 			continue
 		}
 		kept = append(kept, c)
 	}
 	if removed == 0 {
+		// Nothing deleted, but a thaw may have changed the row's size.
+		h.bytes += r.size() - before
+		h.changedLocked(r)
 		return 0
 	}
 	h.cells -= int64(removed)
-	if len(kept) == 0 {
+	if len(kept) == 0 && r.frozen == nil {
 		h.removeLocked(r)
 		h.bytes -= before
 		return removed
@@ -169,6 +263,7 @@ func (h *head) deleteLocked(prefix, under []byte, upTo int64) int {
 	r.refs = kept
 	r.compactIfMostlyGarbage()
 	h.bytes += r.size() - before
+	h.changedLocked(r)
 	return removed
 }
 
@@ -185,7 +280,7 @@ func (h *head) dropRowsLocked(p []byte) {
 	for _, r := range doomed {
 		h.removeLocked(r)
 		h.bytes -= r.size()
-		h.cells -= int64(len(r.refs))
+		h.cells -= int64(r.cellCount())
 	}
 }
 
@@ -199,10 +294,10 @@ func (h *head) removeLocked(r *headRow) {
 // compactIfMostlyGarbage rebuilds the arena when at least half of it is bytes
 // of removed or replaced cells. The old arena is left to readers that hold it.
 func (r *headRow) compactIfMostlyGarbage() {
-	if r.garbage < 1024 || 2*r.garbage < len(r.arena) {
+	if r.garbage < 1024 || 2*int(r.garbage) < len(r.arena) {
 		return
 	}
-	arena := make([]byte, 0, len(r.arena)-r.garbage)
+	arena := make([]byte, 0, len(r.arena)-int(r.garbage))
 	refs := make([]cellRef, len(r.refs))
 	for i, c := range r.refs {
 		off := uint32(len(arena))
@@ -224,11 +319,14 @@ func beUint64(b []byte) uint64 {
 }
 
 // rowSnapshot is a reader's copy of one head row: the arena as it was (shared,
-// never written below its length) and a copy of the refs.
+// never written below its length) and a copy of the refs. A snapshot of a row
+// with frozen blocks holds them too until decode turns them, with the live
+// cells after them, into a fresh arena and refs.
 type rowSnapshot struct {
 	prefix []byte
 	arena  []byte
 	refs   []cellRef
+	blocks [][]byte
 }
 
 func (s *rowSnapshot) suffix(i int) []byte {
@@ -242,15 +340,62 @@ func (s *rowSnapshot) value(i int) []byte {
 }
 
 // snapshotLocked copies row r for a reader; h.mu must be held (shared is
-// enough).
+// enough). The snapshot of a row with frozen blocks needs decode, which is
+// best called after h.mu is released.
 func snapshotLocked(r *headRow) rowSnapshot {
-	return rowSnapshot{prefix: r.prefix, arena: r.arena[:len(r.arena):len(r.arena)], refs: slices.Clone(r.refs)}
+	s := rowSnapshot{prefix: r.prefix, arena: r.arena[:len(r.arena):len(r.arena)], refs: slices.Clone(r.refs)}
+	if r.frozen != nil {
+		s.blocks = slices.Clone(r.frozen.blocks)
+	}
+	return s
+}
+
+// decode turns a snapshot with frozen blocks into one of an arena and refs
+// alone: the blocks' cells, then the live ones, in a fresh arena.
+func (s *rowSnapshot) decode() error {
+	if len(s.blocks) == 0 {
+		return nil
+	}
+	arenaLen, count := 0, len(s.refs)
+	for _, b := range s.blocks {
+		c, a, err := blockHeader(b)
+		if err != nil {
+			return fmt.Errorf("embedded: head: row %q: %w", s.prefix, err)
+		}
+		arenaLen, count = arenaLen+a, count+c
+	}
+	for _, c := range s.refs {
+		arenaLen += int(c.klen + c.vlen)
+	}
+	arena, refs := make([]byte, 0, arenaLen), make([]cellRef, 0, count)
+	for _, b := range s.blocks {
+		var err error
+		if arena, refs, err = decodeBlock(b, arena, refs); err != nil {
+			return fmt.Errorf("embedded: head: row %q: %w", s.prefix, err)
+		}
+	}
+	for _, c := range s.refs {
+		off := uint32(len(arena))
+		arena = append(arena, s.arena[c.off:c.off+c.klen+c.vlen]...)
+		refs = append(refs, cellRef{off: off, klen: c.klen, vlen: c.vlen})
+	}
+	s.arena, s.refs, s.blocks = arena, refs, nil
+	return nil
 }
 
 // rowAtOrAfter returns a snapshot of the first row whose cells can hold a key
 // >= key and < upper: the row key is inside (its prefix is a prefix of key),
 // or the first row whose prefix is > key. ok is false when there is none.
-func (h *head) rowAtOrAfter(key, upper []byte) (snap rowSnapshot, ok bool) {
+// Frozen blocks are decoded after h.mu is released: their decoding costs only
+// the reader.
+func (h *head) rowAtOrAfter(key, upper []byte) (snap rowSnapshot, ok bool, err error) {
+	if snap, ok = h.findRow(key, upper); ok {
+		err = snap.decode()
+	}
+	return snap, ok && err == nil, err
+}
+
+func (h *head) findRow(key, upper []byte) (snap rowSnapshot, ok bool) {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
 	for k, r := range h.rows.Descend(btreemap.LE(key), btreemap.Min[[]byte]()) {

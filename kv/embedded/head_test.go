@@ -26,6 +26,15 @@ func TestConformanceWithHead(t *testing.T) {
 	}, kvtest.CellsInMemory())
 }
 
+// TestConformanceWithFrozenHead runs the suite on a head that freezes every
+// row after each Apply: every read decodes frozen blocks, every later put
+// lands in a live tail or thaws its row, every delete may thaw one.
+func TestConformanceWithFrozenHead(t *testing.T) {
+	kvtest.Run(t, func(t testing.TB) kv.Store {
+		return openStore(t, t.TempDir(), Options{Head: HeadOptions{Holds: holdAll, freezeEachApply: true}})
+	}, kvtest.CellsInMemory())
+}
+
 var headSpec = kv.TableSpec{Name: "data", Families: []kv.FamilySpec{
 	{Name: "r"},                 // held
 	{Name: "t", MaxVersions: 2}, // in Pebble
@@ -98,49 +107,59 @@ func applyAll(t *testing.T, st kv.Store, batches [][]kv.Mutation) {
 // with a head and to one without, and compares every cell: while open, after a
 // Close and reopen (the log replayed), and after a reopen without a head (the
 // log written into Pebble and removed).
+//
+// With freeze, the head freezes every row after each Apply.
 func TestHeadReplayRebuildsTheSameStore(t *testing.T) {
-	for seed := range uint64(4) {
-		t.Run(fmt.Sprint("seed-", seed), func(t *testing.T) {
-			batches := randomMutations(seed, 300)
-			ref := openStore(t, t.TempDir(), Options{})
-			ensure(t, ref, headSpec)
-			applyAll(t, ref, batches)
-			want := dump(t, ref)
-			if len(want) == 0 {
-				t.Fatal("the reference store holds nothing: the test would prove nothing")
-			}
+	for _, freeze := range []bool{false, true} {
+		for seed := range uint64(4) {
+			t.Run(fmt.Sprintf("freeze=%v/seed-%d", freeze, seed), func(t *testing.T) {
+				testHeadReplay(t, seed, HeadOptions{Holds: holdRaw, freezeEachApply: freeze})
+			})
+		}
+	}
+}
 
-			dir := t.TempDir()
-			st := openStore(t, dir, Options{Head: HeadOptions{Holds: holdRaw}})
-			ensure(t, st, headSpec)
-			applyAll(t, st, batches)
-			equalCells(t, "open", dump(t, st), want)
-			hs, ok := st.HeadStats()
-			if !ok || hs.Cells == 0 {
-				t.Fatalf("HeadStats = %+v, %v: the head holds nothing", hs, ok)
-			}
-			if err := st.Close(); err != nil {
-				t.Fatal(err)
-			}
+func testHeadReplay(t *testing.T, seed uint64, headOpts HeadOptions) {
+	batches := randomMutations(seed, 300)
+	ref := openStore(t, t.TempDir(), Options{})
+	ensure(t, ref, headSpec)
+	applyAll(t, ref, batches)
+	want := dump(t, ref)
+	if len(want) == 0 {
+		t.Fatal("the reference store holds nothing: the test would prove nothing")
+	}
 
-			st = openStore(t, dir, Options{Head: HeadOptions{Holds: holdRaw}})
-			equalCells(t, "after replay", dump(t, st), want)
-			if got, _ := st.HeadStats(); got.Cells != hs.Cells || got.ReplayedRecords == 0 {
-				t.Fatalf("after replay HeadStats = %+v, want %d cells from replayed records", got, hs.Cells)
-			}
-			if err := st.Close(); err != nil {
-				t.Fatal(err)
-			}
+	dir := t.TempDir()
+	st := openStore(t, dir, Options{Head: headOpts})
+	ensure(t, st, headSpec)
+	applyAll(t, st, batches)
+	equalCells(t, "open", dump(t, st), want)
+	checkHeadAccounts(t, st.head)
+	hs, ok := st.HeadStats()
+	if !ok || hs.Cells == 0 {
+		t.Fatalf("HeadStats = %+v, %v: the head holds nothing", hs, ok)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
 
-			st = openStore(t, dir, Options{})
-			equalCells(t, "without a head", dump(t, st), want)
-			if _, ok := st.HeadStats(); ok {
-				t.Fatal("a store opened without a head reports one")
-			}
-			if _, err := os.Stat(filepath.Join(dir, headDir)); !errors.Is(err, os.ErrNotExist) {
-				t.Fatalf("head log directory after a reopen without a head: %v, want it gone", err)
-			}
-		})
+	st = openStore(t, dir, Options{Head: headOpts})
+	equalCells(t, "after replay", dump(t, st), want)
+	checkHeadAccounts(t, st.head)
+	if got, _ := st.HeadStats(); got.Cells != hs.Cells || got.ReplayedRecords == 0 {
+		t.Fatalf("after replay HeadStats = %+v, want %d cells from replayed records", got, hs.Cells)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	st = openStore(t, dir, Options{})
+	equalCells(t, "without a head", dump(t, st), want)
+	if _, ok := st.HeadStats(); ok {
+		t.Fatal("a store opened without a head reports one")
+	}
+	if _, err := os.Stat(filepath.Join(dir, headDir)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("head log directory after a reopen without a head: %v, want it gone", err)
 	}
 }
 
@@ -166,9 +185,26 @@ func equalCells(t *testing.T, what string, got, want []string) {
 // TestHeadKeepsItsBounds: a head over MaxBytes writes its oldest rows into
 // Pebble, every cell stays readable, the log is truncated behind them, and a
 // family delete of rows that lived only in the head leaves no tombstone.
+//
+// Without freeze, no row is frozen; with it, every row is frozen after each
+// Apply, so that what is flushed is frozen blocks, and the bound is smaller,
+// for the rows take less.
 func TestHeadKeepsItsBounds(t *testing.T) {
+	for _, freeze := range []bool{false, true} {
+		t.Run(fmt.Sprint("freeze=", freeze), func(t *testing.T) {
+			o := HeadOptions{Holds: holdRaw, MaxBytes: 64 << 10, SegmentSize: 16 << 10, FreezeCells: -1, FreezeAfter: -1}
+			if freeze {
+				// 64 frozen rows take about 27 KiB.
+				o.MaxBytes, o.freezeEachApply = 16<<10, true
+			}
+			testHeadBounds(t, o)
+		})
+	}
+}
+
+func testHeadBounds(t *testing.T, headOpts HeadOptions) {
 	dir := t.TempDir()
-	st := openStore(t, dir, Options{Head: HeadOptions{Holds: holdRaw, MaxBytes: 64 << 10, SegmentSize: 16 << 10}})
+	st := openStore(t, dir, Options{Head: headOpts})
 	ensure(t, st, headSpec)
 	ctx := context.Background()
 	var want []string
@@ -186,9 +222,10 @@ func TestHeadKeepsItsBounds(t *testing.T) {
 		t.Fatal(err)
 	}
 	hs, _ := st.HeadStats()
-	if hs.Bytes > 64<<10 || hs.FlushedRows == 0 || hs.FlushedCells != 100*hs.FlushedRows {
-		t.Fatalf("HeadStats after maintenance = %+v: want at most 64 KiB held and whole rows flushed", hs)
+	if hs.Bytes > headOpts.MaxBytes || hs.FlushedRows == 0 || hs.FlushedCells != 100*hs.FlushedRows {
+		t.Fatalf("HeadStats after maintenance = %+v: want at most %d bytes held and whole rows flushed", hs, headOpts.MaxBytes)
 	}
+	checkHeadAccounts(t, st.head)
 	if hs.Rows+hs.FlushedRows != 64 {
 		t.Fatalf("HeadStats = %+v: held + flushed rows != 64", hs)
 	}

@@ -48,7 +48,8 @@ func (h *head) empty() bool {
 // headIter iterates over the head's cell keys in [lower, upper), a row at a
 // time: it copies each row's refs when it enters the row (rowSnapshot), so it
 // sees every row as it was at that moment and holds the head's lock only
-// while it copies.
+// while it copies; a frozen row's blocks are decoded after the lock is
+// released (rowAtOrAfter).
 type headIter struct {
 	h            *head
 	lower, upper []byte
@@ -61,6 +62,8 @@ type headIter struct {
 	// at or after it finds nothing either (rows added since are not seen, as a
 	// Pebble iterator does not see later writes).
 	past []byte
+	// err is a frozen block that did not decode: the iterator stops there.
+	err error
 }
 
 func (it *headIter) First() bool { return it.SeekGE(it.lower) }
@@ -85,8 +88,15 @@ func (it *headIter) SeekGE(target []byte) bool {
 
 // seekRow positions on the first key >= target, entering rows from the head.
 func (it *headIter) seekRow(target []byte) bool {
+	if it.err != nil {
+		return false
+	}
 	for {
-		snap, ok := it.h.rowAtOrAfter(target, it.upper)
+		snap, ok, err := it.h.rowAtOrAfter(target, it.upper)
+		if err != nil {
+			it.valid, it.err = false, err
+			return false
+		}
 		if !ok {
 			it.valid = false
 			it.past = bytes.Clone(target)
@@ -144,7 +154,7 @@ func (it *headIter) Next() bool {
 func (it *headIter) Valid() bool                  { return it.valid }
 func (it *headIter) Key() []byte                  { return it.key }
 func (it *headIter) ValueAndErr() ([]byte, error) { return it.row.value(it.i), nil }
-func (it *headIter) Error() error                 { return nil }
+func (it *headIter) Error() error                 { return it.err }
 func (it *headIter) Close() error                 { return nil }
 
 // mergeIter merges a Pebble iterator with a head iterator into one ordered
@@ -209,5 +219,10 @@ func (m *mergeIter) Key() []byte { return m.cur.Key() }
 func (m *mergeIter) ValueAndErr() ([]byte, error) {
 	return m.cur.ValueAndErr()
 }
-func (m *mergeIter) Error() error { return m.p.Error() }
+func (m *mergeIter) Error() error {
+	if err := m.h.Error(); err != nil {
+		return err
+	}
+	return m.p.Error()
+}
 func (m *mergeIter) Close() error { return m.p.Close() }

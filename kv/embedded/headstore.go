@@ -45,9 +45,25 @@ type HeadOptions struct {
 	MaxLogBytes int64
 	// SegmentSize is the size of a head log segment [64 MiB].
 	SegmentSize int64
-	// CheckInterval is how often the bounds are checked and the log truncated
-	// behind rows that left the head [1s].
+	// CheckInterval is how often the bounds are checked, rows frozen and the
+	// log truncated behind rows that left the head [1s].
 	CheckInterval time.Duration
+	// FreezeCells is how many live cells a row holds before a maintenance
+	// pass re-encodes them as one compressed block (headfreeze.go) and later
+	// puts start a new live tail [32]; < 0 never freezes by count. Larger
+	// costs less CPU (each freeze re-encodes the row's last block) and more
+	// memory (live cells take about 40 bytes, frozen 1-3; see
+	// docs/performance.md).
+	FreezeCells int
+	// FreezeAfter is how long a row goes without a put before a maintenance
+	// pass freezes its live cells, fewer than FreezeCells too (but not fewer
+	// than 4 into a block of their own, which would take more): between
+	// FreezeAfter and twice that [1m]; < 0 never freezes idle rows.
+	FreezeAfter time.Duration
+
+	// freezeEachApply freezes every row after each Apply (tests: the
+	// conformance suite over frozen rows).
+	freezeEachApply bool
 }
 
 func (o HeadOptions) withDefaults() HeadOptions {
@@ -63,7 +79,18 @@ func (o HeadOptions) withDefaults() HeadOptions {
 	if o.CheckInterval <= 0 {
 		o.CheckInterval = DefaultHeadCheckInterval
 	}
+	if o.FreezeCells == 0 {
+		o.FreezeCells = DefaultHeadFreezeCells
+	}
+	if o.FreezeAfter == 0 {
+		o.FreezeAfter = DefaultHeadFreezeAfter
+	}
 	return o
+}
+
+// freezePolicy is the policy the options ask for.
+func (o HeadOptions) freezePolicy() freezePolicy {
+	return freezePolicy{cells: max(o.FreezeCells, 0), after: max(o.FreezeAfter, 0), eachApply: o.freezeEachApply}
 }
 
 // HeadStats reports the head; ok is false when the store has none.
@@ -97,7 +124,7 @@ func (s *Store) openHead(opts HeadOptions) error {
 		}
 	}
 	s.headOpts = opts.withDefaults()
-	h := newHead()
+	h := newHead(s.headOpts.freezePolicy())
 	byID := make(map[uint64]*table, len(s.tables))
 	for _, t := range s.tables {
 		byID[t.id] = t
@@ -249,6 +276,11 @@ func (s *Store) handOver(t *table, ops []kv.Mutation, framed []byte) (wait func(
 		return nil, err
 	}
 	s.head.applyLocked(t, ops, seg)
+	if s.headOpts.freezeEachApply {
+		if err := s.head.freezeAllLocked(); err != nil {
+			return nil, err
+		}
+	}
 	if s.head.bytes > s.headOpts.MaxBytes {
 		s.wakeHead()
 	}
@@ -375,10 +407,14 @@ func (s *Store) headLoop(ctx context.Context) {
 	}
 }
 
-// maintainHead writes rows to Pebble while the head is over MaxBytes or its log
-// over MaxLogBytes, then deletes the log segments no row needs.
+// maintainHead freezes rows (headfreeze.go), writes rows to Pebble while the
+// head is over MaxBytes or its log over MaxLogBytes, then deletes the log
+// segments no row needs.
 func (s *Store) maintainHead() error {
 	o := s.headOpts
+	if _, err := s.head.freezePass(time.Now()); err != nil {
+		return err
+	}
 	if s.head.stats().Bytes > o.MaxBytes {
 		target := o.MaxBytes / 4 * 3
 		err := s.flushHead(func(h *head) []*headRow {
@@ -474,13 +510,17 @@ func (s *Store) flushHead(pick func(h *head) []*headRow) error {
 		cells int64
 	)
 	for _, r := range rows {
-		for i := range r.refs {
-			key = append(append(key[:0], r.prefix...), r.suffix(r.refs[i])...)
-			if err := b.Set(key, r.value(r.refs[i]), nil); err != nil {
+		snap := snapshotLocked(r)
+		if err := snap.decode(); err != nil {
+			return fmt.Errorf("flush %d head rows: %w", len(rows), err)
+		}
+		for i := range snap.refs {
+			key = append(append(key[:0], r.prefix...), snap.suffix(i)...)
+			if err := b.Set(key, snap.value(i), nil); err != nil {
 				return err
 			}
 		}
-		cells += int64(len(r.refs))
+		cells += int64(len(snap.refs))
 	}
 	if err := b.Commit(pebble.Sync); err != nil {
 		return fmt.Errorf("flush %d head rows: %w", len(rows), err)
@@ -488,7 +528,7 @@ func (s *Store) flushHead(pick func(h *head) []*headRow) error {
 	for _, r := range rows {
 		h.removeLocked(r)
 		h.bytes -= r.size()
-		h.cells -= int64(len(r.refs))
+		h.cells -= int64(r.cellCount())
 	}
 	s.headFlushedRows.Add(int64(len(rows)))
 	s.headFlushedCells.Add(cells)

@@ -36,6 +36,13 @@ const (
 // a longer load shows how the cost grows with what is stored.
 var ingestSteps = flag.Int("ingest.steps", 240, "steps of 15 s in BenchmarkIngestRemoteWrite's load (a multiple of 4)")
 
+// ingestFreeze is whether the head freezes rows (HeadOptions.FreezeCells,
+// FreezeAfter) [true].
+var ingestFreeze = flag.Bool("ingest.freeze", true, "whether BenchmarkIngestRemoteWrite's head freezes rows")
+
+// ingestFreezeCells is the head's HeadOptions.FreezeCells [0: the default].
+var ingestFreezeCells = flag.Int("ingest.freeze-cells", 0, "BenchmarkIngestRemoteWrite's HeadOptions.FreezeCells (0: the default)")
+
 // BenchmarkIngestRemoteWrite drives db.DB.Write — the write path behind the
 // remote-write handler, without HTTP and protobuf decoding — over an embedded store
 // opened with the options `tsdb serve` uses, with 2.4 M samples (100 hosts × 100
@@ -50,7 +57,13 @@ var ingestSteps = flag.Int("ingest.steps", 240, "steps of 15 s in BenchmarkInges
 //
 // head=on is what `tsdb serve` runs (raw samples and pending marks in the
 // head, schema.Transient); head=off is --no-storage.head, every cell a Pebble
-// key.
+// key. head-B/sample is the head's memory when the load ends, while the
+// maintenance freezes rows (headfreeze.go) every second behind it;
+// head-B/sample-settled after one more maintenance pass (every row of
+// FreezeCells live cells or more frozen: the steady state of rows still
+// written); head-B/sample-idle once every row has been idle for FreezeAfter
+// (all frozen). -ingest.freeze=false runs the head without freezing, to
+// compare its cost on the same binary.
 func BenchmarkIngestRemoteWrite(b *testing.B) {
 	for _, head := range []bool{true, false} {
 		for _, batch := range []int{2_000, 10_000} {
@@ -74,6 +87,8 @@ func benchmarkIngest(b *testing.B, head bool, batch int) {
 	b.ReportMetric(res.flushes/n, "flushes")
 	if head {
 		b.ReportMetric(res.headPerSample/n, "head-B/sample")
+		b.ReportMetric(res.headSettledPerSample/n, "head-B/sample-settled")
+		b.ReportMetric(res.headIdlePerSample/n, "head-B/sample-idle")
 		b.ReportMetric(res.headLogPerSample/n, "head-log-B/sample")
 	}
 }
@@ -82,6 +97,13 @@ type ingestResult struct {
 	cpuPerM, firstCPUPerM, lastCPUPerM, samplesPerSec float64
 	compactedPerSample, flushes                       float64
 	headPerSample, headLogPerSample                   float64 // the head's memory and log per sample
+	// the head's memory per sample after one more maintenance pass: the rows
+	// the load left with FreezeCells live cells or more frozen, as they are
+	// in a steady state
+	headSettledPerSample float64
+	// and once every row is idle for FreezeAfter: all frozen but the few
+	// cells too few for a block
+	headIdlePerSample float64
 }
 
 func (r *ingestResult) add(o ingestResult) {
@@ -93,6 +115,8 @@ func (r *ingestResult) add(o ingestResult) {
 	r.flushes += o.flushes
 	r.headPerSample += o.headPerSample
 	r.headLogPerSample += o.headLogPerSample
+	r.headSettledPerSample += o.headSettledPerSample
+	r.headIdlePerSample += o.headIdlePerSample
 }
 
 // cpuTime is the CPU time of this process so far, user and system.
@@ -111,6 +135,10 @@ func runIngest(b *testing.B, head bool, batch int) ingestResult {
 	opts := Options{MinFreeBytes: -1}
 	if head {
 		opts.Head.Holds = schema.Transient
+		opts.Head.FreezeCells = *ingestFreezeCells
+		if !*ingestFreeze {
+			opts.Head.FreezeCells, opts.Head.FreezeAfter = -1, -1
+		}
 	}
 	st, err := Open(ctx, b.TempDir(), opts)
 	if err != nil {
@@ -219,14 +247,31 @@ func runIngest(b *testing.B, head bool, batch int) ingestResult {
 	}
 	quarter := float64(total) / ingestPhases / 1e6
 	hs, _ := st.HeadStats()
+	settled, idle := hs, hs
+	if head {
+		if err := st.maintainHead(); err != nil {
+			b.Fatal(err)
+		}
+		settled, _ = st.HeadStats()
+		// As if no write came for FreezeAfter: two scans for idle rows.
+		now := time.Now()
+		for i := range 2 {
+			if _, err := st.head.freezePass(now.Add(time.Duration(i+1) * st.headOpts.FreezeAfter)); err != nil {
+				b.Fatal(err)
+			}
+		}
+		idle, _ = st.HeadStats()
+	}
 	return ingestResult{
-		headPerSample:      float64(hs.Bytes) / float64(total),
-		headLogPerSample:   float64(hs.LogBytes) / float64(total),
-		cpuPerM:            (cpu[ingestPhases] - cpu[0]).Seconds() / (float64(total) / 1e6),
-		firstCPUPerM:       (cpu[1] - cpu[0]).Seconds() / quarter,
-		lastCPUPerM:        (cpu[ingestPhases] - cpu[ingestPhases-1]).Seconds() / quarter,
-		samplesPerSec:      float64(total) / wall.Seconds(),
-		compactedPerSample: float64(compacted) / float64(total),
-		flushes:            float64(m.Flush.Count),
+		headPerSample:        float64(hs.Bytes) / float64(total),
+		headSettledPerSample: float64(settled.Bytes) / float64(total),
+		headIdlePerSample:    float64(idle.Bytes) / float64(total),
+		headLogPerSample:     float64(hs.LogBytes) / float64(total),
+		cpuPerM:              (cpu[ingestPhases] - cpu[0]).Seconds() / (float64(total) / 1e6),
+		firstCPUPerM:         (cpu[1] - cpu[0]).Seconds() / quarter,
+		lastCPUPerM:          (cpu[ingestPhases] - cpu[ingestPhases-1]).Seconds() / quarter,
+		samplesPerSec:        float64(total) / wall.Seconds(),
+		compactedPerSample:   float64(compacted) / float64(total),
+		flushes:              float64(m.Flush.Count),
 	}
 }
