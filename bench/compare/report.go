@@ -141,8 +141,8 @@ func renderTable(c config, kinds []*serverKind, results [][]roundResult, now tim
 	b.WriteString("Disk (apparent size of the files under the data directory): \"after ingest\" once the server went " +
 		"idle, VictoriaMetrics 11 s after /internal/force_flush (which makes the data searchable in in-memory parts; " +
 		"those reach disk every 5 s), Prometheus and tsdb have no flush to ask for (Prometheus holds the hour in its head, on disk as " +
-		"WAL; tsdb writes through to Pebble's WAL and memtables); \"after a graceful stop\" once SIGTERM let each write " +
-		"out what it buffers.\n")
+		"WAL; tsdb holds fresh raw samples in its head, on disk as the head log, and writes the rest through Pebble's WAL " +
+		"and memtables); \"after a graceful stop\" once SIGTERM let each write out what it buffers.\n")
 	if hbaseMeasured {
 		b.WriteString(hbaseNote)
 	}
