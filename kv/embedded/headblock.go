@@ -262,22 +262,14 @@ func (d *byteReader) uvarint() uint64 {
 	return v
 }
 
+// varint reads a signed varint: binary.AppendVarint's zigzag encoding of an
+// unsigned one.
 func (d *byteReader) varint() int64 {
-	if d.i < len(d.b) && d.b[d.i] < 0x80 {
-		x := uint64(d.b[d.i])
-		d.i++
-		if x&1 != 0 {
-			return ^int64(x >> 1)
-		}
-		return int64(x >> 1)
+	x := d.uvarint()
+	if x&1 != 0 {
+		return ^int64(x >> 1)
 	}
-	v, n := binary.Varint(d.b[min(d.i, len(d.b)):])
-	if n <= 0 {
-		d.bad = true
-		return 0
-	}
-	d.i += n
-	return v
+	return int64(x >> 1)
 }
 
 // take returns the next n bytes.
