@@ -50,7 +50,7 @@ type HeadOptions struct {
 	CheckInterval time.Duration
 	// FreezeCells is how many live cells a row holds before a maintenance
 	// pass re-encodes them as one compressed block (headfreeze.go) and later
-	// puts start a new live tail [32]; < 0 never freezes by count. Larger
+	// puts start a new live tail [128]; < 0 never freezes by count. Larger
 	// costs less CPU (each freeze re-encodes the row's last block) and more
 	// memory (live cells take about 40 bytes, frozen 1-3; see
 	// docs/performance.md).
