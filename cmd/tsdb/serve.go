@@ -66,6 +66,9 @@ type serveOptions struct {
 	storageMetrics *kvmetrics.Metrics
 	// pprof serves Go's profiles under /debug/pprof/ (--web.enable-pprof, serve_debug.go).
 	pprof bool
+	// gogc is the garbage collector's target percentage (--runtime.gogc,
+	// serve_runtime.go).
+	gogc int
 
 	flags *binder
 }
@@ -137,6 +140,7 @@ func registerServe(a *app) {
 	o.registerQueryFlags()
 	o.registerCompactionFlags()
 	o.registerDebugFlags()
+	o.registerRuntimeFlags()
 	a.actions[cmd.FullCommand()] = func(ctx context.Context, logger *slog.Logger) error {
 		return serve(ctx, a.common, o, logger)
 	}
@@ -169,6 +173,9 @@ func serve(ctx context.Context, c *commonFlags, o *serveOptions, logger *slog.Lo
 		return err
 	}
 	setGoMemoryLimit(o.http.Query.MaxMemory, logger)
+	if _, err := setGCPercent(o.gogc, logger); err != nil {
+		return err
+	}
 	rdb := &readyDB{}
 	httpOpts := o.http
 	ingest := &promapi.IngestStats{}
