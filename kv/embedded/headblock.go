@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
+	"slices"
 
 	"github.com/klauspost/compress/s2"
 )
@@ -318,8 +319,8 @@ func decodeBlock(block, arena []byte, refs []cellRef) ([]byte, []cellRef, error)
 	times := byteReader{b: streams[keysLen : keysLen+timesLen]}
 	values := byteReader{b: streams[keysLen+timesLen:]}
 
-	arena = growBytes(arena, arenaLen)
-	refs = growRefs(refs, count)
+	arena = slices.Grow(arena, arenaLen)
+	refs = slices.Grow(refs, count)
 	start := len(arena)
 	var (
 		prevCol, prevValue      []byte // in arena
@@ -409,23 +410,4 @@ func appendBlockValueDecoded(arena []byte, d *byteReader, prev []byte, num *delt
 		}
 	}
 	return arena, nil
-}
-
-// growBytes returns b with room for n more bytes.
-func growBytes(b []byte, n int) []byte {
-	if cap(b)-len(b) >= n {
-		return b
-	}
-	nb := make([]byte, len(b), len(b)+n)
-	copy(nb, b)
-	return nb
-}
-
-func growRefs(r []cellRef, n int) []cellRef {
-	if cap(r)-len(r) >= n {
-		return r
-	}
-	nr := make([]cellRef, len(r), len(r)+n)
-	copy(nr, r)
-	return nr
 }
