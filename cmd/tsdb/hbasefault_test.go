@@ -114,18 +114,29 @@ const hbaseOutage = 20 * time.Second
 type privateHBase struct {
 	runDir string
 	zk     string
+	env    []string // for hbase.sh, such as HBASE_REGIONSERVERS=3
 }
 
 // startPrivateHBase starts an HBase of the test's own; a cleanup stops it and
 // removes its data, whether the test passed or not.
 func startPrivateHBase(t *testing.T) *privateHBase {
 	t.Helper()
-	h := &privateHBase{runDir: filepath.Join(t.TempDir(), "hbase")}
+	return startPrivateHBaseWith(t)
+}
+
+// startPrivateHBaseWith is startPrivateHBase with environment for hbase.sh.
+func startPrivateHBaseWith(t *testing.T, env ...string) *privateHBase {
+	t.Helper()
+	h := &privateHBase{runDir: filepath.Join(t.TempDir(), "hbase"), env: env}
 	t.Cleanup(func() {
 		if t.Failed() {
-			// stop removes the run directory: keep the end of HBase's log in the test's.
-			if log, err := os.ReadFile(filepath.Join(h.runDir, "logs", "hbase.log")); err == nil {
-				t.Logf("the test's HBase log ends with:\n%s", log[max(0, len(log)-8000):])
+			// stop removes the run directory: keep the end of HBase's logs (one per
+			// JVM in cluster mode) in the test's.
+			logs, _ := filepath.Glob(filepath.Join(h.runDir, "logs", "*.log"))
+			for _, name := range logs {
+				if log, err := os.ReadFile(name); err == nil && len(log) > 0 {
+					t.Logf("the test's HBase log %s ends with:\n%s", filepath.Base(name), log[max(0, len(log)-8000):])
+				}
 			}
 		}
 		if out, err := h.command("stop"); err != nil {
@@ -142,7 +153,7 @@ func (h *privateHBase) command(args ...string) (string, error) {
 	cmd := exec.Command("../../testing/hbase/hbase.sh", args...)
 	// A start waits for progress-less HBase for up to HBASE_START_TIMEOUT: on a
 	// machine loaded by the rest of make test, longer than the default 240s.
-	cmd.Env = append(cmd.Environ(), "HBTSDB_HBASE_RUN="+h.runDir, "HBASE_START_TIMEOUT=600")
+	cmd.Env = append(append(cmd.Environ(), "HBTSDB_HBASE_RUN="+h.runDir, "HBASE_START_TIMEOUT=600"), h.env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {

@@ -28,6 +28,28 @@
 #                                   the replaced HFiles are archived; see FlushCompact.java
 #                                   (compiled with javac once per HBase version and source,
 #                                   cached next to the classpath)
+#   testing/hbase/hbase.sh regionops <zk> <command> [args...]
+#                                   region operations through HBase's Java Admin client:
+#                                   servers, wait-servers <n>, regions <table>,
+#                                   split <table> [<key hex>], move <encoded> [<server>],
+#                                   merge <encoded> <encoded>, balance; see RegionOps.java
+#   testing/hbase/hbase.sh kill <role>
+#                                   cluster mode: kill -9 one JVM (master, rs1, rs2, ...,
+#                                   zk), as a crash would; its conf, data and ports stay
+#   testing/hbase/hbase.sh restart <role>
+#                                   cluster mode: start that JVM again on the same conf
+#                                   (a region server registers anew, with a new start
+#                                   code); returns once it runs
+#
+# Cluster mode (HBASE_REGIONSERVERS=N, N >= 1) is pseudo-distributed HBase on the
+# local filesystem: one ZooKeeper (ZooKeeperServerMain), one master (HMaster) and N
+# region servers (HRegionServer), each its own JVM on its own loopback ports, from the
+# same jars. start returns once all N region servers are live. The root directory is
+# on Hadoop's RawLocalFileSystem, whose hflush hands the WAL's bytes to the kernel:
+# the default LocalFileSystem keeps a checksummed tail in the JVM, which a kill -9
+# would lose although HBase had acknowledged it. The ZooKeeper session timeout is
+# HBASE_ZK_SESSION_TIMEOUT so that the master notices a killed region server in
+# seconds, not the 3 minutes standalone mode allows for a loaded machine's pauses.
 #
 # Several instances can run at once, one per run directory: give each its own
 # HBTSDB_HBASE_RUN for start, stop and every other command (ports are picked free, and
@@ -49,6 +71,11 @@
 #   HBASE_START_TIMEOUT  seconds to wait for a usable HBase [240]
 #   HBASE_HALT_TIMEOUT   seconds halt waits for a graceful shutdown [120]
 #   HBASE_JVM_OPTS   extra JVM options (word-split), e.g. to try another GC
+#   HBASE_REGIONSERVERS  0: standalone (one JVM); N >= 1: cluster mode with N region
+#                    servers [0]
+#   HBASE_RS_HEAP    cluster mode: heap of each region server [1g]; the master gets
+#                    512m, ZooKeeper 128m
+#   HBASE_ZK_SESSION_TIMEOUT  cluster mode: ZooKeeper session timeout in ms [20000]
 #   HBASE_SITE_PROPERTIES  extra hbase-site.xml properties, name=value words
 #                    (word-split), appended after (and so overriding) the defaults,
 #                    e.g. "hbase.regionserver.wal.enablecompression=false" to
@@ -65,6 +92,9 @@ run=${HBTSDB_HBASE_RUN:-${TMPDIR:-/tmp}/hbtsdb-hbase-$(id -u)}
 heap=${HBASE_HEAP:-2g}
 timeout=${HBASE_START_TIMEOUT:-240}
 halt_timeout=${HBASE_HALT_TIMEOUT:-120}
+regionservers=${HBASE_REGIONSERVERS:-0}
+rs_heap=${HBASE_RS_HEAP:-1g}
+zk_session=${HBASE_ZK_SESSION_TIMEOUT:-20000}
 
 log() { echo "hbase.sh: $*" >&2; }
 die() { log "$*"; exit 1; }
@@ -124,18 +154,32 @@ site_properties() {
   done
 }
 
+# running succeeds when the instance runs: standalone, its one JVM; in cluster mode,
+# its ZooKeeper (a master or region server may be down on purpose, see kill).
 running() {
-  [ -f "$run/pid" ] && kill -0 "$(cat "$run/pid")" 2>/dev/null
+  local pidfile="$run/pid"
+  if [ -f "$run/cluster" ]; then pidfile="$run/pid.zk"; fi
+  [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null
 }
 
+# write_conf writes hbase-site.xml and log4j.properties into a conf directory
+# [$run/conf]; the JVM started on it logs to $run/logs/<log name> [hbase.log]. With
+# cluster=1 the conf is of a pseudo-distributed cluster's master or region server
+# (cluster mode, see the header): HBase does not start ZooKeeper itself.
 write_conf() {
-  local zk_port=$1 master_port=$2 rs_port=$3 extra
+  local zk_port=$1 master_port=$2 rs_port=$3 conf=${4:-$run/conf} logname=${5:-hbase.log} cluster=${6:-} extra
   extra=$(site_properties) || exit 1
-  mkdir -p "$run/conf" "$run/root" "$run/zk" "$run/tmp" "$run/logs"
-  cat >"$run/conf/hbase-site.xml" <<EOF
+  mkdir -p "$conf" "$run/root" "$run/zk" "$run/tmp" "$run/logs"
+  local distributed=false session=180000 cluster_props=
+  if [ -n "$cluster" ]; then
+    distributed=true session=$zk_session
+    cluster_props="  <!-- Cluster mode: the WAL's hflush must reach the kernel (see the header). -->
+  <property><name>fs.file.impl</name><value>org.apache.hadoop.fs.RawLocalFileSystem</value></property>"
+  fi
+  cat >"$conf/hbase-site.xml" <<EOF
 <?xml version="1.0"?>
 <configuration>
-  <property><name>hbase.cluster.distributed</name><value>false</value></property>
+  <property><name>hbase.cluster.distributed</name><value>$distributed</value></property>
   <property><name>hbase.rootdir</name><value>file://$run/root</value></property>
   <property><name>hbase.tmp.dir</name><value>$run/tmp</value></property>
   <property><name>hbase.zookeeper.quorum</name><value>127.0.0.1</value></property>
@@ -155,20 +199,21 @@ write_conf() {
   <!-- A loaded 2-core CI machine can pause the JVM for seconds; with the default
        40 s ZooKeeper session a pause expires the region server's session and
        standalone HBase shuts itself down. -->
-  <property><name>zookeeper.session.timeout</name><value>180000</value></property>
+  <property><name>zookeeper.session.timeout</name><value>$session</value></property>
   <property><name>hbase.zookeeper.property.maxSessionTimeout</name><value>180000</value></property>
   <property><name>hbase.hregion.memstore.flush.size</name><value>67108864</value></property>
   <!-- WAL compression, as README recommends for production: a dictionary of the
        row keys, families and qualifiers a WAL has seen. It cut the WAL HBase
        writes per sample to about a third (docs/performance.md). -->
   <property><name>hbase.regionserver.wal.enablecompression</name><value>true</value></property>
+$cluster_props
 $extra
 </configuration>
 EOF
-  cat >"$run/conf/log4j.properties" <<EOF
+  cat >"$conf/log4j.properties" <<EOF
 log4j.rootLogger=INFO,FILE
 log4j.appender.FILE=org.apache.log4j.FileAppender
-log4j.appender.FILE.File=$run/logs/hbase.log
+log4j.appender.FILE.File=$run/logs/$logname
 log4j.appender.FILE.layout=org.apache.log4j.PatternLayout
 log4j.appender.FILE.layout.ConversionPattern=%d{ISO8601} %-5p [%t] %c{2}: %m%n
 log4j.logger.org.apache.zookeeper=WARN
@@ -196,6 +241,10 @@ jdk_flags=(
 )
 
 start() {
+  if [ "$regionservers" -gt 0 ] || [ -f "$run/cluster" ]; then
+    cluster_start
+    return
+  fi
   if running; then
     log "already running (pid $(cat "$run/pid"))"
     cat "$run/zk.addr"
@@ -252,6 +301,120 @@ start() {
   cat "$run/zk.addr"
 }
 
+# cluster_start starts a pseudo-distributed cluster (cluster mode, see the header):
+# ZooKeeper, the master and HBASE_REGIONSERVERS region servers, each its own JVM, and
+# returns once a table can be used and every region server is live.
+cluster_start() {
+  if running; then
+    log "already running (ZooKeeper pid $(cat "$run/pid.zk"))"
+    cat "$run/zk.addr"
+    return 0
+  fi
+  [ "$regionservers" -gt 0 ] || regionservers=$(cat "$run/cluster")
+  command -v java >/dev/null || die "java not found: install a JDK 17 (Debian: apt-get install openjdk-17-jdk-headless)"
+  local t0=$SECONDS
+  resolve_classpath
+  keep_crash_logs
+  rm -rf "$run"
+  local zk_port master_port i role
+  zk_port=$(free_port); master_port=$(free_port)
+  mkdir -p "$run/zk" "$run/logs"
+  echo "$regionservers" >"$run/cluster"
+  write_conf "$zk_port" "$master_port" 0 "$run/conf" master.log 1
+  for i in $(seq 1 "$regionservers"); do
+    write_conf "$zk_port" "$master_port" "$(free_port)" "$run/conf-rs$i" "rs$i.log" 1
+  done
+  cat >"$run/zoo.cfg" <<EOF
+tickTime=2000
+dataDir=$run/zk
+clientPort=$zk_port
+clientPortAddress=127.0.0.1
+maxClientCnxns=0
+maxSessionTimeout=180000
+admin.enableServer=false
+EOF
+  echo "127.0.0.1:$zk_port" >"$run/zk.addr"
+  log "starting an HBase $version cluster: ZooKeeper 127.0.0.1:$zk_port, a master, $regionservers region servers (data and logs in $run)"
+  launch_role zk
+  local deadline=$((SECONDS + timeout))
+  until (exec 3<>"/dev/tcp/127.0.0.1/$zk_port") 2>/dev/null; do
+    role_alive zk || { tail -20 "$run/logs/zk.stdout.log" >&2 2>/dev/null; die "ZooKeeper exited during start; see $run/logs/"; }
+    [ $SECONDS -lt $deadline ] || die "ZooKeeper not listening after ${timeout}s; see $run/logs/"
+    sleep 0.5
+  done
+  launch_role master
+  for i in $(seq 1 "$regionservers"); do launch_role "rs$i"; done
+  local probe_log="$run/logs/probe.log"
+  (cd "$repo" && go build -o "$run/hbaseprobe" ./testing/hbase/hbaseprobe) || die "cannot build the readiness probe"
+  until "$run/hbaseprobe" -zk "127.0.0.1:$zk_port" -timeout 20s >"$probe_log" 2>&1; do
+    for role in master $(seq -f 'rs%g' 1 "$regionservers"); do
+      role_alive "$role" && continue
+      tail -40 "$run/logs/$role.log" "$run/logs/$role.stdout.log" >&2 2>/dev/null || true
+      die "$role exited during start; see $run/logs/"
+    done
+    if [ $SECONDS -ge $deadline ]; then
+      tail -20 "$probe_log" >&2 || true
+      die "HBase cluster not usable after ${timeout}s; see $run/logs/ and $probe_log"
+    fi
+    sleep 2
+  done
+  HBTSDB_REGIONOPS_STALL_SECONDS=$timeout regionops "127.0.0.1:$zk_port" wait-servers "$regionservers" ||
+    die "not all $regionservers region servers came up; see $run/logs/"
+  log "HBase cluster ready in $((SECONDS - t0))s"
+  cat "$run/zk.addr"
+}
+
+# launch_role starts one JVM of a cluster (zk, master, rs<N>) in the background on
+# its conf, with its pid in $run/pid.<role>.
+launch_role() {
+  local role=$1 main conf="$run/conf" heap args=(start)
+  case $role in
+    zk) main=org.apache.zookeeper.server.ZooKeeperServerMain heap=128m args=("$run/zoo.cfg") ;;
+    master) main=org.apache.hadoop.hbase.master.HMaster heap=512m ;;
+    rs[0-9]*)
+      [ -d "$run/conf-$role" ] || die "no region server $role in this cluster"
+      main=org.apache.hadoop.hbase.regionserver.HRegionServer heap=$rs_heap conf="$run/conf-$role" ;;
+    *) die "unknown role $role: zk, master or rs<N>" ;;
+  esac
+  (cd "$run" && exec setsid java -Xms64m -Xmx"$heap" -XX:+UseG1GC "${jdk_flags[@]}" \
+    -XX:ErrorFile="$run/logs/hs_err_pid%p.log" ${HBASE_JVM_OPTS:-} \
+    -Djava.io.tmpdir="$run/tmp" -Dzookeeper.admin.enableServer=false \
+    -Dhbase.log.dir="$run/logs" -Dhbase.log.file="$role.log" \
+    -Dlog4j.configuration="file:$conf/log4j.properties" \
+    -cp "$conf:$(cat "$cpfile")" "$main" "${args[@]}" \
+    >>"$run/logs/$role.stdout.log" 2>&1 </dev/null) &
+  echo $! >"$run/pid.$role"
+}
+
+role_alive() {
+  [ -f "$run/pid.$1" ] && kill -0 "$(cat "$run/pid.$1")" 2>/dev/null
+}
+
+# kill_role kills one JVM of the cluster with SIGKILL, as a crash would, and waits
+# until it is gone.
+kill_role() {
+  [ -f "$run/cluster" ] || die "kill: not a cluster (start with HBASE_REGIONSERVERS=N)"
+  [ $# -eq 1 ] || die "usage: $0 kill zk|master|rs<N>"
+  role_alive "$1" || die "kill: $1 does not run"
+  local pid
+  pid=$(cat "$run/pid.$1")
+  kill -9 "$pid"
+  while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
+  rm -f "$run/pid.$1"
+  log "killed $1 (pid $pid)"
+}
+
+# restart_role starts a killed JVM of the cluster again on its conf.
+restart_role() {
+  [ -f "$run/cluster" ] || die "restart: not a cluster (start with HBASE_REGIONSERVERS=N)"
+  [ $# -eq 1 ] || die "usage: $0 restart zk|master|rs<N>"
+  if role_alive "$1"; then die "restart: $1 runs (pid $(cat "$run/pid.$1"))"; fi
+  launch_role "$1"
+  sleep 1
+  role_alive "$1" || { tail -20 "$run/logs/$1.stdout.log" >&2 2>/dev/null; die "$1 exited at once; see $run/logs/"; }
+  log "restarted $1 (pid $(cat "$run/pid.$1"))"
+}
+
 # fresh_conf wipes the run directory and writes a conf on newly picked free ports.
 fresh_conf() {
   rm -rf "$run"
@@ -278,6 +441,13 @@ launch_jvm() {
 }
 
 stop_jvm() {
+  local pidfile
+  for pidfile in "$run"/pid.*; do
+    # Cluster mode: region servers and master first, ZooKeeper last.
+    [ -f "$pidfile" ] && [ "$pidfile" != "$run/pid.zk" ] && kill -9 "$(cat "$pidfile")" 2>/dev/null
+    rm -f "$pidfile"
+  done 2>/dev/null || true
+  if [ -f "$run/pid.zk" ]; then mv "$run/pid.zk" "$run/pid"; fi
   if [ -f "$run/pid" ]; then
     local pid
     pid=$(cat "$run/pid")
@@ -296,6 +466,11 @@ stop_jvm() {
 keep_crash_logs() {
   local died=
   if [ -f "$run/pid" ] && ! kill -0 "$(cat "$run/pid")" 2>/dev/null; then died=1; fi
+  local pidfile
+  for pidfile in "$run"/pid.*; do
+    # A cluster's JVM that died on its own (kill removes the pid file of one it killed).
+    if [ -f "$pidfile" ] && ! kill -0 "$(cat "$pidfile")" 2>/dev/null; then died=1; fi
+  done
   if compgen -G "$run/logs/hs_err_pid*.log" >/dev/null; then died=1; fi
   [ -n "$died" ] || return 0
   rm -rf "$run.crashed"
@@ -307,7 +482,7 @@ keep_crash_logs() {
     grep -m1 -A1 'SIGSEGV\|SIGBUS\|Problematic frame' "$report" >&2 || true
     grep -m1 '^Current thread' "$report" >&2 || true
   done
-  tail -5 "$run.crashed/hbase.log" >&2 2>/dev/null || true
+  tail -5 "$run.crashed"/*.log >&2 2>/dev/null || true
 }
 
 # halt shuts the instance down the way stop-hbase.sh does (HMaster stop: the
@@ -363,36 +538,47 @@ rootdir() {
   fi
 }
 
-# tools_dir prints the directory of the compiled FlushCompact tool, compiling it first
-# if needed: the directory is named for the HBase version and the source's hash, so an
-# edited source or another version gets a build of its own.
+# tools_dir prints the directory of the compiled admin tools (FlushCompact,
+# RegionOps), compiling them first if needed: the directory is named for the HBase
+# version and the sources' hash, so an edited source or another version gets a build
+# of its own.
 tools_dir() {
   resolve_classpath
   command -v javac >/dev/null || die "javac not found: install a JDK 17 (Debian: apt-get install openjdk-17-jdk-headless)"
-  local src="$here/FlushCompact.java" sum dir tmp
-  sum=$(sha256sum "$src" | cut -c1-12)
+  local srcs=("$here/FlushCompact.java" "$here/RegionOps.java") sum dir tmp
+  sum=$(cat "${srcs[@]}" | sha256sum | cut -c1-12)
   dir="$cache/tools-$version-$sum"
-  if [ ! -f "$dir/FlushCompact.class" ]; then
+  if [ ! -f "$dir/FlushCompact.class" ] || [ ! -f "$dir/RegionOps.class" ]; then
     tmp="$dir.tmp.$$"
     rm -rf "$tmp"
     mkdir -p "$tmp"
-    if ! javac -nowarn -d "$tmp" -cp "$(cat "$cpfile")" "$src" >"$tmp/javac.log" 2>&1; then
+    if ! javac -nowarn -d "$tmp" -cp "$(cat "$cpfile")" "${srcs[@]}" >"$tmp/javac.log" 2>&1; then
       cat "$tmp/javac.log" >&2
       rm -rf "$tmp"
-      die "cannot compile $src"
+      die "cannot compile ${srcs[*]}"
     fi
-    # Another compact may have built it meanwhile: keep the first one.
+    # Another run may have built it meanwhile: keep the first one.
     mv -T "$tmp" "$dir" 2>/dev/null || rm -rf "$tmp"
   fi
   echo "$dir"
 }
 
-compact() {
-  [ $# -ge 2 ] || die "usage: $0 compact <zookeeper host:port> <table>..."
+# admin_tool runs one of the compiled admin tools with HBase's client classpath.
+admin_tool() {
   local dir
   dir=$(tools_dir)
   java -Xmx512m "${jdk_flags[@]}" -Dlog4j.configuration="file:$here/log4j-client.properties" \
-    -cp "$dir:$(cat "$cpfile")" FlushCompact "$@"
+    -cp "$dir:$(cat "$cpfile")" "$@"
+}
+
+compact() {
+  [ $# -ge 2 ] || die "usage: $0 compact <zookeeper host:port> <table>..."
+  admin_tool FlushCompact "$@"
+}
+
+regionops() {
+  [ $# -ge 2 ] || die "usage: $0 regionops <zookeeper host:port> <command> [args...]"
+  admin_tool RegionOps "$@"
 }
 
 case "${1:-}" in
@@ -403,5 +589,8 @@ case "${1:-}" in
   classpath) resolve_classpath; cat "$cpfile" ;;
   rootdir) rootdir ;;
   compact) shift; compact "$@" ;;
-  *) die "usage: $0 start|stop|halt|status|zk|classpath|rootdir|compact <zk> <table>..." ;;
+  regionops) shift; regionops "$@" ;;
+  kill) shift; kill_role "$@" ;;
+  restart) shift; restart_role "$@" ;;
+  *) die "usage: $0 start|stop|halt|status|zk|classpath|rootdir|compact <zk> <table>...|regionops <zk> <command>...|kill <role>|restart <role>" ;;
 esac
