@@ -105,8 +105,7 @@ func deleteDB(t *testing.T, b schematest.Backend, compactUntil time.Duration) (*
 }
 
 func deleteOpts(owner string) compact.DeleteOptions {
-	return compact.DeleteOptions{Owner: owner, LeaseTTL: 10 * time.Second,
-	}
+	return compact.DeleteOptions{Owner: owner, LeaseTTL: 10 * time.Second}
 }
 
 func deleteH0(t *testing.T, d *db.DB, opts compact.DeleteOptions) (compact.DeleteStats, error) {
