@@ -208,6 +208,23 @@ func TestDeleteRemovesExactlyTheRange(t *testing.T) {
 			t.Fatal(err)
 		}
 		checkDeleted(t, d)
+		// A sample written into the emptied bucket 3 afterwards is kept, and
+		// compaction folds it into the bucket's empty chunk cell.
+		late := cellenc.Sample{T: delDay0.Add(3*time.Hour + 20*time.Minute + 7*time.Second).UnixMilli(), V: -7}
+		if _, err := d.Write(context.Background(), &write.Request{Series: []write.Series{{Labels: delH0, Samples: []cellenc.Sample{late}}}}); err != nil {
+			t.Fatal(err)
+		}
+		if stats, err := c.Compact(context.Background()); err != nil || stats.Rows != 1 || stats.Conflicts != 0 {
+			t.Fatalf("compaction of the late sample: %+v, %v; want 1 row", stats, err)
+		}
+		after := samples(t, d, delH0)
+		if i := slices.IndexFunc(after, func(s cellenc.Sample) bool { return s.T == late.T }); i < 0 || after[i] != late || len(after) != 1440-481+1 {
+			t.Errorf("after a late sample into the emptied bucket: %d samples (want %d), the late one at %d", len(after), 1440-481+1, i)
+		}
+		counts, _ := runPromQL(t, d, `count_over_time(x{instance="h0"}[1h])`, delDay0.Add(4*time.Hour), delDay0.Add(4*time.Hour), time.Hour, query.ResolutionAuto)
+		if len(counts) != 1 || len(counts[0].Floats) != 1 || counts[0].Floats[0].F != 1 {
+			t.Errorf("count_over_time over the emptied bucket with its late sample: %v, want 1", counts)
+		}
 	})
 }
 
