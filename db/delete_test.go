@@ -283,3 +283,33 @@ func TestDeleteWhileCompacting(t *testing.T) {
 		checkDeleted(t, d)
 	})
 }
+
+// A delete over all time finds the series' rows by scanning (the range spans
+// more buckets than are named one by one) and empties them.
+func TestDeleteWholeSeries(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b schematest.Backend) {
+		d, _ := deleteDB(t, b, 4*time.Hour)
+		got, err := d.Delete(context.Background(), db.DeleteRequest{
+			MatcherSets: [][]*labels.Matcher{{labels.MustNewMatcher(labels.MatchEqual, "__name__", "y")}},
+			Mint:        0, Maxt: kv.MaxTimestamp}, deleteOpts("deleter"))
+		// Six buckets of 240 samples: four compacted (their chunks emptied,
+		// their 5m and 1h rollup cells voided), two raw.
+		want := compact.DeleteStats{Series: 1, Rows: 6, Samples: 1440, RawCells: 480, Chunks: 4, RollupCells: 8}
+		if err != nil || got != want {
+			t.Fatalf("delete: %+v, %v; want %+v", got, err, want)
+		}
+		if n := len(samples(t, d, delY)); n != 0 {
+			t.Errorf("y: %d samples left", n)
+		}
+		for i, ls := range []labels.Labels{delH0, delH1} {
+			if got, want := samples(t, d, ls), delSamples(i); !slices.Equal(got, want) {
+				t.Errorf("%s: %d samples, want %d", ls, len(got), len(want))
+			}
+		}
+		for _, expr := range []string{"y", "max_over_time(y[1h])", "count_over_time(y[1h])", "rate(y[5m])"} {
+			if m, _ := runPromQL(t, d, expr, delDay0, delDay0.Add(6*time.Hour), time.Hour, query.ResolutionAuto); len(m) != 0 {
+				t.Errorf("%s after deleting y: %v, want nothing", expr, m)
+			}
+		}
+	})
+}
