@@ -78,3 +78,19 @@ func TestDeleteCommandRefusesBadFlags(t *testing.T) {
 		}
 	}
 }
+
+func TestDeleteCommandIsInHelp(t *testing.T) {
+	if code, out, _ := tsdb(t, "--help"); code != 0 || !strings.Contains(out, "delete --match=MATCH --start=START --end=END") {
+		t.Errorf("tsdb --help: exit %d, does not list tsdb delete:\n%s", code, out)
+	}
+	code, out, _ := tsdb(t, "delete", "--help")
+	for _, want := range []string{"--match=MATCH", "--start=START", "--end=END", "--[no-]dry-run", "--compact.lease-ttl=1m",
+		"--storage.write-batch-size", "($TSDB_MATCH)"} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("tsdb delete --help: exit %d, does not mention %q", code, want)
+		}
+	}
+	if code, out, _ := tsdb(t, "serve", "--help"); code != 0 || !strings.Contains(out, "--[no-]web.enable-admin-api") {
+		t.Errorf("tsdb serve --help does not mention --web.enable-admin-api")
+	}
+}
