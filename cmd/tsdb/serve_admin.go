@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/prometheus/model/labels"
@@ -40,6 +41,10 @@ type serveAdmin struct {
 	rdb    *readyDB
 	opts   compact.WorkerOptions
 	logger *slog.Logger
+	// deletes numbers the deletes, so that each has an owner name of its own
+	// in the leases: two at once, or one and this process' compaction worker,
+	// wait for each other rather than take each other's leases over.
+	deletes atomic.Int64
 }
 
 func (a *serveAdmin) DeleteSeries(ctx context.Context, matcherSets [][]*labels.Matcher, mint, maxt int64) error {
@@ -51,7 +56,7 @@ func (a *serveAdmin) DeleteSeries(ctx context.Context, matcherSets [][]*labels.M
 	copts := a.opts.Compact
 	copts.Logger = a.logger
 	st, err := d.Delete(ctx, db.DeleteRequest{MatcherSets: matcherSets, Mint: mint, Maxt: maxt},
-		compact.DeleteOptions{Owner: a.opts.Owner + "-delete", LeaseTTL: a.opts.LeaseTTL, Compact: copts})
+		compact.DeleteOptions{Owner: fmt.Sprintf("%s-delete%d", a.opts.Owner, a.deletes.Add(1)), LeaseTTL: a.opts.LeaseTTL, Compact: copts})
 	a.logger.Info("delete_series", "match", fmt.Sprint(matcherSets), "start", time.UnixMilli(mint).UTC(), "end", time.UnixMilli(maxt).UTC(),
 		"series", st.Series, "rows", st.Rows, "samples", st.Samples, "raw_cells", st.RawCells, "chunks", st.Chunks,
 		"rollup_cells", st.RollupCells, "exemplars", st.Exemplars, "duration", time.Since(began), "err", err)
