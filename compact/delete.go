@@ -343,11 +343,13 @@ func (c *Compactor) deleteRows(ctx context.Context, keys [][]byte, mint, maxt in
 		st.Chunks += len(w.chunks)
 		st.RollupCells += len(w.rollups)
 	}
+	// A batch that did not finish counts nothing: the next run does its
+	// writes again.
 	if err := kv.ApplyBatches(ctx, c.st, schema.TableData, deletes, c.opts.Apply); err != nil {
-		return st.deleteReads(), nil, fmt.Errorf("delete %d raw cells: %w", len(deletes), err)
+		return DeleteStats{}, nil, fmt.Errorf("delete %d raw cells: %w", len(deletes), err)
 	}
 	if err := kv.ApplyBatches(ctx, c.st, schema.TableExemplars, exemplars, c.opts.Apply); err != nil {
-		return st.deleteReads(), nil, fmt.Errorf("delete %d exemplars: %w", len(exemplars), err)
+		return DeleteStats{}, nil, fmt.Errorf("delete %d exemplars: %w", len(exemplars), err)
 	}
 	st.Exemplars = len(exemplars)
 	if err := c.step("raw deleted"); err != nil {
@@ -355,10 +357,6 @@ func (c *Compactor) deleteRows(ctx context.Context, keys [][]byte, mint, maxt in
 	}
 	return st, again, nil
 }
-
-// deleteReads is what a batch that did not finish counts: nothing (the next
-// run does its writes again).
-func (DeleteStats) deleteReads() DeleteStats { return DeleteStats{} }
 
 // prepareDelete returns what deleting [mint, maxt] from row (the i-th of its
 // batch) takes, given the rollup cells current (readRollupCells) of the
