@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/hbtsdb/hbtsdb/cellenc"
 	"github.com/hbtsdb/hbtsdb/kv"
@@ -57,11 +60,14 @@ type DeleteOptions struct {
 	// (BatchRows), the bounds of the delete Applies (Apply), the clock and
 	// the logger.
 	Compact Options
+	// Salts is how many salts are rewritten at once, each under its own
+	// lease [DefaultDeleteSalts].
+	Salts int
 	// DryRun reads and counts what would be removed and writes nothing
 	// (no lease is taken either).
 	DryRun bool
 	// Progress, when not nil, is called after each batch with the totals so
-	// far and how many rows there are in all.
+	// far and how many rows there are in all, one call at a time.
 	Progress func(done DeleteStats, rows int)
 
 	// afterStep, set by tests only, runs after each step of a batch
@@ -97,6 +103,11 @@ func (s *DeleteStats) add(o DeleteStats) {
 	s.Retries += o.Retries
 }
 
+// DefaultDeleteSalts is DeleteOptions.Salts' default: on HBase a delete's
+// time goes to round trips (a check-and-put per rewritten cell), which salts
+// rewritten at once overlap.
+const DefaultDeleteSalts = 4
+
 // maxDeleteAttempts bounds how often a row whose check-and-put failed is read
 // and rewritten again before the delete gives up on it (and says so).
 const maxDeleteAttempts = 10
@@ -105,8 +116,8 @@ const maxDeleteAttempts = 10
 // from the data rows rows (data row keys, any order, any salts) of st, whose
 // schema was created with settings, together with their part of chunk and
 // rollup cells and their exemplars; see the comment above DeleteOptions for
-// the steps. Salts are done one after the other, each under its compaction
-// lease.
+// the steps. DeleteOptions.Salts salts are done at once, each under its
+// compaction lease; the first error ends the others.
 func Delete(ctx context.Context, st kv.Store, settings schema.Settings, opts DeleteOptions, rows [][]byte, mint, maxt int64) (DeleteStats, error) {
 	var total DeleteStats
 	if mint > maxt {
@@ -119,6 +130,12 @@ func Delete(ctx context.Context, st kv.Store, settings schema.Settings, opts Del
 	}
 	if opts.LeaseTTL == 0 {
 		opts.LeaseTTL = DefaultLeaseTTL
+	}
+	if opts.Salts == 0 {
+		opts.Salts = DefaultDeleteSalts
+	}
+	if opts.Salts < 0 {
+		return total, fmt.Errorf("compact: DeleteOptions.Salts must not be negative (0 means the default, %d), got %d", DefaultDeleteSalts, opts.Salts)
 	}
 	if opts.LeaseTTL < MinLeaseTTL {
 		return total, fmt.Errorf("compact: DeleteOptions.LeaseTTL must be at least %s, got %s", MinLeaseTTL, opts.LeaseTTL)
@@ -133,37 +150,58 @@ func Delete(ctx context.Context, st kv.Store, settings schema.Settings, opts Del
 	if err != nil {
 		return total, err
 	}
-	bySalt := make(map[byte][][]byte)
+	keysBySalt := make(map[byte][][]byte)
 	for _, k := range rows {
 		if len(k) == 0 {
 			return total, fmt.Errorf("compact: delete: an empty row key: %w", kv.ErrInvalidArgument)
 		}
-		bySalt[k[0]] = append(bySalt[k[0]], k)
+		keysBySalt[k[0]] = append(keysBySalt[k[0]], k)
 	}
-	salts := make([]byte, 0, len(bySalt))
-	for s := range bySalt {
+	salts := make([]byte, 0, len(keysBySalt))
+	for s := range keysBySalt {
 		salts = append(salts, s)
 	}
 	slices.Sort(salts)
-	seen := make(map[uint64]bool)
 	l := &leaser{st: st, job: schema.LeaseJobCompact, owner: opts.Owner, ttl: opts.LeaseTTL, now: c.opts.Now}
-	for _, salt := range salts {
-		keys := bySalt[salt]
-		slices.SortFunc(keys, bytes.Compare)
-		progress := func(s DeleteStats) {
-			if opts.Progress != nil {
-				done := total
-				done.add(s)
-				opts.Progress(done, len(rows))
+	// A series' rows are all in one salt (its host's), so each salt counts
+	// its own series.
+	var (
+		mu     sync.Mutex
+		bySalt = make(map[byte]DeleteStats, len(salts)) // per salt, what it did so far
+	)
+	report := func(salt byte, s DeleteStats) {
+		mu.Lock()
+		defer mu.Unlock()
+		bySalt[salt] = s
+		if opts.Progress != nil {
+			var done DeleteStats
+			for _, d := range bySalt {
+				done.add(d)
 			}
-		}
-		s, err := deleteSalt(ctx, c, l, salt, keys, mint, maxt, resolutions, opts.DryRun, seen, progress)
-		total.add(s)
-		if err != nil {
-			return total, fmt.Errorf("compact: delete in salt %d: %w", salt, err)
+			opts.Progress(done, len(rows))
 		}
 	}
-	return total, nil
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(opts.Salts)
+	for _, salt := range salts {
+		keys := slices.CompactFunc(slices.SortedFunc(slices.Values(keysBySalt[salt]), bytes.Compare), bytes.Equal)
+		g.Go(func() error {
+			s, err := deleteSalt(gctx, c, l, salt, keys, mint, maxt, resolutions, opts.DryRun, make(map[uint64]bool),
+				func(s DeleteStats) { report(salt, s) })
+			report(salt, s)
+			if err != nil {
+				return fmt.Errorf("compact: delete in salt %d: %w", salt, err)
+			}
+			return nil
+		})
+	}
+	err = g.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	for _, s := range bySalt {
+		total.add(s)
+	}
+	return total, err
 }
 
 // deleteSalt deletes [mint, maxt] from the rows keys of one salt: under the
