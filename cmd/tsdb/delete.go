@@ -21,6 +21,7 @@ type deleteOptions struct {
 	matches    []string
 	start, end string
 	dryRun     bool
+	salts      int
 	worker     compact.WorkerOptions // LeaseTTL and Compact.Apply (the flags tsdb compact has)
 	flags      *binder
 }
@@ -42,9 +43,26 @@ func registerDelete(a *app) {
 	namedDuration(o.flags, "compact.lease-ttl", "compact: WorkerOptions.LeaseTTL", "How long the delete's lease on a salt "+
 		"lasts unless renewed (the compaction lease, shared with tsdb compact and tsdb serve).", &o.worker.LeaseTTL)
 	registerApplyFlags(o.flags, &o.worker.Compact.Apply)
+	registerDeleteConcurrency(o.flags, &o.salts)
 	a.actions[cmd.FullCommand()] = func(ctx context.Context, logger *slog.Logger) error {
 		return runDelete(ctx, a.out, a.common, o, logger)
 	}
+}
+
+// registerDeleteConcurrency binds --delete.concurrency (tsdb delete and tsdb
+// serve's delete_series) into salts.
+func registerDeleteConcurrency(b *binder, salts *int) {
+	*salts = compact.DefaultDeleteSalts
+	b.int("delete.concurrency", "compact: DeleteOptions.Salts", "How many salts a delete rewrites at once, each under "+
+		"its compaction lease: on HBase a delete's time is round trips, which salts done at once overlap.", salts)
+}
+
+// checkDeleteConcurrency refuses a --delete.concurrency below 1.
+func checkDeleteConcurrency(salts int) error {
+	if salts < 1 {
+		return fmt.Errorf("--delete.concurrency must be at least 1, got %d", salts)
+	}
+	return nil
 }
 
 // parseDeleteTime parses a --start or --end value: Unix seconds (with a
@@ -111,6 +129,9 @@ func runDelete(ctx context.Context, w io.Writer, c *commonFlags, o *deleteOption
 	if err := o.flags.explain(o.worker.Compact.Apply.Validate("compact: Options.Apply")); err != nil {
 		return err
 	}
+	if err := checkDeleteConcurrency(o.salts); err != nil {
+		return err
+	}
 	st, err := c.openExistingStore(ctx, addr, logger)
 	if err != nil {
 		return err
@@ -128,7 +149,7 @@ func runDelete(ctx context.Context, w io.Writer, c *commonFlags, o *deleteOption
 	defer d.Close()
 	began := time.Now()
 	lastLog := began
-	opts := compact.DeleteOptions{Owner: workerOwner(), LeaseTTL: o.worker.LeaseTTL, DryRun: o.dryRun,
+	opts := compact.DeleteOptions{Owner: workerOwner(), LeaseTTL: o.worker.LeaseTTL, DryRun: o.dryRun, Salts: o.salts,
 		Compact: compact.Options{Apply: o.worker.Compact.Apply, Logger: logger},
 		Progress: func(done compact.DeleteStats, rows int) {
 			if time.Since(lastLog) >= 10*time.Second {

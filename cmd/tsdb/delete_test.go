@@ -68,6 +68,7 @@ func TestDeleteCommandRefusesBadFlags(t *testing.T) {
 		{[]string{"--match=up", "--start=0"}, 2, "required flag(s) '--end' not provided"},
 		{[]string{"--match=up", "--start=yesterday", "--end=1"}, 1, "--start=yesterday: not RFC 3339 (2026-12-01T00:00:00Z) nor Unix seconds"},
 		{[]string{"--match=up", "--start=2", "--end=1"}, 1, "--end=1 is before --start=2"},
+		{[]string{"--match=up", "--start=1", "--end=2", "--delete.concurrency=0"}, 1, "--delete.concurrency must be at least 1, got 0"},
 		{[]string{"--match=up{", "--start=1", "--end=2"}, 1, "--match=up{: "},
 		{[]string{`--match={host=""}`, "--start=1", "--end=2"}, 1,
 			`--match={host=""}: every matcher matches the empty string: it would select series by what they lack`},

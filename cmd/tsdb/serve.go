@@ -69,8 +69,10 @@ type serveOptions struct {
 	// gogc is the garbage collector's target percentage (--runtime.gogc,
 	// serve_runtime.go).
 	gogc int
-	// adminAPI serves the TSDB admin endpoints (--web.enable-admin-api, serve_admin.go).
-	adminAPI bool
+	// adminAPI serves the TSDB admin endpoints (--web.enable-admin-api, serve_admin.go);
+	// deleteSalts is --delete.concurrency.
+	adminAPI    bool
+	deleteSalts int
 
 	flags *binder
 }
@@ -94,6 +96,7 @@ func (o *serveOptions) validate() error {
 		o.selectLimits.Validate(),
 		o.compact.Validate(),
 		write.Options{ExemplarSlot: o.exemplarSlot, ExemplarsPerSlot: o.exemplarsPerSlot}.Validate(),
+		checkDeleteConcurrency(o.deleteSalts),
 	))
 }
 

@@ -23,6 +23,7 @@ func (o *serveOptions) registerAdminFlags() {
 		"/api/v1/admin/tsdb/clean_tombstones (204, nothing to clean), as Prometheus does with this flag; "+
 		"404 without it. Only users in neither --web.read-only-users nor --web.write-only-users may call them.").
 		Default("false").BoolVar(&o.adminAPI)
+	registerDeleteConcurrency(o.flags, &o.deleteSalts)
 }
 
 // admin is the promapi.Admin of tsdb serve when --web.enable-admin-api is
@@ -31,7 +32,7 @@ func (o *serveOptions) admin(rdb *readyDB, logger *slog.Logger) promapi.Admin {
 	if !o.adminAPI {
 		return nil
 	}
-	return &serveAdmin{rdb: rdb, opts: o.compact, logger: logger}
+	return &serveAdmin{rdb: rdb, opts: o.compact, salts: o.deleteSalts, logger: logger}
 }
 
 // serveAdmin deletes through the server's DB, taking the compaction leases as
@@ -40,6 +41,7 @@ func (o *serveOptions) admin(rdb *readyDB, logger *slog.Logger) promapi.Admin {
 type serveAdmin struct {
 	rdb    *readyDB
 	opts   compact.WorkerOptions
+	salts  int // --delete.concurrency
 	logger *slog.Logger
 	// deletes numbers the deletes, so that each has an owner name of its own
 	// in the leases: two at once, or one and this process' compaction worker,
@@ -56,7 +58,7 @@ func (a *serveAdmin) DeleteSeries(ctx context.Context, matcherSets [][]*labels.M
 	copts := a.opts.Compact
 	copts.Logger = a.logger
 	st, err := d.Delete(ctx, db.DeleteRequest{MatcherSets: matcherSets, Mint: mint, Maxt: maxt},
-		compact.DeleteOptions{Owner: fmt.Sprintf("%s-delete%d", a.opts.Owner, a.deletes.Add(1)), LeaseTTL: a.opts.LeaseTTL, Compact: copts})
+		compact.DeleteOptions{Owner: fmt.Sprintf("%s-delete%d", a.opts.Owner, a.deletes.Add(1)), LeaseTTL: a.opts.LeaseTTL, Salts: a.salts, Compact: copts})
 	a.logger.Info("delete_series", "match", fmt.Sprint(matcherSets), "start", time.UnixMilli(mint).UTC(), "end", time.UnixMilli(maxt).UTC(),
 		"series", st.Series, "rows", st.Rows, "samples", st.Samples, "raw_cells", st.RawCells, "chunks", st.Chunks,
 		"rollup_cells", st.RollupCells, "exemplars", st.Exemplars, "duration", time.Since(began), "err", err)
