@@ -143,9 +143,17 @@ func checkDeleted(t *testing.T, d *db.DB) {
 		for _, step := range []time.Duration{time.Hour, 5 * time.Minute} {
 			start, end := delDay0.Add(time.Hour), delDay0.Add(6*time.Hour)
 			raw, _ := runPromQL(t, d, expr, start, end, step, query.ResolutionRaw)
-			got, _ := runPromQL(t, d, expr, start, end, step, query.ResolutionAuto)
+			ctx, read := query.WithReadStats(context.Background())
+			r, done := execPromQL(ctx, t, d, expr, start, end, step, query.ResolutionAuto)
+			got := matrixOf(r.Value)
+			_, infos := r.Warnings.AsStrings(expr, 0, 0)
+			done()
 			if err := sameMatrix(raw, got); err != nil {
 				t.Errorf("%s at step %s: rollups differ from raw data: %v", expr, step, err)
+			}
+			if !servedFromRollup(infos) || read.RollupCells() == 0 {
+				t.Errorf("%s at step %s: not served from rollups (infos %q, %d rollup cells read): the comparison proves nothing",
+					expr, step, infos, read.RollupCells())
 			}
 		}
 	}
