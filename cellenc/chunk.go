@@ -29,6 +29,11 @@ import (
 //	                    one is older than every sample of the next)
 //	timestamp = the bucket's last millisecond, bucketStart + width - 1
 //
+// An empty value holds no samples: what a delete (compact/delete.go) leaves of
+// a chunk cell all of whose samples it removed, rather than a column delete,
+// whose HBase marker would hide the chunk a later compaction of the bucket
+// writes at the same timestamp.
+//
 // What compaction writes (BucketCell, bucketcell.go: a ChunkEncoder under
 // CutCompaction, chunkencode.go) for a bucket's samples:
 //

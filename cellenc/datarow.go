@@ -124,6 +124,11 @@ func DecodeDataRow(row kv.Row, width time.Duration, mint, maxt int64) (RowSample
 			}
 		case schema.FamilyChunk:
 			out.ChunkCells++
+			if len(c.Value) == 0 {
+				// A bucket whose every chunked sample was deleted
+				// (compact/delete.go): no samples.
+				continue
+			}
 			n, nh, nc, total := len(cells.Samples), len(cells.Histograms), len(cells.Chunks), cells.Total
 			if cells, err = DecodeChunkCellSamples(cells, c.Value, mint, maxt); err != nil {
 				return out, fmt.Errorf("cellenc: chunk of bucket %d: %w", bucketStart, err)

@@ -186,6 +186,18 @@
 //   - A salt left part way (lease lost, store error, stop) is safe by the
 //     invariants above, and the next round, by whichever worker, finishes it.
 //
+// # Deleting
+//
+// Delete (delete.go) removes a range of samples from given data rows with
+// the same pieces a pass uses — the rollup cells read first, the rows decoded
+// by cellenc.DecodeDataRow, rollup and chunk cells check-and-put on what was
+// read (rollupPut of the samples left, voidRollupPut where nothing is left or
+// for retired resolutions), then the raw cells' and exemplars' deletes — under
+// each salt's compaction lease, so that a delete and a pass never rewrite a
+// salt at once. A chunk cell left without samples is written with an empty
+// value, never deleted (the invariant above). Every step is idempotent, so a
+// delete that stopped is finished by running it again.
+//
 // compact imports kv, schema, internal/optcheck and Prometheus' chunk
 // encoding (through schema);
 // it must never import a backend (kv/hbase, kv/embedded) nor a package above it

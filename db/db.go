@@ -61,7 +61,10 @@ type DB struct {
 	reader     *query.Reader
 	registry   *index.Registry
 	now        func() time.Time
-	closed     atomic.Bool
+	// settings and rollups are the store's, for Delete (delete.go).
+	settings schema.Settings
+	rollups  []schema.Rollup
+	closed   atomic.Bool
 }
 
 // Open joins a store and its settings into a DB. It reads the store's schema meta
@@ -128,6 +131,8 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 		registry:   registry,
 		reader:     query.NewReader(opts.Store, opts.Settings, registry, postings).WithOptions(opts.Query),
 		now:        opts.Now,
+		settings:   opts.Settings,
+		rollups:    opts.Rollups,
 	}, nil
 }
 

@@ -24,6 +24,9 @@
 //     exemplars.go (query_exemplars from the exemplar table), memory_guard.go
 //     (the heap guard over every query and remote read), readstats.go (the
 //     cells a query read, in its stats and in /metrics).
+//   - Admin endpoints: admin.go (delete_series and clean_tombstones, served
+//     only with Options.Admin; bad parameters bad_data 400, the store's
+//     errors through statusOf).
 //   - Around them: router.go (NewRouter: the routes, recoverPanics), store.go
 //     (DB, Provider), joblabel.go (each request's pprof
 //     job label), metrics.go and ingest_stats.go (the HTTP surface's metrics

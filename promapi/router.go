@@ -44,6 +44,9 @@ type Options struct {
 	Registerer prometheus.Registerer
 	// Gatherer, when not nil, is served at GET /metrics.
 	Gatherer prometheus.Gatherer
+	// Admin, when not nil, serves the TSDB admin endpoints (admin.go); nil
+	// leaves them 404, as Prometheus without --web.enable-admin-api.
+	Admin Admin
 }
 
 // NewRouter returns the handler of every endpoint hbtsdb serves. It fails only on
@@ -86,6 +89,7 @@ func NewRouter(opts Options) (http.Handler, error) {
 	guard := newMemoryGuard(opts.Query.MaxMemory, opts.Logger)
 	r.Handle("/api/v1/read", guard.guardReads(false, withReadStats(metrics, remoteRead(q, opts.Query, storeErr, opts.Registerer, opts.Logger)))).Methods(http.MethodPost)
 	engine := newPromQLEngine(opts.Query, opts.Registerer, opts.Logger)
+	registerAdmin(r, opts.Admin, opts.Logger)
 	registerPrometheusAPI(r, q, engine, opts.Query, opts.BuildInfo, storeErr, guard, metrics, opts.Logger)
 	// The query page (web/ui) at / and its assets; every other path stays 404.
 	page := ui.Handler()

@@ -47,6 +47,7 @@ func newApp(stdout, stderr io.Writer) *app {
 	registerServe(a)
 	registerSchema(a)
 	registerCompact(a)
+	registerDelete(a)
 	registerVersion(a)
 	return a
 }

@@ -69,6 +69,10 @@ type serveOptions struct {
 	// gogc is the garbage collector's target percentage (--runtime.gogc,
 	// serve_runtime.go).
 	gogc int
+	// adminAPI serves the TSDB admin endpoints (--web.enable-admin-api, serve_admin.go);
+	// deleteSalts is --delete.concurrency.
+	adminAPI    bool
+	deleteSalts int
 
 	flags *binder
 }
@@ -92,6 +96,7 @@ func (o *serveOptions) validate() error {
 		o.selectLimits.Validate(),
 		o.compact.Validate(),
 		write.Options{ExemplarSlot: o.exemplarSlot, ExemplarsPerSlot: o.exemplarsPerSlot}.Validate(),
+		checkDeleteConcurrency(o.deleteSalts),
 	))
 }
 
@@ -141,6 +146,7 @@ func registerServe(a *app) {
 	o.registerCompactionFlags()
 	o.registerDebugFlags()
 	o.registerRuntimeFlags()
+	o.registerAdminFlags()
 	a.actions[cmd.FullCommand()] = func(ctx context.Context, logger *slog.Logger) error {
 		return serve(ctx, a.common, o, logger)
 	}
@@ -182,6 +188,7 @@ func serve(ctx context.Context, c *commonFlags, o *serveOptions, logger *slog.Lo
 	reg := newMetricsRegistry(rdb)
 	httpOpts.DB, httpOpts.Logger, httpOpts.BuildInfo, httpOpts.Ingest = rdb.DB, logger, buildInfo(), ingest
 	httpOpts.Registerer, httpOpts.Gatherer = reg, reg
+	httpOpts.Admin = o.admin(rdb, logger)
 	o.storageMetrics = kvmetrics.New(string(addr.Kind), reg)
 	o.compact.Registerer = reg
 	handler, err := promapi.NewRouter(httpOpts)
