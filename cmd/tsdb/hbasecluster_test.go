@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -242,29 +243,40 @@ func testMasterKilled(t *testing.T, c *privateHBase) {
 }
 
 func testThreeProcesses(t *testing.T, c *privateHBase) {
-	prefix := hbasetest.UniquePrefix("three")
+	// A release build (no race detector), so that the CPU per sample is tsdb's.
+	bin := filepath.Join(t.TempDir(), "tsdb")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	serve := func(prefix string, extra ...string) *server {
+		return startServeBinary(t, bin, nil, append([]string{"--storage=hbase:" + c.zk, "--hbase.table-prefix=" + prefix,
+			"--schema.salts=4", "--hbase.rpc-timeout=5s"}, extra...)...)
+	}
+	ready := func(procs ...*server) {
+		for _, p := range procs {
+			p.waitFor(t, "/-/ready", 200)
+		}
+	}
+
+	// The same load through one process first, for comparison.
+	one := serve(hbasetest.UniquePrefix("one"), "--no-compact.enabled")
+	ready(one)
+	lone := newClusterLoad("cluster_one", clusterBase(), one)
+	lone.batch = clusterMeasureBatch
+	measureIngest(t, c, lone, "one process")
+	if err := one.stop(t); err != nil {
+		t.Errorf("serve exited with %v after SIGTERM", err)
+	}
+
 	// Ingest: three processes, written in turn (every batch to the next one, so
 	// every series is written through all three and created by whichever process
 	// gets its first batch), compaction off.
-	var procs []*server
-	for range 3 {
-		procs = append(procs, serveOnCluster(t, c, prefix, "--no-compact.enabled"))
-	}
+	prefix := hbasetest.UniquePrefix("three")
+	procs := []*server{serve(prefix, "--no-compact.enabled"), serve(prefix, "--no-compact.enabled"), serve(prefix, "--no-compact.enabled")}
+	ready(procs...)
 	l := newClusterLoad("cluster_three", clusterBase(), procs...)
-	jvms := c.jvmPIDs(t)
-	cpu0 := cpuSeconds(t, append(serverPIDs(procs), jvms...))
-	tsdbCPU0 := cpuSeconds(t, serverPIDs(procs))
-	start := time.Now()
-	stop := l.run()
-	l.waitAcked(t, 10*clusterProgress, "three processes")
-	stop()
-	elapsed := time.Since(start)
-	total := l.totalAcked()
-	tsdbCPU := cpuSeconds(t, serverPIDs(procs)) - tsdbCPU0
-	allCPU := cpuSeconds(t, append(serverPIDs(procs), jvms...)) - cpu0
-	t.Logf("three processes: %d samples in %s (%.0f samples/s); CPU-s per million samples: tsdb %.2f, tsdb and all JVMs %.2f",
-		total, elapsed.Round(time.Millisecond), float64(total)/elapsed.Seconds(), tsdbCPU/float64(total)*1e6, allCPU/float64(total)*1e6)
-	l.report(t)
+	l.batch = clusterMeasureBatch
+	measureIngest(t, c, l, "three processes")
 	l.checkReadBack(t)
 	for _, p := range procs {
 		if err := p.stop(t); err != nil {
@@ -273,17 +285,11 @@ func testThreeProcesses(t *testing.T, c *privateHBase) {
 	}
 
 	// Compaction: three processes again, each with its worker, whose first round
-	// starts at once. The leases give each salt to one worker, so every row is
+	// starts at once; they start together, so that their first rounds race for
+	// the leases. A lease gives a salt to one worker at a time, so every row is
 	// compacted exactly once.
-	// They start together, so that their first rounds race for the leases.
-	procs = procs[:0]
-	for range 3 {
-		procs = append(procs, startServe(t, "--storage=hbase:"+c.zk, "--hbase.table-prefix="+prefix, "--schema.salts=4",
-			"--hbase.rpc-timeout=5s", "--compact.interval=1h"))
-	}
-	for _, p := range procs {
-		p.waitFor(t, "/-/ready", 200)
-	}
+	procs = []*server{serve(prefix, "--compact.interval=1h"), serve(prefix, "--compact.interval=1h"), serve(prefix, "--compact.interval=1h")}
+	ready(procs...)
 	l.targets = procs
 	for _, p := range procs {
 		waitMetric(t, p, "hbtsdb_compaction_rounds_total", 1)
@@ -295,9 +301,18 @@ func testThreeProcesses(t *testing.T, c *privateHBase) {
 		rows += r
 		samples += sm
 	}
-	wantRows := l.dataRows(time.Hour)
+	wantRows, total := l.dataRows(time.Hour), l.totalAcked()
 	if int64(samples) != total || int64(rows) != wantRows {
 		t.Errorf("the three workers compacted %v rows and %v samples in all, want each of the %d rows (%d samples) once", rows, samples, wantRows, total)
+		for _, p := range procs {
+			var lines []string
+			for _, line := range strings.Split(p.log(), "\n") {
+				if strings.Contains(line, "compact") || strings.Contains(line, "lease") {
+					lines = append(lines, line)
+				}
+			}
+			t.Logf("tsdb at %s, its compaction's log:\n%s", p.addr, strings.Join(lines, "\n"))
+		}
 	}
 	l.checkReadBack(t)
 	// PromQL through each process (the reader's check, each process in turn).
@@ -337,6 +352,35 @@ func testThreeProcesses(t *testing.T, c *privateHBase) {
 			t.Errorf("tsdb at %s lists other series than tsdb at %s", p.addr, procs[0].addr)
 		}
 	}
+}
+
+// clusterMeasureBatch is the batch of the measured loads: 2 000 samples, a
+// Prometheus remote-write shard's default max_samples_per_send.
+const clusterMeasureBatch = 2000
+
+// clusterMeasureSamples is how many samples a measured load sends.
+const clusterMeasureSamples = 400_000
+
+// measureIngest runs the load, with its reader, until clusterMeasureSamples are
+// acknowledged, checks its answers and logs samples/s and the CPU-seconds per
+// million samples of the tsdb processes and of all the cluster's JVMs. Numbers are
+// logged, not asserted.
+func measureIngest(t *testing.T, c *privateHBase, l *clusterLoad, what string) {
+	t.Helper()
+	tsdbs, jvms := serverPIDs(l.targets), c.jvmPIDs(t)
+	tsdb0, jvm0 := cpuSeconds(t, tsdbs), cpuSeconds(t, jvms)
+	start := time.Now()
+	stop := l.run()
+	l.waitAcked(t, clusterMeasureSamples, what)
+	stop()
+	elapsed := time.Since(start)
+	total := float64(l.totalAcked())
+	tsdbCPU, jvmCPU := cpuSeconds(t, tsdbs)-tsdb0, cpuSeconds(t, jvms)-jvm0
+	t.Logf("%s on %d region servers: %.0f samples in %s, %.0f samples/s; CPU-s per million samples: tsdb %.2f, the JVMs %.2f "+
+		"(%d writers, %d samples a request, a new series every %d samples)",
+		what, len(jvms)-2, total, elapsed.Round(time.Millisecond), total/elapsed.Seconds(), tsdbCPU/total*1e6, jvmCPU/total*1e6,
+		clusterWriters, l.batch, clusterSeriesRun)
+	l.report(t)
 }
 
 // dataRows is the number of data rows the load's acknowledged samples occupy:

@@ -54,6 +54,15 @@ var javaExceptions = map[string]error{
 	"CallTimeoutException":            kv.ErrUnavailable,
 	"ConnectException":                kv.ErrUnavailable,
 	"MasterNotRunningException":       kv.ErrUnavailable,
+	// A scan whose region split, merged, moved or closed under it: the region
+	// server no longer knows the scanner (or saw its calls out of order). The
+	// cluster test (cmd/tsdb TestHBaseCluster) met these as 500s of remote
+	// read while a region split; the scan can be asked again.
+	"UnknownScannerException":        kv.ErrUnavailable,
+	"OutOfOrderScannerNextException": kv.ErrUnavailable,
+	"ScannerResetException":          kv.ErrUnavailable,
+	"RegionServerStoppedException":   kv.ErrUnavailable,
+	"RegionServerAbortedException":   kv.ErrUnavailable,
 }
 
 // javaException extracts the exception class and the one-line message of an HBase

@@ -45,9 +45,11 @@
 # local filesystem: one ZooKeeper (ZooKeeperServerMain), one master (HMaster) and N
 # region servers (HRegionServer), each its own JVM on its own loopback ports, from the
 # same jars. start returns once all N region servers are live. The root directory is
-# on Hadoop's RawLocalFileSystem, whose hflush hands the WAL's bytes to the kernel:
-# the default LocalFileSystem keeps a checksummed tail in the JVM, which a kill -9
-# would lose although HBase had acknowledged it. The ZooKeeper session timeout is
+# on Hadoop's RawLocalFileSystem, whose hflush hands the WAL's bytes to the kernel, so
+# that an edit HBase acknowledged survives a kill -9 of its region server; the
+# default LocalFileSystem wraps it in a checksumming stream that makes no such
+# promise (hbase.unsafe.stream.capability.enforce=false is what lets HBase run on
+# it at all), and a kill test must not depend on it. The ZooKeeper session timeout is
 # HBASE_ZK_SESSION_TIMEOUT so that the master notices a killed region server in
 # seconds, not the 3 minutes standalone mode allows for a loaded machine's pauses.
 #
