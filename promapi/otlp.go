@@ -34,7 +34,9 @@ type OTLPOptions struct {
 	// ConvertDelta converts delta temporality to cumulative in memory before
 	// storing (Prometheus' otlp-deltatocumulative feature). The running sums
 	// live in this process: several tsdb processes behind one load balancer
-	// each keep their own.
+	// each keep their own. It starts one goroutine (the collector processor's
+	// stale-stream sweeper) that lives as long as the process: Prometheus'
+	// handler has no Close.
 	ConvertDelta bool
 	// NativeDelta stores delta samples as they come, as metrics of unknown
 	// type (Prometheus' otlp-native-delta-ingestion feature). Not with

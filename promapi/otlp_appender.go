@@ -3,7 +3,6 @@ package promapi
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 
 	"github.com/prometheus/common/model"
@@ -129,20 +128,17 @@ func (a *otlpAppender) Commit() error {
 	o := outcomeOf(a.ctx)
 	wr, err := a.h.writer()
 	if err != nil {
-		return o.fail(fmt.Errorf("otlp: %w", err))
+		return o.fail(err)
 	}
 	res, _, err := writeAndTally(a.ctx, wr, &req)
 	if err != nil {
-		return o.fail(fmt.Errorf("otlp: %w", err))
+		return o.fail(err)
 	}
 	if len(res.RejectedExemplars) > 0 {
 		a.h.logger.Warn("otlp: exemplars not stored", "count", len(res.RejectedExemplars),
 			"first", res.RejectedExemplars[0].Reason)
 	}
-	if err := write.RejectionError(res); err != nil {
-		return o.fail(fmt.Errorf("otlp: %w", err))
-	}
-	return nil
+	return o.fail(write.RejectionError(res))
 }
 
 // Rollback discards the buffered request. It is safe to call after Commit.
@@ -178,9 +174,10 @@ func (o *otlpOutcome) translated() {
 	o.mu.Unlock()
 }
 
-// fail records err (the first error of the request wins) and returns it.
+// fail records err, unless nil (the first error of the request wins), and
+// returns it.
 func (o *otlpOutcome) fail(err error) error {
-	if o == nil {
+	if o == nil || err == nil {
 		return err
 	}
 	o.mu.Lock()
