@@ -61,7 +61,7 @@ func (o OTLPOptions) Validate() error {
 // config.Load.
 func (o OTLPOptions) config() (config.Config, error) {
 	if o.ConvertDelta && o.NativeDelta {
-		return config.Config{}, errors.New("promapi: OTLPOptions.ConvertDelta and OTLPOptions.NativeDelta " +
+		return config.Config{}, errors.New("promapi: OTLPOptions.ConvertDelta and promapi: OTLPOptions.NativeDelta " +
 			"exclude each other (Prometheus: otlp-deltatocumulative and otlp-native-delta-ingestion)")
 	}
 	c := config.DefaultOTLPConfig

@@ -366,7 +366,7 @@ func TestOTLPOptionsValidate(t *testing.T) {
 	}{
 		{"defaults", OTLPOptions{}, ""},
 		{"both delta modes", OTLPOptions{ConvertDelta: true, NativeDelta: true}, "promapi: OTLPOptions.ConvertDelta and " +
-			"OTLPOptions.NativeDelta exclude each other (Prometheus: otlp-deltatocumulative and otlp-native-delta-ingestion)"},
+			"promapi: OTLPOptions.NativeDelta exclude each other (Prometheus: otlp-deltatocumulative and otlp-native-delta-ingestion)"},
 		{"promote all and some", OTLPOptions{Config: &withPromoteAll}, "promapi: OTLPOptions.Config: " +
 			"'promote_all_resource_attributes' and 'promote_resource_attributes' cannot be configured simultaneously"},
 		{"ignore without promote all", OTLPOptions{Config: &ignoreAlone}, "promapi: OTLPOptions.Config: " +
