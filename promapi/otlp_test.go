@@ -35,11 +35,14 @@ const (
 // otlpMetrics is one resource (service checkout, instance i-1) with a gauge, a
 // cumulative monotonic sum with an exemplar, an explicit-bucket histogram, an
 // exponential histogram and a summary, each with one point at ts.
-func otlpMetrics(ts time.Time) pmetric.Metrics {
+func otlpMetrics(ts time.Time) pmetric.Metrics { return otlpMetricsOf(ts, "i-1") }
+
+// otlpMetricsOf is otlpMetrics with service.instance.id instance.
+func otlpMetricsOf(ts time.Time, instance string) pmetric.Metrics {
 	md := pmetric.NewMetrics()
 	rm := md.ResourceMetrics().AppendEmpty()
 	rm.Resource().Attributes().PutStr("service.name", "checkout")
-	rm.Resource().Attributes().PutStr("service.instance.id", "i-1")
+	rm.Resource().Attributes().PutStr("service.instance.id", instance)
 	rm.Resource().Attributes().PutStr("deployment.environment", "prod")
 	ms := rm.ScopeMetrics().AppendEmpty().Metrics()
 	at := pcommon.NewTimestampFromTime(ts)
@@ -133,31 +136,31 @@ func otlpJSON(t testing.TB, md pmetric.Metrics) []byte {
 func TestOTLPStoresEveryMetricType(t *testing.T) {
 	for _, b := range schematest.Backends() {
 		t.Run(b.Name, func(t *testing.T) {
+			e := newEnv(t, b, write.Limits{MaxFutureSkew: 10 * time.Minute, MaxAge: 24 * time.Hour}, testHTTPLimits)
 			for _, tc := range []struct {
-				name   string
-				header map[string]string
-				body   func(md pmetric.Metrics) []byte
+				name     string
+				header   map[string]string
+				body     func(md pmetric.Metrics) []byte
+				wantBody string
 			}{
-				{"protobuf", map[string]string{"Content-Type": ctOTLPProto}, func(md pmetric.Metrics) []byte { return otlpProto(t, md) }},
+				{"protobuf", map[string]string{"Content-Type": ctOTLPProto}, func(md pmetric.Metrics) []byte { return otlpProto(t, md) }, ""},
 				{"gzipped protobuf", map[string]string{"Content-Type": ctOTLPProto, "Content-Encoding": "gzip"},
-					func(md pmetric.Metrics) []byte { return gzipped(t, string(otlpProto(t, md))) }},
-				{"JSON", map[string]string{"Content-Type": ctOTLPJSON + "; charset=utf-8"}, func(md pmetric.Metrics) []byte { return otlpJSON(t, md) }},
+					func(md pmetric.Metrics) []byte { return gzipped(t, string(otlpProto(t, md))) }, ""},
+				{"JSON", map[string]string{"Content-Type": ctOTLPJSON + "; charset=utf-8"},
+					func(md pmetric.Metrics) []byte { return otlpJSON(t, md) }, "{}"},
 			} {
 				t.Run(tc.name, func(t *testing.T) {
-					e := newEnv(t, b, write.Limits{MaxFutureSkew: 10 * time.Minute, MaxAge: 24 * time.Hour}, testHTTPLimits)
+					// Each format writes the series of an instance of its own.
+					instance := strings.ReplaceAll(tc.name, " ", "-")
 					ts := e.now.Add(-time.Minute)
-					r := post(t, e.srv.URL+OTLPPath, tc.header, tc.body(otlpMetrics(ts)))
-					wantBody := ""
-					if tc.name == "JSON" {
-						wantBody = "{}"
-					}
-					if r.status != 200 || r.body != wantBody {
-						t.Fatalf("got %d %q, want 200 %q", r.status, r.body, wantBody)
+					r := post(t, e.srv.URL+OTLPPath, tc.header, tc.body(otlpMetricsOf(ts, instance)))
+					if r.status != 200 || r.body != tc.wantBody {
+						t.Fatalf("got %d %q, want 200 %q", r.status, r.body, tc.wantBody)
 					}
 					ms := ts.UnixMilli()
 					floats, hists := e.storedRaw(t)
 					ser := func(name string, extra ...string) string {
-						return labels.FromStrings(append([]string{"__name__", name, "instance", "i-1", "job", "checkout"}, extra...)...).String()
+						return labels.FromStrings(append([]string{"__name__", name, "instance", instance, "job", "checkout"}, extra...)...).String()
 					}
 					want := map[string][]cellenc.Sample{
 						ser("queue_depth", "queue", "a"):                     {{T: ms, V: 3.5}},
@@ -172,25 +175,26 @@ func TestOTLPStoresEveryMetricType(t *testing.T) {
 						ser("rpc_sum"):                                       {{T: ms, V: 7}},
 						ser("target_info", "deployment_environment", "prod"): {{T: ms, V: 1}},
 					}
-					for k, w := range want {
-						got := floats[k]
-						if len(got) != len(w) || got[0].T != w[0].T || got[0].V != w[0].V {
+					n := 0
+					for k, got := range floats {
+						if !strings.Contains(k, `instance="`+instance+`"`) {
+							continue
+						}
+						n++
+						if w, ok := want[k]; !ok || fmt.Sprint(got) != fmt.Sprint(w) {
 							t.Errorf("series %s: got %v, want %v", k, got, w)
 						}
 					}
-					if len(floats) != len(want) {
-						t.Errorf("stored %d float series, want %d: %v", len(floats), len(want), floats)
+					if n != len(want) {
+						t.Errorf("stored %d float series of instance %s, want %d", n, instance, len(want))
 					}
 					size := hists[ser("size")]
 					if len(size) != 1 {
 						t.Fatalf("native histogram size: %v, want one sample; all: %v", size, hists)
 					}
 					h := size[0].H
-					if size[0].FH != nil {
-						h = nil
-					}
-					if h == nil || size[0].T != ms || h.Count != 5 || h.Sum != 12 || h.ZeroCount != 1 || h.Schema != 0 ||
-						fmt.Sprint(h.PositiveSpans, h.PositiveBuckets) != "[{1 2}] [1 2]" {
+					if h == nil || size[0].FH != nil || size[0].T != ms || h.Count != 5 || h.Sum != 12 || h.ZeroCount != 1 ||
+						h.Schema != 0 || fmt.Sprint(h.PositiveSpans, h.PositiveBuckets) != "[{1 2}] [1 2]" {
 						t.Errorf("native histogram size: %+v (float %+v), want count 5, sum 12, zero 1, schema 0, "+
 							"buckets 1 and 3 from index 1", h, size[0].FH)
 					}
