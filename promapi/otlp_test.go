@@ -7,8 +7,12 @@ package promapi
 // in e2e/otlp_test.go.
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -18,6 +22,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/prometheus/config"
 	"github.com/prometheus/prometheus/model/labels"
 
@@ -388,5 +393,71 @@ func TestOTLPOptionsValidate(t *testing.T) {
 				t.Errorf("Validate() = %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestOTLPSharesTheWriteConcurrencyBound: an OTLP request takes a slot of
+// --write.max-concurrent-requests once its body has arrived; one more is
+// answered 429 with Retry-After, and the first completes.
+func TestOTLPSharesTheWriteConcurrencyBound(t *testing.T) {
+	w := &scriptedWriter{block: make(chan struct{})}
+	srv := httptest.NewServer(writeRouter(t, w, WriteLimits{MaxConcurrentRequests: 1, RetryAfter: 2 * time.Second}, nil))
+	defer srv.Close()
+	body := otlpProto(t, otlpMetrics(time.Now()))
+	hdr := map[string]string{"Content-Type": ctOTLPProto}
+	first := make(chan response, 1)
+	go func() { first <- post(t, srv.URL+OTLPPath, hdr, body) }()
+	for w.calls.Load() == 0 { // the first request is being written
+		time.Sleep(time.Millisecond)
+	}
+	r := post(t, srv.URL+OTLPPath, hdr, body)
+	want := "overloaded: more than 1 write requests in flight (--write.max-concurrent-requests); retry later\n"
+	if r.status != 429 || r.body != want || r.header.Get("Retry-After") != "2" {
+		t.Errorf("second request: %d %q Retry-After %q, want 429 %q 2", r.status, r.body, r.header.Get("Retry-After"), want)
+	}
+	close(w.block)
+	if r := <-first; r.status != 200 {
+		t.Errorf("first request: %d %q, want 200", r.status, r.body)
+	}
+}
+
+// TestOTLPIsCountedAndRecovered: OTLP requests are counted under
+// protocol="otlp" in /metrics, and a panic on the path is a plain-text 500.
+func TestOTLPIsCountedAndRecovered(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	h, err := NewRouter(Options{DB: StaticDB(writeOnlyStore{&scriptedWriter{}}), Registerer: reg, Gatherer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	if r := post(t, srv.URL+OTLPPath, map[string]string{"Content-Type": ctOTLPProto}, otlpProto(t, otlpMetrics(time.Now()))); r.status != 200 {
+		t.Fatalf("OTLP: %d %q", r.status, r.body)
+	}
+	if r := post(t, srv.URL+OTLPPath, map[string]string{"Content-Type": "text/plain"}, []byte("x")); r.status != 415 {
+		t.Fatalf("OTLP text/plain: %d %q", r.status, r.body)
+	}
+	resp, err := http.Get(srv.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	// 11 float series of one sample each (scriptedWriter counts floats only).
+	for _, want := range []string{
+		`hbtsdb_write_requests_total{outcome="success",protocol="otlp"} 1`,
+		`hbtsdb_write_requests_total{outcome="rejected",protocol="otlp"} 1`,
+		`hbtsdb_samples_written_total{protocol="otlp"} 11`,
+	} {
+		if !strings.Contains(string(text), want+"\n") {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	var log bytes.Buffer
+	ph := recoverPanics(slog.New(slog.NewTextHandler(&log, nil)), http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("boom") }))
+	rec := httptest.NewRecorder()
+	ph.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, OTLPPath, nil))
+	if rec.Code != 500 || rec.Body.String() != "internal server error\n" {
+		t.Errorf("panic on %s = %d %q, want 500 in plain text", OTLPPath, rec.Code, rec.Body.String())
 	}
 }
