@@ -164,8 +164,10 @@ func negotiateOTLP(r *http.Request) (otlpFormat, error) {
 // over it) and hands the plain body to Prometheus' handler. Its answer is
 // then rewritten by the request's otlpOutcome: a store or validation error
 // gets the status remote write would give it (statusOf; Prometheus' handler
-// answers 500 for all but out-of-order and out-of-bounds samples), and a
-// body that does not decode is a 400 naming the format.
+// answers 500 for all but out-of-order and out-of-bounds samples), a body
+// that does not decode is a 400 naming the format, and one the translator
+// refuses (delta temporality without a delta mode, ...) a 400 with its
+// words; in both, Prometheus' handler has stored nothing.
 func (h *writeHandler) otlpMiddleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		format, err := negotiateOTLP(r)
