@@ -265,9 +265,16 @@ func (h *writeHandler) readOTLPBody(w http.ResponseWriter, r *http.Request, raw,
 }
 
 // failOTLP answers an OTLP request that failed with the status statusOf gives
-// err and err's text as the body, as remote write answers.
+// err and err's text as the body, as remote write answers; except that a 500
+// is a 503: OTLP senders retry only "429, 502, 503, 504" (OTLP/HTTP,
+// "Retryable Response Codes") and drop the data of any other status, while a
+// failure of ours (a dropped table, a bug) may pass, and nothing of the
+// request was acknowledged.
 func (h *writeHandler) failOTLP(w http.ResponseWriter, r *http.Request, format otlpFormat, err error) {
 	status := statusOf(err)
+	if status == http.StatusInternalServerError {
+		status = http.StatusServiceUnavailable
+	}
 	h.setRetryAfter(w, status)
 	logWriteFailure(h.logger, r, status, err, "format", string(format))
 	http.Error(w, err.Error(), status)

@@ -284,8 +284,9 @@ func TestOTLPBadInput(t *testing.T) {
 	}
 }
 
-// TestOTLPStoreFailure: a store that fails is answered as remote write answers
-// it (503 to retry for an unavailable store, 500 otherwise), as is a server
+// TestOTLPStoreFailure: a store that fails is answered 503, so that OTLP
+// senders retry (remote write answers 500 for a failure that is not the
+// store's unavailability, which OTLP senders would not retry), as is a server
 // whose store is not open yet; a request the writer refuses whole is 400.
 func TestOTLPStoreFailure(t *testing.T) {
 	body := otlpProto(t, otlpMetrics(time.Now()))
@@ -296,7 +297,8 @@ func TestOTLPStoreFailure(t *testing.T) {
 		status int
 	}{
 		{"store unavailable", fmt.Errorf("hbase: region server down: %w", kv.ErrUnavailable), 503},
-		{"table dropped", fmt.Errorf("apply data: %w", kv.ErrTableNotFound), 500},
+		// 500 for remote write; OTLP senders retry only 429, 502, 503 and 504.
+		{"table dropped", fmt.Errorf("apply data: %w", kv.ErrTableNotFound), 503},
 		{"request rejected whole", fmt.Errorf("%w: 14 series is over the limit of 2 series per request", write.ErrInvalid), 400},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
