@@ -5,7 +5,7 @@ import (
 	"sync/atomic"
 )
 
-// IngestStats counts what the write endpoints (/api/v1/write, /api/put) took in,
+// IngestStats counts what the write endpoints (/api/v1/write, /api/put, OTLP) took in,
 // for the periodic ingest summary tsdb serve logs. It is safe for concurrent use;
 // the zero value is ready. (Prometheus metrics of the same events are /metrics'
 // job; these are plain totals a log line can difference.)

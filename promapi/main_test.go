@@ -13,5 +13,11 @@ import (
 // goroutines on Close. A dependency goroutine that outlives a test by design
 // would be ignored here with goleak.IgnoreTopFunction, naming whose and why.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(m,
+		// Prometheus' OTLP handler with delta-to-cumulative conversion
+		// (OTLPOptions.ConvertDelta) starts the collector's processor, whose
+		// stale-stream sweeper runs for the life of the process: the handler
+		// has no Close to stop it.
+		goleak.IgnoreTopFunction("github.com/open-telemetry/opentelemetry-collector-contrib/processor/"+
+			"deltatocumulativeprocessor.(*deltaToCumulativeProcessor).Start.func1"))
 }

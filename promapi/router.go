@@ -29,6 +29,8 @@ type Options struct {
 	// WriteLimits bound the write endpoints' requests; zero fields take the
 	// defaults of DefaultWriteLimits.
 	WriteLimits WriteLimits
+	// OTLP configures POST /api/v1/otlp/v1/metrics (otlp.go).
+	OTLP OTLPOptions
 	// Query configures the PromQL engine and the read endpoints' limits; zero
 	// fields take the defaults of DefaultQueryOptions.
 	Query QueryOptions
@@ -52,7 +54,7 @@ type Options struct {
 // NewRouter returns the handler of every endpoint hbtsdb serves. It fails only on
 // options that cannot work (see QueryOptions.Validate and WriteLimits.Validate).
 func NewRouter(opts Options) (http.Handler, error) {
-	if err := errors.Join(opts.WriteLimits.Validate(), opts.Query.Validate()); err != nil {
+	if err := errors.Join(opts.WriteLimits.Validate(), opts.Query.Validate(), opts.OTLP.Validate()); err != nil {
 		return nil, err
 	}
 	if opts.Logger == nil {
@@ -73,6 +75,9 @@ func NewRouter(opts Options) (http.Handler, error) {
 	r.Use(withJobLabel)
 	r.Handle("/api/v1/write", countWrites(opts.Ingest, metrics, remoteWriteProtocol, wh.remoteWrite())).Methods(http.MethodPost)
 	r.Handle("/api/put", countWrites(opts.Ingest, metrics, putProtocol, wh.put())).Methods(http.MethodPost)
+	if err := registerOTLP(r, wh, opts, metrics); err != nil {
+		return nil, err
+	}
 	if opts.Gatherer != nil {
 		r.Handle("/metrics", metricsHandler(opts.Gatherer, opts.Registerer)).Methods(http.MethodGet, http.MethodHead)
 	}
@@ -149,7 +154,7 @@ func recoverPanics(logger *slog.Logger, next http.Handler) http.Handler {
 				}
 				logger.Error("panic serving request", "method", r.Method, "path", r.URL.Path, "panic", p, "stack", string(debug.Stack()))
 				switch r.URL.Path {
-				case "/api/v1/write", "/api/put", "/api/v1/read":
+				case "/api/v1/write", "/api/put", "/api/v1/read", OTLPPath:
 					// Protocols whose other errors are plain text too.
 					http.Error(w, "internal server error", http.StatusInternalServerError)
 				default:

@@ -104,6 +104,7 @@ func registerServe(a *app) {
 	cmd := a.kp.Command("serve", "Run the server:\n"+
 		"  POST /api/v1/write   Prometheus remote write (1.0 and 2.0)\n"+
 		"  POST /api/put        OpenTSDB put\n"+
+		"  POST /api/v1/otlp/v1/metrics   OpenTelemetry OTLP/HTTP metrics (protobuf or JSON, gzip)\n"+
 		"  POST /api/v1/read    Prometheus remote read (SAMPLES and STREAMED_XOR_CHUNKS)\n"+
 		"  /api/v1/query, query_range, series, labels, label/<name>/values, metadata, query_exemplars,\n"+
 		"  format_query, parse_query, status/buildinfo   the Prometheus HTTP API (PromQL), for Grafana\n"+
@@ -142,6 +143,7 @@ func registerServe(a *app) {
 		"(at most 256): the bound of the exemplars stored, per series, per --exemplars.slot.", &o.exemplarsPerSlot)
 	o.web.register(cmd)
 	o.registerWriteFlags()
+	o.registerOTLPFlags()
 	o.registerQueryFlags()
 	o.registerCompactionFlags()
 	o.registerDebugFlags()

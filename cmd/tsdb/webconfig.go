@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/alecthomas/kingpin/v2"
+	"github.com/hbtsdb/hbtsdb/promapi"
 	"github.com/hbtsdb/hbtsdb/web/ui"
 	"github.com/prometheus/exporter-toolkit/web"
 	"go.yaml.in/yaml/v2"
@@ -42,7 +43,7 @@ func (w *webOptions) register(cmd *kingpin.CmdClause) {
 		"read (queries, the query page at /, remote read, health); any other endpoint, such as remote write "+
 		"and /api/put, answers them 403."+adminNote).Default("").StringsVar(&w.readOnlyUsers)
 	flag(cmd, "web.write-only-users", "Comma-separated basic_auth_users of --web.config.file that may only "+
-		"write (remote write, /api/put, health), such as the Prometheus servers that remote-write; any other "+
+		"write (remote write, /api/put, OTLP, health), such as the Prometheus servers that remote-write; any other "+
 		"endpoint, such as queries and remote read, answers them 403. A user may not be in both lists."+adminNote).
 		Default("").StringsVar(&w.writeOnlyUsers)
 }
@@ -169,7 +170,7 @@ func readEndpoint(path string) bool {
 // write-only users until it is listed here.
 func writeEndpoint(path string) bool {
 	switch path {
-	case "/-/healthy", "/-/ready", "/api/v1/write", "/api/put":
+	case "/-/healthy", "/-/ready", "/api/v1/write", "/api/put", promapi.OTLPPath:
 		return true
 	}
 	return false
