@@ -48,6 +48,7 @@ func newApp(stdout, stderr io.Writer) *app {
 	registerSchema(a)
 	registerCompact(a)
 	registerVersion(a)
+	registerImport(a, stderr)
 	return a
 }
 

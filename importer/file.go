@@ -1,0 +1,263 @@
+package importer
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/prometheus/prometheus/model/exemplar"
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/model/textparse"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/hbtsdb/hbtsdb/cellenc"
+	"github.com/hbtsdb/hbtsdb/schema"
+)
+
+// FileJob is the checkpoint job name of a file import: the absolute path and
+// size of the file, so that a checkpoint of another file, or of this file
+// before it changed, is refused.
+func FileJob(path string) (string, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", fmt.Errorf("importer: %w", err)
+	}
+	fi, err := os.Stat(abs)
+	if err != nil {
+		return "", fmt.Errorf("importer: %w", err)
+	}
+	return fmt.Sprintf("file %s, %d bytes", abs, fi.Size()), nil
+}
+
+// ImportFile imports the OpenMetrics text file at path: every sample must have
+// a timestamp (as for promtool tsdb create-blocks-from openmetrics); counters,
+// gauges, summaries and classic histograms are their float series, _created
+// series included; # HELP, # TYPE and # UNIT become the metrics' metadata, and
+// exemplars are stored with their series. With o.Checkpoint it skips the
+// samples before the checkpoint's offset and advances it as batches are
+// stored, in file order.
+//
+// A line that does not parse, or a sample without a timestamp, stops the
+// import with an error wrapping ErrBadInput that starts with path:line; the
+// batches before it are stored and checkpointed.
+func ImportFile(ctx context.Context, path string, o Options) error {
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	o = o.withDefaults()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("importer: %w", err)
+	}
+	o.Progress.Total.Store(int64(len(data)))
+	var resume int64
+	if o.Checkpoint != nil {
+		if o.Checkpoint.Complete() {
+			o.Progress.Done.Store(int64(len(data)))
+			o.Logger.Info("the checkpoint says this file is imported already", "file", path, "checkpoint", o.Checkpoint.Path())
+			return nil
+		}
+		resume = o.Checkpoint.Offset()
+		o.Progress.Done.Store(resume)
+		if resume > 0 {
+			o.Logger.Info("resuming from the checkpoint", "file", path, "offset", resume, "checkpoint", o.Checkpoint.Path())
+		}
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(o.Concurrency)
+	c := &commits{cp: o.Checkpoint, progress: o.Progress, done: map[int]int64{}}
+	if o.Sink == nil {
+		c.cp = nil // a dry run records nothing
+	}
+	parseErr := parse(gctx, path, data, resume, o, func(b *batch, seq int, end int64, where string) {
+		g.Go(func() error {
+			if err := o.store(gctx, b, where); err != nil {
+				return err
+			}
+			return c.finish(seq, end)
+		})
+	})
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	if parseErr != nil {
+		return parseErr
+	}
+	if o.Checkpoint != nil && o.Sink != nil {
+		return o.Checkpoint.SetComplete()
+	}
+	return nil
+}
+
+// parse reads data and hands each full batch to emit with its sequence number,
+// the offset up to which it covers the file, and where it comes from
+// (path:first-last line). It stops at the first error, or when ctx is done.
+func parse(ctx context.Context, path string, data []byte, resume int64, o Options,
+	emit func(b *batch, seq int, end int64, where string)) error {
+	p := textparse.NewOpenMetricsParser(data, labels.NewSymbolTable())
+	var (
+		pos      = lineCounter{data: data}
+		cur      = newBatch()
+		seq      int
+		first    = 0 // first line of cur
+		lastLine = 0 // line of the last entry read
+		meta     = map[string]*schema.Metadata{}
+		dirty    = map[string]bool{}
+		lbls     labels.Labels
+		ex       exemplar.Exemplar
+	)
+	flush := func(end int64) {
+		for name := range dirty {
+			cur.req.Metadata = append(cur.req.Metadata, *meta[name])
+		}
+		clear(dirty)
+		slices.SortFunc(cur.req.Metadata, func(a, b schema.Metadata) int { return strings.Compare(a.Metric, b.Metric) })
+		emit(cur, seq, end, fmt.Sprintf("%s:%d-%d", path, max(first, 1), lastLine))
+		seq++
+		cur, first = newBatch(), 0
+	}
+	family := func(name []byte) *schema.Metadata {
+		m, ok := meta[string(name)]
+		if !ok {
+			m = &schema.Metadata{Metric: string(name)}
+			meta[string(name)] = m
+		}
+		dirty[m.Metric] = true
+		return m
+	}
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		e, err := p.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("%s:%d: %w: %w", path, lastLine+1, ErrBadInput, err)
+		}
+		switch e {
+		case textparse.EntryHelp:
+			name, help := p.Help()
+			lastLine = pos.line(name, lastLine)
+			family(name).Help = string(help)
+		case textparse.EntryType:
+			name, typ := p.Type()
+			lastLine = pos.line(name, lastLine)
+			family(name).Type = typ
+		case textparse.EntryUnit:
+			name, unit := p.Unit()
+			lastLine = pos.line(name, lastLine)
+			family(name).Unit = string(unit)
+		case textparse.EntryComment:
+			lastLine = pos.line(p.Comment(), lastLine)
+		case textparse.EntrySeries:
+			series, ts, v := p.Series()
+			off := pos.offset(series)
+			lastLine = pos.line(series, lastLine)
+			p.Labels(&lbls)
+			if ts == nil {
+				return fmt.Errorf("%s:%d: %w: sample of %s has no timestamp: an import needs one on every sample "+
+					"(as promtool tsdb create-blocks-from openmetrics)", path, lastLine, ErrBadInput, lbls)
+			}
+			if off >= 0 && off < resume {
+				o.Progress.Skipped.Add(1)
+				continue
+			}
+			if cur.samples >= o.BatchSamples {
+				flush(off)
+			}
+			if first == 0 {
+				first = lastLine
+			}
+			s := cur.series(lbls)
+			s.Samples = append(s.Samples, cellenc.Sample{T: *ts, V: v})
+			cur.samples++
+			for p.Exemplar(&ex) {
+				ex.Labels = ex.Labels.Copy()
+				s.Exemplars = append(s.Exemplars, ex)
+				ex = exemplar.Exemplar{}
+			}
+		default:
+			lastLine = pos.line(nil, lastLine)
+			return fmt.Errorf("%s:%d: %w: native histograms are not part of the OpenMetrics text format", path, lastLine, ErrBadInput)
+		}
+	}
+	if cur.samples > 0 || len(dirty) > 0 {
+		flush(int64(len(data)))
+	}
+	return nil
+}
+
+// lineCounter turns positions in data into line numbers, counting newlines
+// incrementally (positions only grow).
+type lineCounter struct {
+	data    []byte
+	lastOff int
+	lines   int // newlines before lastOff
+}
+
+// offset is the position of s in data, or -1 when s is not a part of data
+// (the parser unescaped it into a buffer of its own).
+func (c *lineCounter) offset(s []byte) int64 {
+	if len(s) == 0 || cap(s) > cap(c.data) {
+		return -1
+	}
+	off := cap(c.data) - cap(s)
+	if off >= len(c.data) || &c.data[off] != &s[0] {
+		return -1
+	}
+	return int64(off)
+}
+
+// line is the 1-based line of s in data, or prev when s is not a part of data.
+func (c *lineCounter) line(s []byte, prev int) int {
+	off := c.offset(s)
+	if off < 0 || int(off) < c.lastOff {
+		return prev
+	}
+	c.lines += bytes.Count(c.data[c.lastOff:off], []byte{'\n'})
+	c.lastOff = int(off)
+	return c.lines + 1
+}
+
+// commits advances a file import's checkpoint in file order as batches,
+// stored in any order, finish.
+type commits struct {
+	cp       *Checkpoint
+	progress *Progress
+	mu       sync.Mutex
+	next     int
+	done     map[int]int64 // finished batches after next: sequence -> end offset
+}
+
+func (c *commits) finish(seq int, end int64) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.done[seq] = end
+	advanced := int64(-1)
+	for {
+		e, ok := c.done[c.next]
+		if !ok {
+			break
+		}
+		delete(c.done, c.next)
+		c.next++
+		advanced = e
+	}
+	if advanced < 0 {
+		return nil
+	}
+	c.progress.Done.Store(advanced)
+	if c.cp == nil {
+		return nil
+	}
+	return c.cp.SetOffset(advanced)
+}
