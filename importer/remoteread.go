@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/prometheus/common/model"
 	config_util "github.com/prometheus/common/config"
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/config"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/prompb"

@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"log/slog"
 	"math"
 	"os"
-	"hash/fnv"
 	"strconv"
 	"time"
 
