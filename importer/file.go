@@ -119,7 +119,11 @@ func parse(ctx context.Context, path string, data []byte, resume int64, o Option
 		}
 		clear(dirty)
 		slices.SortFunc(cur.req.Metadata, func(a, b schema.Metadata) int { return strings.Compare(a.Metric, b.Metric) })
-		emit(cur, seq, end, fmt.Sprintf("%s:%d-%d", path, max(first, 1), lastLine))
+		where := fmt.Sprintf("%s:%d-%d", path, max(first, 1), lastLine)
+		if max(first, 1) == lastLine {
+			where = fmt.Sprintf("%s:%d", path, lastLine)
+		}
+		emit(cur, seq, end, where)
 		seq++
 		cur, first = newBatch(), 0
 	}
