@@ -30,14 +30,14 @@ func omFile(t *testing.T, base int64, n int) (string, dataset) {
 	var b strings.Builder
 	ts := func(ms int64) string { return fmt.Sprintf("%d.%03d", ms/1000, ms%1000) }
 	add := func(lbls labels.Labels, line string, ms int64, v float64) {
-		want[lbls.String()] = append(want[lbls.String()], point{ms, math.Float64bits(v)})
+		want[lbls.String()] = append(want[lbls.String()], point{T: ms, Bits: math.Float64bits(v)})
 		fmt.Fprintf(&b, "%s %s %s\n", line, strconv.FormatFloat(v, 'g', -1, 64), ts(ms))
 	}
 	counter := labels.FromStrings("__name__", "http_requests_total", "code", "200", "path", "/a\"b\\c\nd")
 	b.WriteString("# HELP http_requests Requests served.\n# TYPE http_requests counter\n")
 	for i := range n {
 		ms := base + int64(i)*15_000
-		want[counter.String()] = append(want[counter.String()], point{ms, math.Float64bits(float64(i * 3))})
+		want[counter.String()] = append(want[counter.String()], point{T: ms, Bits: math.Float64bits(float64(i * 3))})
 		line := `http_requests_total{code="200",path="/a\"b\\c\nd"} ` + strconv.Itoa(i*3) + " " + ts(ms)
 		if i == 0 {
 			line += ` # {trace_id="abc"} 1 ` + ts(ms)
@@ -185,7 +185,7 @@ func TestImportFileResumesAtTheCheckpoint(t *testing.T) {
 	if err := importer.ImportFile(ctx, path, importer.Options{Sink: d, Checkpoint: cp, Progress: progress}); err != nil {
 		t.Fatal(err)
 	}
-	want := dataset{`{__name__="g"}`: {{base + 2000, math.Float64bits(3)}, {base + 3000, math.Float64bits(4)}}}
+	want := dataset{`{__name__="g"}`: {{T: base + 2000, Bits: math.Float64bits(3)}, {T: base + 3000, Bits: math.Float64bits(4)}}}
 	if got := readAll(t, d, base, base+10_000); diff(want, got) != "" {
 		t.Fatal(diff(want, got))
 	}

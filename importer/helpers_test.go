@@ -19,14 +19,20 @@ import (
 	"github.com/hbtsdb/hbtsdb/write"
 )
 
-// point is one float sample as the tests compare them: bits, so that NaN
-// compares too.
+// point is one sample as the tests compare them: a float's bits, so that NaN
+// compares too, or a native histogram's String.
 type point struct {
 	T    int64
 	Bits uint64
+	H    string
 }
 
-func (p point) String() string { return fmt.Sprintf("%d:%v", p.T, math.Float64frombits(p.Bits)) }
+func (p point) String() string {
+	if p.H != "" {
+		return fmt.Sprintf("%d:%s", p.T, p.H)
+	}
+	return fmt.Sprintf("%d:%v", p.T, math.Float64frombits(p.Bits))
+}
 
 // dataset is series (by their labels' String) and their samples in time order.
 type dataset map[string][]point
@@ -55,7 +61,7 @@ func openDB(t *testing.T, b schematest.Backend) (*db.DB, kv.Store, schema.Settin
 }
 
 // readAll reads every series of d between mint and maxt through the query
-// path (Prometheus' Querier), float samples only.
+// path (Prometheus' Querier).
 func readAll(t *testing.T, d *db.DB, mint, maxt int64) dataset {
 	t.Helper()
 	q, err := d.Querier(mint, maxt)
@@ -71,11 +77,17 @@ func readAll(t *testing.T, d *db.DB, mint, maxt int64) dataset {
 		it = s.Iterator(it)
 		var ps []point
 		for vt := it.Next(); vt != chunkenc.ValNone; vt = it.Next() {
-			if vt != chunkenc.ValFloat {
-				t.Fatalf("series %s: value type %v, want floats", s.Labels(), vt)
+			switch vt {
+			case chunkenc.ValFloat:
+				ts, v := it.At()
+				ps = append(ps, point{T: ts, Bits: math.Float64bits(v)})
+			case chunkenc.ValHistogram:
+				ts, h := it.AtHistogram(nil)
+				ps = append(ps, point{T: ts, H: h.String()})
+			default:
+				ts, fh := it.AtFloatHistogram(nil)
+				ps = append(ps, point{T: ts, H: fh.String()})
 			}
-			ts, v := it.At()
-			ps = append(ps, point{ts, math.Float64bits(v)})
 		}
 		if err := it.Err(); err != nil {
 			t.Fatal(err)
