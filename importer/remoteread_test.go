@@ -5,12 +5,17 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -150,8 +155,22 @@ func TestImportRemoteReadFromPrometheus(t *testing.T) {
 	series = append(series, hts)
 	remoteWrite(t, prom, series)
 
+	// A proxy in front of Prometheus records the responses' content types.
+	target, _ := url.Parse(prom)
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	var mu sync.Mutex
+	types := map[string]int{}
+	proxy.ModifyResponse = func(resp *http.Response) error {
+		mu.Lock()
+		defer mu.Unlock()
+		types[resp.Header.Get("Content-Type")]++
+		return nil
+	}
+	front := httptest.NewServer(proxy)
+	defer front.Close()
+
 	d, _, _ := openDB(t, embedded())
-	r := importer.RemoteRead{URL: prom + "/api/v1/read",
+	r := importer.RemoteRead{URL: front.URL + "/api/v1/read",
 		Selectors: []string{`{__name__="node_cpu_seconds_total"}`, `rpc_duration_seconds`},
 		Start:     base - 60_000, End: base + n*10_000, Slice: 7 * time.Minute}
 	cp, err := importer.OpenCheckpoint(filepath.Join(t.TempDir(), "cp.json"), r.Job())
@@ -171,6 +190,9 @@ func TestImportRemoteReadFromPrometheus(t *testing.T) {
 		progress.Total.Load() != slices {
 		t.Fatalf("progress: samples %d (want %d), series %d (want 4), slices %d of %d (want %d)", progress.Samples.Load(),
 			want.samples(), progress.Series(), progress.Done.Load(), progress.Total.Load(), slices)
+	}
+	if want := map[string]int{"application/x-streamed-protobuf; proto=prometheus.ChunkedReadResponse": int(slices)}; !maps.Equal(types, want) {
+		t.Fatalf("responses by content type: %v, want %v", types, want)
 	}
 	for i := range int(slices) {
 		if !cp.SliceDone(i) {
