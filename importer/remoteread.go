@@ -78,6 +78,13 @@ type query struct {
 	start, end int64 // inclusive, ms
 }
 
+// Check reports what cannot work in r (URL, selectors, range, slice), every
+// problem in one error.
+func (r RemoteRead) Check() error {
+	_, err := r.withDefaults().plan()
+	return err
+}
+
 // plan checks r and cuts it into its queries: slice-major, so that the
 // oldest data comes first.
 func (r RemoteRead) plan() ([]query, error) {

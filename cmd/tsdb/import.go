@@ -101,8 +101,9 @@ func (o *importOptions) flagsOn(on flagger) *binder {
 	return &binder{on: on, flags: o.flags.flags}
 }
 
-// importSource runs one kind of import with the options set.
-type importSource func(ctx context.Context, o *importOptions, opts importer.Options, logger *slog.Logger) error
+// importSource checks one kind of import's arguments and opens its checkpoint
+// (before the store is opened), and returns the import to run.
+type importSource func(o *importOptions, logger *slog.Logger) (func(ctx context.Context, opts importer.Options) error, error)
 
 // runImport opens the store (creating its schema if needed), runs the
 // import with progress, and prints the summary.
@@ -118,6 +119,10 @@ func runImport(ctx context.Context, w, errOut io.Writer, c *commonFlags, o *impo
 		return fmt.Errorf("--batch-samples=%d is over %d, the most samples one write may carry", opts.BatchSamples,
 			limits.MaxSamplesPerRequest)
 	}
+	run, err := source(o, logger)
+	if err != nil {
+		return err
+	}
 	if !o.dryRun {
 		d, err := openImportDB(ctx, c, o, limits, logger)
 		if err != nil {
@@ -128,7 +133,7 @@ func runImport(ctx context.Context, w, errOut io.Writer, c *commonFlags, o *impo
 	}
 	started := time.Now()
 	stopProgress := showProgress(w, errOut, o, opts.Progress, logger)
-	err := source(ctx, o, opts, logger)
+	err = run(ctx, opts)
 	stopProgress()
 	printImportSummary(w, opts.Progress, time.Since(started), o.dryRun)
 	return err
@@ -171,24 +176,30 @@ func openImportDB(ctx context.Context, c *commonFlags, o *importOptions, limits 
 }
 
 // importFile is tsdb import openmetrics.
-func importFile(ctx context.Context, o *importOptions, opts importer.Options, logger *slog.Logger) error {
+func importFile(o *importOptions, logger *slog.Logger) (func(context.Context, importer.Options) error, error) {
 	job, err := importer.FileJob(o.file)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	path := o.checkpoint
 	if path == "" {
 		path = o.file + ".tsdb-import.json"
 	}
-	if opts.Checkpoint, err = importer.OpenCheckpoint(path, job); err != nil {
-		return err
+	cp, err := importer.OpenCheckpoint(path, job)
+	if err != nil {
+		return nil, err
 	}
-	logger.Info("importing", "file", o.file, "checkpoint", path, "dry_run", o.dryRun)
-	return importer.ImportFile(ctx, o.file, opts)
+	return func(ctx context.Context, opts importer.Options) error {
+		if !o.dryRun {
+			opts.Checkpoint = cp
+		}
+		logger.Info("importing", "file", o.file, "checkpoint", path, "dry_run", o.dryRun)
+		return importer.ImportFile(ctx, o.file, opts)
+	}, nil
 }
 
 // importRemoteRead is tsdb import remote-read.
-func importRemoteRead(ctx context.Context, o *importOptions, opts importer.Options, logger *slog.Logger) error {
+func importRemoteRead(o *importOptions, logger *slog.Logger) (func(context.Context, importer.Options) error, error) {
 	now := time.Now()
 	var errs []error
 	start, err := parseImportTime(o.startArg, now)
@@ -200,22 +211,31 @@ func importRemoteRead(ctx context.Context, o *importOptions, opts importer.Optio
 		errs = append(errs, fmt.Errorf("--end: %w", err))
 	}
 	if err := errors.Join(errs...); err != nil {
-		return err
+		return nil, err
 	}
 	r := o.remote
 	r.Start, r.End = start, end
+	if err := r.Check(); err != nil {
+		return nil, err
+	}
 	path := o.checkpoint
 	if path == "" {
 		h := fnv.New32a()
 		_, _ = h.Write([]byte(r.Job()))
 		path = fmt.Sprintf("tsdb-import-remote-read-%08x.json", h.Sum32())
 	}
-	if opts.Checkpoint, err = importer.OpenCheckpoint(path, r.Job()); err != nil {
-		return err
+	cp, err := importer.OpenCheckpoint(path, r.Job())
+	if err != nil {
+		return nil, err
 	}
-	logger.Info("importing", "url", r.URL, "match", r.Selectors, "start", time.UnixMilli(start).UTC(),
-		"end", time.UnixMilli(end).UTC(), "slice", r.Slice, "checkpoint", path, "dry_run", o.dryRun)
-	return importer.ImportRemoteRead(ctx, r, opts)
+	return func(ctx context.Context, opts importer.Options) error {
+		if !o.dryRun {
+			opts.Checkpoint = cp
+		}
+		logger.Info("importing", "url", r.URL, "match", r.Selectors, "start", time.UnixMilli(start).UTC(),
+			"end", time.UnixMilli(end).UTC(), "slice", r.Slice, "checkpoint", path, "dry_run", o.dryRun)
+		return importer.ImportRemoteRead(ctx, r, opts)
+	}, nil
 }
 
 // parseImportTime parses RFC 3339, Unix seconds (with a fraction) or "now"
