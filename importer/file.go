@@ -166,8 +166,8 @@ func parse(ctx context.Context, path string, data []byte, resume int64, o Option
 			series, ts, v := p.Series()
 			off := pos.offset(series)
 			lastLine = pos.line(series, lastLine)
-			p.Labels(&lbls)
 			if ts == nil {
+				p.Labels(&lbls)
 				return fmt.Errorf("%s:%d: %w: sample of %s has no timestamp: an import needs one on every sample "+
 					"(as promtool tsdb create-blocks-from openmetrics)", path, lastLine, ErrBadInput, lbls)
 			}
@@ -181,7 +181,13 @@ func parse(ctx context.Context, path string, data []byte, resume int64, o Option
 			if first == 0 {
 				first = lastLine
 			}
-			s := cur.series(lbls)
+			// A series' labels are parsed once per batch: its later lines are
+			// found by their text.
+			s := cur.seriesOfText(series)
+			if s == nil {
+				p.Labels(&lbls)
+				s = cur.seriesWithText(series, lbls)
+			}
 			s.Samples = append(s.Samples, cellenc.Sample{T: *ts, V: v})
 			cur.samples++
 			for p.Exemplar(&ex) {

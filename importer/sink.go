@@ -156,11 +156,28 @@ func (o Options) store(ctx context.Context, b *batch, where string) error {
 type batch struct {
 	req     write.Request
 	index   map[string]int // labels.Bytes -> index in req.Series
+	text    map[string]int // a series' text in the file -> index in req.Series
 	samples int
 	buf     []byte
 }
 
-func newBatch() *batch { return &batch{index: map[string]int{}} }
+func newBatch() *batch { return &batch{index: map[string]int{}, text: map[string]int{}} }
+
+// seriesOfText returns the request's series whose text in a file is text, or
+// nil when the batch has none yet (then add it with seriesWithText).
+func (b *batch) seriesOfText(text []byte) *write.Series {
+	if i, ok := b.text[string(text)]; ok {
+		return &b.req.Series[i]
+	}
+	return nil
+}
+
+// seriesWithText is series, remembering that text names lbls.
+func (b *batch) seriesWithText(text []byte, lbls labels.Labels) *write.Series {
+	s := b.series(lbls)
+	b.text[string(text)] = b.index[string(b.buf)]
+	return s
+}
 
 // series returns the request's series of lbls, added when new.
 func (b *batch) series(lbls labels.Labels) *write.Series {
