@@ -30,7 +30,7 @@ func BenchmarkImportFileDryRun(b *testing.B) {
 	}
 	b.ResetTimer()
 	for b.Loop() {
-		if err := importer.ImportFile(context.Background(), path, importer.Options{}); err != nil {
+		if err := importer.ImportFile(context.Background(), path, importer.FormatOpenMetrics, importer.Options{}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -1,6 +1,7 @@
 // Package importer loads existing data into an hbtsdb store: OpenMetrics text
 // files with timestamps (what `promtool tsdb create-blocks-from openmetrics`
-// takes), parsed with Prometheus' model/textparse (ImportFile), and the series
+// takes) or Prometheus text format files, parsed with Prometheus'
+// model/textparse (ImportFile), and the series
 // any Prometheus remote-read endpoint returns for a set of selectors and a time
 // range, read in time slices as streamed XOR chunks, several at once
 // (ImportRemoteRead).
@@ -26,10 +27,10 @@
 // # Bounds
 //
 // Memory is bounded by Options.Concurrency batches of Options.BatchSamples
-// samples in flight (plus, for a file, the file itself, which is read whole as
-// promtool reads it, and one entry per distinct series for the summary's
-// count). A remote-read slice is streamed: its frames are decoded as they
-// arrive and written in batches.
+// samples in flight, plus one entry per distinct series for the summary's
+// count. A file is memory-mapped (read whole where mmap is not available), so
+// the kernel pages it in and out. A remote-read slice is streamed: its frames
+// are decoded as they arrive and written in batches.
 //
 // # Imports
 //

@@ -22,9 +22,9 @@ import (
 )
 
 // FileJob is the checkpoint job name of a file import: the absolute path and
-// size of the file, so that a checkpoint of another file, or of this file
-// before it changed, is refused.
-func FileJob(path string) (string, error) {
+// size of the file and its format, so that a checkpoint of another file, or of
+// this file before it changed, is refused.
+func FileJob(path, format string) (string, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return "", fmt.Errorf("importer: %w", err)
@@ -33,11 +33,22 @@ func FileJob(path string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("importer: %w", err)
 	}
-	return fmt.Sprintf("file %s, %d bytes", abs, fi.Size()), nil
+	return fmt.Sprintf("%s file %s, %d bytes", format, abs, fi.Size()), nil
 }
 
-// ImportFile imports the OpenMetrics text file at path: every sample must have
-// a timestamp (as for promtool tsdb create-blocks-from openmetrics); counters,
+// Formats of ImportFile.
+const (
+	// FormatOpenMetrics is the OpenMetrics text format (timestamps in
+	// seconds, # EOF at the end).
+	FormatOpenMetrics = "openmetrics"
+	// FormatPrometheus is Prometheus' text exposition format (timestamps in
+	// milliseconds).
+	FormatPrometheus = "prometheus"
+)
+
+// ImportFile imports the text file at path, in format (FormatOpenMetrics
+// or FormatPrometheus): every sample must have a timestamp (as for promtool
+// tsdb create-blocks-from openmetrics); counters,
 // gauges, summaries and classic histograms are their float series, _created
 // series included; # HELP, # TYPE and # UNIT become the metrics' metadata, and
 // exemplars are stored with their series. With o.Checkpoint it skips the
@@ -47,14 +58,23 @@ func FileJob(path string) (string, error) {
 // A line that does not parse, or a sample without a timestamp, stops the
 // import with an error wrapping ErrBadInput that starts with path:line; the
 // batches before it are stored and checkpointed.
-func ImportFile(ctx context.Context, path string, o Options) error {
+func ImportFile(ctx context.Context, path, format string, o Options) error {
 	if err := o.Validate(); err != nil {
 		return err
 	}
+	if format != FormatOpenMetrics && format != FormatPrometheus {
+		return fmt.Errorf("importer: format %q is not %s or %s", format, FormatOpenMetrics, FormatPrometheus)
+	}
 	o = o.withDefaults()
-	data, err := os.ReadFile(path)
+	data, release, err := mapFile(path)
 	if err != nil {
 		return fmt.Errorf("importer: %w", err)
+	}
+	defer release()
+	if format == FormatPrometheus && len(data) > 0 && data[len(data)-1] != '\n' {
+		// The parser would copy the whole input to add it, and positions
+		// in the copy are not the file's.
+		data = append(bytes.Clone(data), '\n')
 	}
 	o.Progress.Total.Store(int64(len(data)))
 	var resume int64
@@ -76,7 +96,7 @@ func ImportFile(ctx context.Context, path string, o Options) error {
 	if o.Sink == nil {
 		c.cp = nil // a dry run records nothing
 	}
-	parseErr := parse(gctx, path, data, resume, o, func(b *batch, seq int, end int64, where string) {
+	parseErr := parse(gctx, path, format, data, resume, o, func(b *batch, seq int, end int64, where string) {
 		g.Go(func() error {
 			if err := o.store(gctx, b, where); err != nil {
 				return err
@@ -99,9 +119,14 @@ func ImportFile(ctx context.Context, path string, o Options) error {
 // parse reads data and hands each full batch to emit with its sequence number,
 // the offset up to which it covers the file, and where it comes from
 // (path:first-last line). It stops at the first error, or when ctx is done.
-func parse(ctx context.Context, path string, data []byte, resume int64, o Options,
+func parse(ctx context.Context, path, format string, data []byte, resume int64, o Options,
 	emit func(b *batch, seq int, end int64, where string)) error {
-	p := textparse.NewOpenMetricsParser(data, labels.NewSymbolTable())
+	var p textparse.Parser
+	if format == FormatPrometheus {
+		p = textparse.NewPromParser(data, labels.NewSymbolTable(), false)
+	} else {
+		p = textparse.NewOpenMetricsParser(data, labels.NewSymbolTable())
+	}
 	var (
 		pos      = lineCounter{data: data}
 		cur      = newBatch()
@@ -145,7 +170,7 @@ func parse(ctx context.Context, path string, data []byte, resume int64, o Option
 			break
 		}
 		if err != nil {
-			return fmt.Errorf("%s:%d: %w: %w", path, lastLine+1, ErrBadInput, err)
+			return fmt.Errorf("%s:%d: %w: %w", path, pos.nextLine(lastLine), ErrBadInput, err)
 		}
 		switch e {
 		case textparse.EntryHelp:
@@ -197,7 +222,7 @@ func parse(ctx context.Context, path string, data []byte, resume int64, o Option
 			}
 		default:
 			lastLine = pos.line(nil, lastLine)
-			return fmt.Errorf("%s:%d: %w: native histograms are not part of the OpenMetrics text format", path, lastLine, ErrBadInput)
+			return fmt.Errorf("%s:%d: %w: native histograms are not part of the text formats", path, lastLine, ErrBadInput)
 		}
 	}
 	if cur.samples > 0 || len(dirty) > 0 {
@@ -236,6 +261,27 @@ func (c *lineCounter) line(s []byte, prev int) int {
 	c.lines += bytes.Count(c.data[c.lastOff:off], []byte{'\n'})
 	c.lastOff = int(off)
 	return c.lines + 1
+}
+
+// nextLine is the first line after line that is not blank: where the parser
+// went on after the entry on line, which skips blank lines in Prometheus'
+// format.
+func (c *lineCounter) nextLine(line int) int {
+	rest := c.data
+	for range line {
+		i := bytes.IndexByte(rest, '\n')
+		if i < 0 {
+			return line + 1
+		}
+		rest = rest[i+1:]
+	}
+	for n := line + 1; ; n++ {
+		i := bytes.IndexByte(rest, '\n')
+		if i < 0 || len(bytes.TrimSpace(rest[:i])) > 0 {
+			return n
+		}
+		rest = rest[i+1:]
+	}
 }
 
 // commits advances a file import's checkpoint in file order as batches,

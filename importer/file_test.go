@@ -98,7 +98,7 @@ func testImportFileEqualsTheFile(t *testing.T, b schematest.Backend) {
 		t.Fatal(err)
 	}
 	opts := importer.Options{Sink: d, BatchSamples: 333, Concurrency: 3, Checkpoint: cp, Progress: progress}
-	if err := importer.ImportFile(ctx, path, opts); err != nil {
+	if err := importer.ImportFile(ctx, path, importer.FormatOpenMetrics, opts); err != nil {
 		t.Fatal(err)
 	}
 	if got := readAll(t, d, base, base+n*15_000); diff(want, got) != "" {
@@ -141,7 +141,7 @@ func testImportFileEqualsTheFile(t *testing.T, b schematest.Backend) {
 
 	// Importing again (no checkpoint) writes the same cells.
 	opts.Checkpoint, opts.Progress = nil, nil
-	if err := importer.ImportFile(ctx, path, opts); err != nil {
+	if err := importer.ImportFile(ctx, path, importer.FormatOpenMetrics, opts); err != nil {
 		t.Fatal(err)
 	}
 	if got := readAll(t, d, base, base+n*15_000); diff(want, got) != "" {
@@ -182,7 +182,7 @@ func TestImportFileResumesAtTheCheckpoint(t *testing.T) {
 	}
 	d, _, _ := openDB(t, embedded())
 	progress := &importer.Progress{}
-	if err := importer.ImportFile(ctx, path, importer.Options{Sink: d, Checkpoint: cp, Progress: progress}); err != nil {
+	if err := importer.ImportFile(ctx, path, importer.FormatOpenMetrics, importer.Options{Sink: d, Checkpoint: cp, Progress: progress}); err != nil {
 		t.Fatal(err)
 	}
 	want := dataset{`{__name__="g"}`: {{T: base + 2000, Bits: math.Float64bits(3)}, {T: base + 3000, Bits: math.Float64bits(4)}}}
@@ -224,10 +224,54 @@ func TestImportFileBadInputNamesTheLine(t *testing.T) {
 				t.Fatal(err)
 			}
 			d, _, _ := openDB(t, embedded())
-			err := importer.ImportFile(context.Background(), path, importer.Options{Sink: d})
+			err := importer.ImportFile(context.Background(), path, importer.FormatOpenMetrics, importer.Options{Sink: d})
 			if !errors.Is(err, importer.ErrBadInput) || !strings.HasPrefix(err.Error(), path+tc.want) {
 				t.Fatalf("got  %v\nwant %s%s", err, path, tc.want)
 			}
 		})
+	}
+}
+
+// TestImportPrometheusTextFormat imports Prometheus' text format (timestamps
+// in milliseconds, blank lines and comments allowed, no # EOF, no newline at
+// the end), and a bad line after blank lines is named by its own number.
+func TestImportPrometheusTextFormat(t *testing.T) {
+	ctx := context.Background()
+	base := hoursAgo(2)
+	ms := func(i int) string { return strconv.FormatInt(base+int64(i)*1000, 10) }
+	content := "# HELP jobs_total Jobs.\n# TYPE jobs_total counter\n" +
+		`jobs_total{queue="a\"b\\c\nd"} 1 ` + ms(0) + "\n\n# a comment\n" +
+		`jobs_total{queue="a\"b\\c\nd"} 2.5 ` + ms(1) + "\n" +
+		"up 1 " + ms(1)
+	path := filepath.Join(t.TempDir(), "in.prom")
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d, _, _ := openDB(t, embedded())
+	cp, err := importer.OpenCheckpoint(filepath.Join(t.TempDir(), "cp.json"), "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := importer.ImportFile(ctx, path, importer.FormatPrometheus, importer.Options{Sink: d, Checkpoint: cp}); err != nil {
+		t.Fatal(err)
+	}
+	want := dataset{
+		`{__name__="jobs_total", queue="a\"b\\c\nd"}`: {{T: base, Bits: math.Float64bits(1)}, {T: base + 1000, Bits: math.Float64bits(2.5)}},
+		`{__name__="up"}`: {{T: base + 1000, Bits: math.Float64bits(1)}},
+	}
+	if got := readAll(t, d, base, base+10_000); diff(want, got) != "" {
+		t.Fatal(diff(want, got))
+	}
+	if !cp.Complete() || cp.Offset() != int64(len(content)+1) {
+		t.Fatalf("checkpoint: complete %v at %d, want complete at %d (with the newline the parser needs)", cp.Complete(), cp.Offset(), len(content)+1)
+	}
+
+	bad := "a 1 " + ms(0) + "\n\n\n# c\n\na{b=} 1 " + ms(1) + "\n"
+	if err := os.WriteFile(path, []byte(bad), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err = importer.ImportFile(ctx, path, importer.FormatPrometheus, importer.Options{Sink: d})
+	if want := path + `:6: bad input: expected label value, got "}" ("INVALID") while parsing: "a{b=}"`; err == nil || err.Error() != want {
+		t.Fatalf("got  %v\nwant %s", err, want)
 	}
 }

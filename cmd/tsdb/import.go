@@ -30,7 +30,8 @@ type importOptions struct {
 	apply         kv.ApplyOptions
 	flags         *binder
 
-	file string // tsdb import openmetrics
+	file   string // tsdb import openmetrics
+	format string
 
 	remote   importer.RemoteRead // tsdb import remote-read
 	startArg string
@@ -71,6 +72,9 @@ func registerImport(a *app, stderr io.Writer) {
 		"with # HELP/# TYPE/# UNIT as metadata and exemplars. A line that does not parse stops the import with "+
 		"FILE:LINE and what is wrong; what came before it is stored and checkpointed.")
 	om.Arg("file", "The OpenMetrics file (ending with # EOF).").Required().StringVar(&o.file)
+	flag(om, "format", "The file's format: openmetrics (timestamps in seconds, # EOF at the end), or prometheus, "+
+		"Prometheus' text exposition format (timestamps in milliseconds).").Default(importer.FormatOpenMetrics).
+		EnumVar(&o.format, importer.FormatOpenMetrics, importer.FormatPrometheus)
 	a.actions[om.FullCommand()] = func(ctx context.Context, logger *slog.Logger) error {
 		return runImport(ctx, a.out, stderr, a.common, o, logger, importFile)
 	}
@@ -177,7 +181,7 @@ func openImportDB(ctx context.Context, c *commonFlags, o *importOptions, limits 
 
 // importFile is tsdb import openmetrics.
 func importFile(o *importOptions, logger *slog.Logger) (func(context.Context, importer.Options) error, error) {
-	job, err := importer.FileJob(o.file)
+	job, err := importer.FileJob(o.file, o.format)
 	if err != nil {
 		return nil, err
 	}
@@ -194,7 +198,7 @@ func importFile(o *importOptions, logger *slog.Logger) (func(context.Context, im
 			opts.Checkpoint = cp
 		}
 		logger.Info("importing", "file", o.file, "checkpoint", path, "dry_run", o.dryRun)
-		return importer.ImportFile(ctx, o.file, opts)
+		return importer.ImportFile(ctx, o.file, o.format, opts)
 	}, nil
 }
 
