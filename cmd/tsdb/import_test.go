@@ -265,3 +265,27 @@ func TestImportBadCommandLines(t *testing.T) {
 		}
 	}
 }
+
+// TestImportRemoteReadFromAnotherTsdb imports a file into one store, serves it
+// with tsdb serve, and imports that server's remote read into a second store
+// with tsdb import remote-read: the second store then holds the file.
+func TestImportRemoteReadFromAnotherTsdb(t *testing.T) {
+	path, want := importFileFixture(t, 5, 400)
+	src, dst := filepath.Join(t.TempDir(), "src"), filepath.Join(t.TempDir(), "dst")
+	if code, out, stderr := tsdb(t, "import", "openmetrics", path, "--storage=embedded:"+src); code != 0 {
+		t.Fatalf("import into the source exited %d:\n%s%s", code, out, stderr)
+	}
+	s := startServe(t, "--storage=embedded:"+src, "--compact.enabled=false")
+	s.waitFor(t, "/-/ready", 200)
+	start := strconv.FormatInt(time.Now().Add(-4*time.Hour).Unix(), 10)
+	code, out, stderr := tsdb(t, "import", "remote-read", "http://"+s.addr+"/api/v1/read", "--match=import_test_value",
+		"--start="+start, "--slice=25m", "--concurrency=3", "--storage=embedded:"+dst,
+		"--checkpoint="+filepath.Join(t.TempDir(), "cp.json"))
+	if code != 0 || summaryField(t, out, "samples_written") != 5*400 || summaryField(t, out, "series") != 5 {
+		t.Fatalf("remote-read import exited %d:\n%s%s", code, out, stderr)
+	}
+	if err := s.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	sameSamples(t, want, readStore(t, dst))
+}
