@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"time"
 
+	"golang.org/x/term"
+
 	"github.com/hbtsdb/hbtsdb/db"
 	"github.com/hbtsdb/hbtsdb/importer"
 	"github.com/hbtsdb/hbtsdb/kv"
@@ -140,6 +142,13 @@ func runImport(ctx context.Context, w, errOut io.Writer, c *commonFlags, o *impo
 	err = run(ctx, opts)
 	stopProgress()
 	printImportSummary(w, opts.Progress, time.Since(started), o.dryRun)
+	if err != nil && ctx.Err() != nil {
+		return fmt.Errorf("interrupted (%w): what the checkpoint records is stored; run the same command again to "+
+			"resume", err)
+	}
+	if err != nil && !o.dryRun && !errors.Is(err, importer.ErrBadInput) {
+		return fmt.Errorf("%w (what the checkpoint records is stored; run the same command again to resume)", err)
+	}
 	return err
 }
 
@@ -275,9 +284,5 @@ func printImportSummary(w io.Writer, p *importer.Progress, took time.Duration, d
 // isTerminal reports whether w is a terminal.
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	return ok && term.IsTerminal(int(f.Fd()))
 }
