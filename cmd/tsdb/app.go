@@ -47,8 +47,8 @@ func newApp(stdout, stderr io.Writer) *app {
 	registerServe(a)
 	registerSchema(a)
 	registerCompact(a)
-	registerVersion(a)
 	registerImport(a, stderr)
+	registerVersion(a)
 	return a
 }
 
