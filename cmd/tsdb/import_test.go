@@ -18,7 +18,9 @@ import (
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 
 	"github.com/hbtsdb/hbtsdb/db"
+	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/kv/embedded"
+	"github.com/hbtsdb/hbtsdb/schema"
 	"github.com/hbtsdb/hbtsdb/schema/provision"
 )
 
@@ -51,14 +53,23 @@ func importFileFixture(t *testing.T, series, n int) (string, map[string]map[int6
 }
 
 // readStore reads every series of the embedded store in dir through the query
-// path, and fails on a sample read twice.
-func readStore(t *testing.T, dir string) map[string]map[int64]float64 {
+// path, and fails on a sample read twice; rawCells is the number of raw cells
+// of its data table, every version counted.
+func readStore(t *testing.T, dir string) (samples map[string]map[int64]float64, rawCells int) {
 	t.Helper()
 	ctx := context.Background()
 	st, err := embedded.Open(ctx, dir, embedded.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	sc := st.Scan(ctx, schema.TableData, nil, nil, kv.Families(schema.FamilyRaw), kv.MaxVersions(1000))
+	for sc.Next() {
+		rawCells += len(sc.Row().Cells)
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	sc.Close()
 	settings, err := provision.Read(ctx, st)
 	if err != nil {
 		t.Fatal(err)
@@ -94,7 +105,7 @@ func readStore(t *testing.T, dir string) map[string]map[int64]float64 {
 	if err := ss.Err(); err != nil {
 		t.Fatal(err)
 	}
-	return got
+	return got, rawCells
 }
 
 func sameSamples(t *testing.T, want, got map[string]map[int64]float64) {
@@ -204,7 +215,11 @@ func TestImportKilledAndResumed(t *testing.T) {
 		t.Fatalf("resumed import: %d written + %d skipped, want %d in all, more than 0 skipped, over %d series:\n%s",
 			written, skipped, series*n, series, out)
 	}
-	sameSamples(t, want, readStore(t, dir))
+	got, rawCells := readStore(t, dir)
+	sameSamples(t, want, got)
+	if rawCells != series*n {
+		t.Fatalf("%d raw cells in the data table (every version), want one per sample, %d", rawCells, series*n)
+	}
 
 	// A third run finds the import complete and writes nothing.
 	code, out, stderr = tsdb(t, args...)
@@ -287,5 +302,6 @@ func TestImportRemoteReadFromAnotherTsdb(t *testing.T) {
 	if err := s.stop(t); err != nil {
 		t.Fatal(err)
 	}
-	sameSamples(t, want, readStore(t, dst))
+	got, _ := readStore(t, dst)
+	sameSamples(t, want, got)
 }
