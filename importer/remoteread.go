@@ -102,6 +102,9 @@ func (r RemoteRead) plan() ([]query, error) {
 	if r.Slice < time.Millisecond {
 		errs = append(errs, fmt.Errorf("the slice %s is shorter than a millisecond", r.Slice))
 	}
+	if r.Timeout < 0 {
+		errs = append(errs, fmt.Errorf("the read timeout %s is negative", r.Timeout))
+	}
 	p := parser.NewParser(parser.Options{})
 	sets := make([][]*labels.Matcher, len(r.Selectors))
 	for i, s := range r.Selectors {

@@ -35,9 +35,10 @@ type importOptions struct {
 	file   string // tsdb import openmetrics
 	format string
 
-	remote   importer.RemoteRead // tsdb import remote-read
-	startArg string
-	endArg   string
+	remote     importer.RemoteRead // tsdb import remote-read
+	startArg   string
+	endArg     string
+	frameLimit int64
 }
 
 func registerImport(a *app, stderr io.Writer) {
@@ -55,7 +56,8 @@ func registerImport(a *app, stderr io.Writer) {
 	}
 	o.flags.flag("checkpoint", "", "The checkpoint file, created when missing and replaced atomically as the import "+
 		"goes. Default: FILE.tsdb-import.json next to an OpenMetrics file; tsdb-import-remote-read-<hash>.json in the "+
-		"working directory for a remote-read import (the hash names the URL, selectors and range). It names the import it belongs to: another import refuses it.").
+		"working directory for a remote-read import (the hash names the URL, selectors and range). It names the "+
+		"import it belongs to: another import refuses it.").
 		StringVar(&o.checkpoint)
 	o.flags.flag("dry-run", "", "Read and parse everything, count it, write nothing (nor the checkpoint).").BoolVar(&o.dryRun)
 	o.flags.int("batch-samples", "importer: Options.BatchSamples", "Most samples one write to the store carries "+
@@ -97,6 +99,9 @@ func registerImport(a *app, stderr io.Writer) {
 	namedDuration(o.flagsOn(rr), "slice", "", "The time span of one remote-read query: the unit of parallel work "+
 		"and of the checkpoint. Shorter slices bound what the source holds in memory per query.", &o.remote.Slice)
 	namedDuration(o.flagsOn(rr), "read-timeout", "", "How long one slice's request and response may take.", &o.remote.Timeout)
+	o.frameLimit = 64 << 20 // above Prometheus' own limit of a frame it sends, 50 MB
+	bytesFlag(o.flagsOn(rr), "read-frame-limit", "", "The largest frame of a streamed response the import accepts "+
+		"(one series' chunks, at most, in one frame): a larger one fails the slice.", &o.frameLimit)
 	a.actions[rr.FullCommand()] = func(ctx context.Context, logger *slog.Logger) error {
 		return runImport(ctx, a.out, stderr, a.common, o, logger, importRemoteRead)
 	}
@@ -228,6 +233,10 @@ func importRemoteRead(o *importOptions, logger *slog.Logger) (func(context.Conte
 	}
 	r := o.remote
 	r.Start, r.End = start, end
+	if o.frameLimit <= 0 {
+		return nil, fmt.Errorf("--read-frame-limit must be positive, got %d", o.frameLimit)
+	}
+	r.ChunkedReadLimit = uint64(o.frameLimit)
 	if err := r.Check(); err != nil {
 		return nil, err
 	}

@@ -269,6 +269,12 @@ func TestImportBadCommandLines(t *testing.T) {
 	}{
 		{[]string{"import", "remote-read", "http://x/api/v1/read", "--match=up", "--start=yesterday"},
 			`tsdb import remote-read: --start: "yesterday" is not a time: give RFC 3339 (2026-01-02T15:04:05Z), Unix seconds, or now`},
+		{[]string{"import", "remote-read", "http://x/api/v1/read", "--match=up", "--start=0", "--read-frame-limit=0B"},
+			"tsdb import remote-read: --read-frame-limit must be positive, got 0"},
+		{[]string{"import", "remote-read", "x:9090", "--match=up{", "--start=10", "--end=5"},
+			"tsdb import remote-read: importer: remote-read URL \"x:9090\" is not an http:// or https:// URL\n" +
+				"the end 1970-01-01T00:00:05Z is before the start 1970-01-01T00:00:10Z\n" +
+				"selector \"up{\": 1:4: parse error: unexpected end of input inside braces"},
 		{[]string{"import", "openmetrics", "x.om", "--batch-samples=600000"},
 			"tsdb import openmetrics: --batch-samples=600000 is over 500000, the most samples one write may carry"},
 		{[]string{"import", "openmetrics", "x.om", "--concurrency=-1"},
