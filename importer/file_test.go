@@ -14,10 +14,12 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/hbtsdb/hbtsdb/compact"
+	"github.com/hbtsdb/hbtsdb/db"
 	"github.com/hbtsdb/hbtsdb/importer"
 	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/schema"
 	"github.com/hbtsdb/hbtsdb/schema/schematest"
+	"github.com/hbtsdb/hbtsdb/write"
 )
 
 // omFile writes an OpenMetrics file of a counter (with a label value holding
@@ -273,5 +275,84 @@ func TestImportPrometheusTextFormat(t *testing.T) {
 	err = importer.ImportFile(ctx, path, importer.FormatPrometheus, importer.Options{Sink: d})
 	if want := path + `:6: bad input: expected label value, got "}" ("INVALID") while parsing: "a{b=}"`; err == nil || err.Error() != want {
 		t.Fatalf("got  %v\nwant %s", err, want)
+	}
+}
+
+// failingSink fails the writes it is told to with err, and passes the others
+// to the DB.
+type failingSink struct {
+	d      *db.DB
+	err    error
+	fail   func(n int) bool // whether write n (from 0) fails
+	writes int
+}
+
+func (s *failingSink) Write(ctx context.Context, req *write.Request) (write.Result, error) {
+	n := s.writes
+	s.writes++
+	if s.fail(n) {
+		return write.Result{}, fmt.Errorf("store: %w", s.err)
+	}
+	return s.d.Write(ctx, req)
+}
+
+// TestImportFileRetriesAndStopsOnStoreFailures: a write failing with an
+// error Options.Retryable accepts is tried again and the import completes;
+// one failing otherwise fails the import, and the checkpoint keeps only
+// what was stored before it.
+func TestImportFileRetriesAndStopsOnStoreFailures(t *testing.T) {
+	ctx := context.Background()
+	base := hoursAgo(5)
+	path, want := omFile(t, base, 100)
+	errFlaky, errBroken := errors.New("unavailable for a moment"), errors.New("broken")
+
+	d, _, _ := openDB(t, embedded())
+	sink := &failingSink{d: d, err: errFlaky, fail: func(n int) bool { return n == 1 || n == 2 }}
+	opts := importer.Options{Sink: sink, BatchSamples: 100, Concurrency: 1,
+		Retryable: func(err error) bool { return errors.Is(err, errFlaky) }}
+	if err := importer.ImportFile(ctx, path, importer.FormatOpenMetrics, opts); err != nil {
+		t.Fatal(err)
+	}
+	if got := readAll(t, d, base, base+100*15_000); diff(want, got) != "" {
+		t.Fatalf("after retried writes:\n%s", diff(want, got))
+	}
+
+	d, _, _ = openDB(t, embedded())
+	sink = &failingSink{d: d, err: errBroken, fail: func(n int) bool { return n >= 3 }}
+	cp, err := importer.OpenCheckpoint(filepath.Join(t.TempDir(), "cp.json"), "broken")
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Sink, opts.Checkpoint = sink, cp
+	err = importer.ImportFile(ctx, path, importer.FormatOpenMetrics, opts)
+	if !errors.Is(err, errBroken) || errors.Is(err, importer.ErrBadInput) ||
+		!strings.HasPrefix(err.Error(), "importer: write "+path+":") {
+		t.Fatalf("import into a broken store: %v", err)
+	}
+	// Three batches of 100 samples stored: the checkpoint is at the start of
+	// the fourth's first line, and every sample before it is in the store.
+	content, _ := os.ReadFile(path)
+	stored := readAll(t, d, base, base+100*15_000)
+	if n := stored.samples(); n != 300 || cp.Complete() {
+		t.Fatalf("%d samples stored (want 300), checkpoint complete %v", n, cp.Complete())
+	}
+	lines := strings.SplitAfter(string(content), "\n")
+	off, samples := 0, 0
+	for _, l := range lines {
+		if samples == 300 {
+			break
+		}
+		if !strings.HasPrefix(l, "#") {
+			samples++
+		}
+		off += len(l)
+	}
+	// The checkpoint ends at the start of the line of sample 301, after any
+	// comment lines in between.
+	for strings.HasPrefix(string(content[off:]), "#") {
+		off += strings.IndexByte(string(content[off:]), '\n') + 1
+	}
+	if cp.Offset() != int64(off) {
+		t.Fatalf("checkpoint at %d, want %d (the line after the 300th sample)", cp.Offset(), off)
 	}
 }

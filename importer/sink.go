@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/prometheus/model/labels"
 
@@ -49,15 +50,27 @@ type Options struct {
 	// Progress, when set, is kept up to date as the import goes (read it from
 	// another goroutine).
 	Progress *Progress
+	// Retryable says which Sink errors are worth another attempt (the store
+	// unavailable for a while); nil retries none. A retry sends the same
+	// request again, which is idempotent.
+	Retryable func(error) bool
+	// RetryFor is how long one write is retried before the import fails
+	// [DefaultRetryFor]; the wait between attempts doubles from 500ms up to
+	// 30s.
+	RetryFor time.Duration
 	// Logger [slog.Default()].
 	Logger *slog.Logger
 }
+
+// DefaultRetryFor is the default of Options.RetryFor.
+const DefaultRetryFor = 5 * time.Minute
 
 // Validate reports every field of o that cannot work, joined.
 func (o Options) Validate() error {
 	return errors.Join(
 		optcheck.NotNegative("importer: Options.BatchSamples", o.BatchSamples, "0 means the default"),
 		optcheck.NotNegative("importer: Options.Concurrency", o.Concurrency, "0 means the default"),
+		optcheck.NotNegative("importer: Options.RetryFor", o.RetryFor, "0 means the default"),
 	)
 }
 
@@ -70,6 +83,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Progress == nil {
 		o.Progress = &Progress{}
+	}
+	if o.RetryFor == 0 {
+		o.RetryFor = DefaultRetryFor
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -129,7 +145,7 @@ func (o Options) store(ctx context.Context, b *batch, where string) error {
 		o.Progress.Samples.Add(int64(b.samples))
 		return nil
 	}
-	res, err := o.Sink.Write(ctx, &b.req)
+	res, err := o.write(ctx, &b.req, where)
 	if err != nil {
 		if errors.Is(err, write.ErrInvalid) {
 			return fmt.Errorf("%s: %w: %w", where, ErrBadInput, err)
@@ -150,6 +166,26 @@ func (o Options) store(ctx context.Context, b *batch, where string) error {
 	o.Progress.Samples.Add(int64(res.SamplesWritten + res.HistogramsWritten))
 	o.Progress.Exemplars.Add(int64(res.ExemplarsWritten))
 	return nil
+}
+
+// write writes req through o.Sink, again while it fails with an error
+// o.Retryable accepts, for up to o.RetryFor.
+func (o Options) write(ctx context.Context, req *write.Request, where string) (write.Result, error) {
+	deadline := time.Now().Add(o.RetryFor)
+	backoff := 500 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		res, err := o.Sink.Write(ctx, req)
+		if err == nil || o.Retryable == nil || !o.Retryable(err) || time.Now().Add(backoff).After(deadline) {
+			return res, err
+		}
+		o.Logger.Warn("write failed, retrying", "where", where, "attempt", attempt, "retry_in", backoff, "err", err)
+		select {
+		case <-ctx.Done():
+			return res, err
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 30*time.Second)
+	}
 }
 
 // batch is one write request being built: series by their labels.

@@ -69,6 +69,10 @@ func registerImport(a *app, stderr io.Writer) {
 		Default("auto").EnumVar(&o.progress, "auto", "bar", "log")
 	o.progressEvery = 10 * time.Second
 	o.flags.duration("progress.interval", "", "How often --progress=log writes a line.", &o.progressEvery)
+	o.importer.RetryFor = importer.DefaultRetryFor
+	namedDuration(o.flags, "storage.retry-for", "importer: Options.RetryFor", "How long a write that fails because the "+
+		"store is unavailable is tried again (the wait doubling from 500ms to 30s) before the import fails.",
+		&o.importer.RetryFor)
 	registerApplyFlags(o.flags, &o.apply)
 
 	om := cmd.Command("openmetrics", "Import an OpenMetrics text file whose samples all have timestamps (what "+
@@ -122,6 +126,7 @@ func runImport(ctx context.Context, w, errOut io.Writer, c *commonFlags, o *impo
 	opts := o.importer
 	opts.Logger = logger
 	opts.Progress = &importer.Progress{}
+	opts.Retryable = func(err error) bool { return errors.Is(err, kv.ErrUnavailable) }
 	if err := o.flags.explain(errors.Join(opts.Validate(), o.apply.Validate("write: Options.Apply"))); err != nil {
 		return err
 	}
