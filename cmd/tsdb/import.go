@@ -48,7 +48,14 @@ func registerImport(a *app, stderr io.Writer) {
 		"chunks and rollups as it does any late data. An import is resumable: a checkpoint file (--checkpoint) records "+
 		"what is stored, and running the same command again after a kill skips it. It is idempotent: importing a "+
 		"sample again rewrites the same cell. On the embedded store, tsdb serve must be stopped while importing (it "+
-		"holds the store's lock); on HBase, imports and servers share the store.")
+		"holds the store's lock); on HBase, imports and servers share the store.\n\n"+
+		"Examples:\n"+
+		"  tsdb import openmetrics metrics.om --storage=embedded:./data\n"+
+		"  tsdb import remote-read http://prometheus:9090/api/v1/read --match='{job=\"node\"}' \\\n"+
+		"      --start=2026-01-01T00:00:00Z --end=now --storage=hbase:zk1,zk2,zk3\n\n"+
+		"A summary ends the import on standard output: series, samples_written (samples_read with --dry-run), "+
+		"exemplars_written, samples_skipped (before the checkpoint, or older than --retention.raw), duration, "+
+		"samples_per_second.")
 	o := &importOptions{
 		importer: importer.Options{BatchSamples: importer.DefaultBatchSamples, Concurrency: importer.DefaultConcurrency},
 		apply:    kv.ApplyOptions{}.WithDefaults(),
