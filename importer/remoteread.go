@@ -172,7 +172,7 @@ func ImportRemoteRead(ctx context.Context, r RemoteRead, o Options) error {
 			break
 		}
 		g.Go(func() error {
-			if err := importQuery(gctx, client, q, o); err != nil {
+			if err := importQueryRetrying(gctx, client, q, o); err != nil {
 				return err
 			}
 			o.Progress.Done.Add(1)
@@ -191,6 +191,31 @@ func ImportRemoteRead(ctx context.Context, r RemoteRead, o Options) error {
 	return ctx.Err()
 }
 
+// errRead marks the errors of reading from the source, which a slice is
+// read again for.
+var errRead = errors.New("remote read")
+
+// importQueryRetrying is importQuery, again while reading from the source
+// fails, for up to o.RetryFor (the wait doubling from 500ms to 30s): the
+// slice is read and written again from its start, which is idempotent.
+func importQueryRetrying(ctx context.Context, client remote.ReadClient, q query, o Options) error {
+	deadline := time.Now().Add(o.RetryFor)
+	backoff := 500 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		err := importQuery(ctx, client, q, o)
+		if err == nil || !errors.Is(err, errRead) || ctx.Err() != nil || time.Now().Add(backoff).After(deadline) {
+			return err
+		}
+		o.Logger.Warn("remote read failed, reading the slice again", "attempt", attempt, "retry_in", backoff, "err", err)
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 30*time.Second)
+	}
+}
+
 // importQuery reads one query's series and writes them in batches.
 func importQuery(ctx context.Context, client remote.ReadClient, q query, o Options) error {
 	where := fmt.Sprintf("slice %s..%s of %s", time.UnixMilli(q.start).UTC().Format(time.RFC3339),
@@ -201,7 +226,12 @@ func importQuery(ctx context.Context, client remote.ReadClient, q query, o Optio
 	}
 	ss, err := client.Read(ctx, pq, false)
 	if err != nil {
-		return fmt.Errorf("importer: remote read %s: %w", where, err)
+		// The client's error for a response with a status says it in words
+		// only: a 4xx is the request's fault, and reading again cannot help.
+		if strings.Contains(err.Error(), "returned http status 4") {
+			return fmt.Errorf("importer: remote read %s: %w", where, err)
+		}
+		return fmt.Errorf("importer: %w %s: %w", errRead, where, err)
 	}
 	cur := newBatch()
 	var it chunkenc.Iterator
@@ -235,11 +265,11 @@ func importQuery(ctx context.Context, client remote.ReadClient, q query, o Optio
 			cur.samples++
 		}
 		if err := it.Err(); err != nil {
-			return drain(ss, fmt.Errorf("importer: remote read %s: series %s: %w", where, s.Labels(), err))
+			return drain(ss, fmt.Errorf("importer: %w %s: series %s: %w", errRead, where, s.Labels(), err))
 		}
 	}
 	if err := ss.Err(); err != nil {
-		return fmt.Errorf("importer: remote read %s: %w", where, err)
+		return fmt.Errorf("importer: %w %s: %w", errRead, where, err)
 	}
 	return o.store(ctx, cur, where)
 }

@@ -5,21 +5,27 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"maps"
 	"math"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/golang/snappy"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/prometheus/config"
 	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/prompb"
+	"github.com/prometheus/prometheus/storage/remote"
 
 	"github.com/hbtsdb/hbtsdb/importer"
 	"github.com/hbtsdb/hbtsdb/testing/testenv"
@@ -236,4 +242,49 @@ func readQueries(t *testing.T, endpoint string) map[string]float64 {
 		}
 	}
 	return got
+}
+
+// TestImportRemoteReadReadsAFailedSliceAgain serves a store through
+// Prometheus' own remote-read handler, failing some requests with a 503: the
+// import reads those slices again and ends with everything; a 400 fails it at
+// once with the server's answer.
+func TestImportRemoteReadReadsAFailedSliceAgain(t *testing.T) {
+	ctx := context.Background()
+	base := hoursAgo(5)
+	path, want := omFile(t, base, 200)
+	src, _, _ := openDB(t, embedded())
+	if err := importer.ImportFile(ctx, path, importer.FormatOpenMetrics, importer.Options{Sink: src}); err != nil {
+		t.Fatal(err)
+	}
+	handler := remote.NewReadHandler(slog.Default(), nil, src, func() config.Config { return config.DefaultConfig }, 0, 4, 1<<20)
+	var requests atomic.Int64
+	fail := map[int64]int{2: http.StatusServiceUnavailable, 5: http.StatusServiceUnavailable}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if code, ok := fail[requests.Add(1)]; ok {
+			http.Error(w, "try again later", code)
+			return
+		}
+		handler.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+
+	dst, _, _ := openDB(t, embedded())
+	r := importer.RemoteRead{URL: srv.URL + "/api/v1/read", Selectors: []string{`{__name__=~".+"}`},
+		Start: base, End: base + 200*15_000, Slice: 10 * time.Minute}
+	if err := importer.ImportRemoteRead(ctx, r, importer.Options{Sink: dst, Concurrency: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if got := readAll(t, dst, r.Start, r.End); diff(want, got) != "" {
+		t.Fatalf("after two slices read again:\n%s", diff(want, got))
+	}
+	if n := requests.Load(); n != 6+2 { // 6 slices (the end is inclusive), 2 of them twice
+		t.Fatalf("%d requests, want 8", n)
+	}
+
+	fail = map[int64]int{9: http.StatusBadRequest}
+	err := importer.ImportRemoteRead(ctx, r, importer.Options{Sink: dst, Concurrency: 1})
+	if want := "importer: remote read slice "; err == nil || !strings.HasPrefix(err.Error(), want) ||
+		!strings.HasSuffix(err.Error(), "returned http status 400 Bad Request: try again later") || requests.Load() != 9 {
+		t.Fatalf("a 400: %v after %d requests", err, requests.Load())
+	}
 }

@@ -78,7 +78,8 @@ func registerImport(a *app, stderr io.Writer) {
 	o.flags.duration("progress.interval", "", "How often --progress=log writes a line.", &o.progressEvery)
 	o.importer.RetryFor = importer.DefaultRetryFor
 	namedDuration(o.flags, "storage.retry-for", "importer: Options.RetryFor", "How long a write that fails because the "+
-		"store is unavailable is tried again (the wait doubling from 500ms to 30s) before the import fails.",
+		"store is unavailable, or a remote-read slice whose reading fails (not with a 4xx), is tried again (the wait "+
+		"doubling from 500ms to 30s) before the import fails.",
 		&o.importer.RetryFor)
 	registerApplyFlags(o.flags, &o.apply)
 
