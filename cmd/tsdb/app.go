@@ -48,6 +48,7 @@ func newApp(stdout, stderr io.Writer) *app {
 	registerSchema(a)
 	registerCompact(a)
 	registerDelete(a)
+	registerImport(a, stderr)
 	registerVersion(a)
 	return a
 }

@@ -24,7 +24,7 @@ func TestMistypedCommandLinesSuggest(t *testing.T) {
 		{[]string{"serv"}, `tsdb: unknown command "serv"; did you mean serve? (see tsdb --help)` + "\n"},
 		{[]string{"schema", "creat"}, `tsdb: unknown command "creat"; did you mean create? (see tsdb --help)` + "\n"},
 		{[]string{"schema", "chek"}, `tsdb: unknown command "chek"; did you mean check? (see tsdb --help)` + "\n"},
-		{[]string{"bogus"}, `tsdb: unknown command "bogus"; the commands are help, serve, schema, compact, delete, version (see tsdb --help)` + "\n"},
+		{[]string{"bogus"}, `tsdb: unknown command "bogus"; the commands are help, serve, schema, compact, delete, import, version (see tsdb --help)` + "\n"},
 	} {
 		code, _, stderr := tsdb(t, tc.args...)
 		if code != 2 || stderr != tc.stderr {
