@@ -26,15 +26,16 @@ import (
 // and a reader that checks every answer of PromQL and remote read against what was
 // acknowledged when it asked.
 //
-// Writer w's sample seq is {__name__=metric, writer="w<w>", s="<seq/seriesRun>"} =
-// seq at base + seq*step ms: a new series every seriesRun samples, so series are
-// created (registry and index rows written) all the time.
+// Writer w's sample seq is {__name__=metric, writer="w<w>", s="<seq/perSeries>"} = seq
+// at base + seq*step ms: a new series every perSeries samples, so series are created
+// (registry and index rows written) all the time.
 type clusterLoad struct {
-	metric  string
-	base    int64 // ms
-	step    int64 // ms
-	batch   int64
-	targets []*server
+	metric    string
+	base      int64 // ms
+	step      int64 // ms
+	batch     int64
+	perSeries int64 // samples per series: a new series every perSeries samples
+	targets   []*server
 
 	phase atomic.Pointer[string]
 	stop  atomic.Bool // writers take no new batch (the one in flight is still resent until acknowledged)
@@ -50,14 +51,15 @@ type clusterLoad struct {
 }
 
 const (
-	clusterWriters   = 4
+	clusterWriters = 4
+	// clusterSeriesRun is a load's samples per series unless set otherwise.
 	clusterSeriesRun = 40
 )
 
 func newClusterLoad(metric string, base int64, targets ...*server) *clusterLoad {
 	// 10ms apart: the load stays hours in the past however long the test's region
 	// operations let it run (a million samples per writer span under 3h).
-	l := &clusterLoad{metric: metric, base: base, step: 10, batch: 200, targets: targets,
+	l := &clusterLoad{metric: metric, base: base, step: 10, batch: 200, perSeries: clusterSeriesRun, targets: targets,
 		acked: make([]int64, clusterWriters), answers: map[string]map[string]int{}}
 	l.setPhase("before")
 	return l
@@ -99,7 +101,7 @@ func (l *clusterLoad) count(kind string, code int) {
 	}
 }
 
-func (l *clusterLoad) seriesOf(seq int64) string { return strconv.FormatInt(seq/clusterSeriesRun, 10) }
+func (l *clusterLoad) seriesOf(seq int64) string { return strconv.FormatInt(seq/l.perSeries, 10) }
 
 // writeBody is writer w's batch from first: a snappy remote-write request or an
 // /api/put JSON array.
@@ -119,7 +121,7 @@ func (l *clusterLoad) writeBody(w int, first int64) (path string, body []byte, h
 	}
 	req := &prompb.WriteRequest{}
 	for seq := first; seq < first+l.batch; seq++ {
-		if seq == first || seq%clusterSeriesRun == 0 {
+		if seq == first || seq%l.perSeries == 0 {
 			req.Timeseries = append(req.Timeseries, prompb.TimeSeries{Labels: []prompb.Label{
 				{Name: "__name__", Value: l.metric}, {Name: "s", Value: l.seriesOf(seq)}, {Name: "writer", Value: fmt.Sprintf("w%d", w)}}})
 		}

@@ -262,7 +262,7 @@ func testThreeProcesses(t *testing.T, c *privateHBase) {
 	one := serve(hbasetest.UniquePrefix("one"), "--no-compact.enabled")
 	ready(one)
 	lone := newClusterLoad("cluster_one", clusterBase(), one)
-	lone.batch = clusterMeasureBatch
+	lone.batch, lone.perSeries = clusterMeasureBatch, clusterMeasureRun
 	measureIngest(t, c, lone, "one process")
 	if err := one.stop(t); err != nil {
 		t.Errorf("serve exited with %v after SIGTERM", err)
@@ -275,7 +275,7 @@ func testThreeProcesses(t *testing.T, c *privateHBase) {
 	procs := []*server{serve(prefix, "--no-compact.enabled"), serve(prefix, "--no-compact.enabled"), serve(prefix, "--no-compact.enabled")}
 	ready(procs...)
 	l := newClusterLoad("cluster_three", clusterBase(), procs...)
-	l.batch = clusterMeasureBatch
+	l.batch, l.perSeries = clusterMeasureBatch, clusterMeasureRun
 	measureIngest(t, c, l, "three processes")
 	l.checkReadBack(t)
 	for _, p := range procs {
@@ -358,6 +358,10 @@ func testThreeProcesses(t *testing.T, c *privateHBase) {
 // Prometheus remote-write shard's default max_samples_per_send.
 const clusterMeasureBatch = 2000
 
+// clusterMeasureRun is the samples per series of the measured loads: a new series
+// every 400 samples.
+const clusterMeasureRun = 400
+
 // clusterMeasureSamples is how many samples a measured load sends.
 const clusterMeasureSamples = 400_000
 
@@ -379,7 +383,7 @@ func measureIngest(t *testing.T, c *privateHBase, l *clusterLoad, what string) {
 	t.Logf("%s on %d region servers: %.0f samples in %s, %.0f samples/s; CPU-s per million samples: tsdb %.2f, the JVMs %.2f "+
 		"(%d writers, %d samples a request, a new series every %d samples)",
 		what, len(jvms)-2, total, elapsed.Round(time.Millisecond), total/elapsed.Seconds(), tsdbCPU/total*1e6, jvmCPU/total*1e6,
-		clusterWriters, l.batch, clusterSeriesRun)
+		clusterWriters, l.batch, l.perSeries)
 	l.report(t)
 }
 
@@ -399,7 +403,7 @@ func (l *clusterLoad) dataRows(bucket time.Duration) int64 {
 func (l *clusterLoad) seriesCount() int {
 	n := 0
 	for w := range clusterWriters {
-		n += int((l.ackedOf(w) + clusterSeriesRun - 1) / clusterSeriesRun)
+		n += int((l.ackedOf(w) + l.perSeries - 1) / l.perSeries)
 	}
 	return n
 }
