@@ -25,6 +25,8 @@ require (
 	google.golang.org/protobuf v1.36.12
 )
 
+require github.com/valyala/fastjson v1.6.10 // indirect
+
 require (
 	cloud.google.com/go/auth v0.24.1-0.20261001053825-dbc26066f70a // indirect
 	cloud.google.com/go/auth/oauth2adapt v0.3.0 // indirect

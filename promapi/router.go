@@ -44,12 +44,14 @@ type Options struct {
 	Registerer prometheus.Registerer
 	// Gatherer, when not nil, is served at GET /metrics.
 	Gatherer prometheus.Gatherer
+	// Export bounds VictoriaMetrics' /api/v1/export (vmexport.go).
+	Export ExportOptions
 }
 
 // NewRouter returns the handler of every endpoint hbtsdb serves. It fails only on
 // options that cannot work (see QueryOptions.Validate and WriteLimits.Validate).
 func NewRouter(opts Options) (http.Handler, error) {
-	if err := errors.Join(opts.WriteLimits.Validate(), opts.Query.Validate()); err != nil {
+	if err := errors.Join(opts.WriteLimits.Validate(), opts.Query.Validate(), opts.Export.Validate()); err != nil {
 		return nil, err
 	}
 	if opts.Logger == nil {
@@ -86,6 +88,7 @@ func NewRouter(opts Options) (http.Handler, error) {
 	guard := newMemoryGuard(opts.Query.MaxMemory, opts.Logger)
 	r.Handle("/api/v1/read", guard.guardReads(false, withReadStats(metrics, remoteRead(q, opts.Query, storeErr, opts.Registerer, opts.Logger)))).Methods(http.MethodPost)
 	engine := newPromQLEngine(opts.Query, opts.Registerer, opts.Logger)
+	registerVM(r, wh, q, opts, metrics, guard, storeErr)
 	registerPrometheusAPI(r, q, engine, opts.Query, opts.BuildInfo, storeErr, guard, metrics, opts.Logger)
 	// The query page (web/ui) at / and its assets; every other path stays 404.
 	page := ui.Handler()

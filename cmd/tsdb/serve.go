@@ -137,6 +137,7 @@ func registerServe(a *app) {
 		"(at most 256): the bound of the exemplars stored, per series, per --exemplars.slot.", &o.exemplarsPerSlot)
 	o.web.register(cmd)
 	o.registerWriteFlags()
+	o.registerExportFlags()
 	o.registerQueryFlags()
 	o.registerCompactionFlags()
 	o.registerDebugFlags()
