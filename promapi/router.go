@@ -148,7 +148,7 @@ func recoverPanics(logger *slog.Logger, next http.Handler) http.Handler {
 				}
 				logger.Error("panic serving request", "method", r.Method, "path", r.URL.Path, "panic", p, "stack", string(debug.Stack()))
 				switch r.URL.Path {
-				case "/api/v1/write", "/api/put", "/api/v1/read":
+				case "/api/v1/write", "/api/put", "/api/v1/read", "/api/v1/import", "/api/v1/import/prometheus", "/api/v1/export":
 					// Protocols whose other errors are plain text too.
 					http.Error(w, "internal server error", http.StatusInternalServerError)
 				default:

@@ -338,7 +338,8 @@ func appendMetric(b []byte, ls labels.Labels) []byte {
 }
 
 // appendJSONString writes s as a JSON string (RFC 8259, section 7): quote,
-// backslash and control characters escaped, invalid UTF-8 as U+FFFD.
+// backslash and control characters escaped (\n, \r and \t short, as
+// encoding/json), invalid UTF-8 as U+FFFD.
 func appendJSONString(b []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	b = append(b, '"')
@@ -348,6 +349,12 @@ func appendJSONString(b []byte, s string) []byte {
 			switch {
 			case c == '"' || c == '\\':
 				b = append(b, '\\', c)
+			case c == '\n':
+				b = append(b, '\\', 'n')
+			case c == '\r':
+				b = append(b, '\\', 'r')
+			case c == '\t':
+				b = append(b, '\\', 't')
 			case c < 0x20:
 				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
 			default:

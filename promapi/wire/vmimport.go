@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 
 	"github.com/prometheus/prometheus/model/labels"
@@ -51,7 +52,9 @@ func (d *Import) Line(i, j int) int {
 //
 // (https://docs.victoriametrics.com/victoriametrics/single-server-victoriametrics/#json-line-format),
 // parsed as VictoriaMetrics v1.148 parses them (lib/protoparser/vmimport, with the
-// same JSON parser, valyala/fastjson): timestamps are integer milliseconds;
+// same JSON parser, valyala/fastjson), except that numbers are read with
+// strconv.ParseFloat, correctly rounded, where VictoriaMetrics' fastfloat can be
+// one ulp off: timestamps are integer milliseconds;
 // a value is a JSON number, a bare NaN, Inf, +Inf or -Inf (any case, as vmctl
 // writes them), null, or one of the strings "Inf", "inf", "Infinity",
 // "infinity", "NaN", "nan", "null", "Null", each optionally with a leading "-".
@@ -126,10 +129,11 @@ func (r *vmRow) parse(p *fastjson.Parser, b *labels.ScratchBuilder, line []byte)
 	if err != nil {
 		return fmt.Errorf("cannot parse json line: %w", err)
 	}
-	metric, err := v.Get("metric").Object()
-	if v.Get("metric") == nil || err != nil {
+	mv := v.Get("metric")
+	if mv == nil || mv.Type() != fastjson.TypeObject {
 		return fmt.Errorf("missing `metric` object")
 	}
+	metric, _ := mv.Object()
 	b.Reset()
 	metric.Visit(func(key []byte, lv *fastjson.Value) {
 		if err != nil {
@@ -181,8 +185,14 @@ func (r *vmRow) parse(p *fastjson.Parser, b *labels.ScratchBuilder, line []byte)
 // vmFloat is a value of the "values" array as VictoriaMetrics reads it: a number
 // (fastjson also takes bare NaN and Inf), else null or a special string.
 func vmFloat(v *fastjson.Value) (float64, error) {
-	if f, err := v.Float64(); err == nil {
-		return f, nil
+	if v.Type() == fastjson.TypeNumber {
+		// strconv, not fastjson's Float64: fastfloat is not correctly rounded
+		// for long mantissas with large exponents (-1.0000000580276502e-200
+		// reads back one ulp off), and an export must read back bit for bit.
+		// ParseFloat also reads the bare NaN and Inf forms fastjson takes.
+		if f, err := strconv.ParseFloat(string(v.MarshalTo(nil)), 64); err == nil {
+			return f, nil
+		}
 	}
 	switch v.Type() {
 	case fastjson.TypeNull:
