@@ -34,7 +34,12 @@ die() { log "$*"; exit 1; }
 # shellcheck source=../go-install-cached.sh
 . "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/go-install-cached.sh"
 
-build() { go_install_cached vmctl "$v" "$pkg" vmctl --version; }
+# The version is stamped in (buildinfo.Version): without it vmctl has no --version
+# flag, which the cache uses to tell a usable binary.
+build() {
+  go_install_cached vmctl "$v" "$pkg" vmctl --version \
+    -ldflags "-X github.com/VictoriaMetrics/VictoriaMetrics/lib/buildinfo.Version=vmctl-${v}-hbtsdb"
+}
 
 case "${1:-build}" in
   build) build ;;
