@@ -20,6 +20,7 @@ import (
 
 	"github.com/hbtsdb/hbtsdb/cellenc"
 	"github.com/hbtsdb/hbtsdb/db"
+	"github.com/hbtsdb/hbtsdb/kv"
 	"github.com/hbtsdb/hbtsdb/schema/schematest"
 	"github.com/hbtsdb/hbtsdb/write"
 )
@@ -317,6 +318,16 @@ func TestVMExportRefusesBadArguments(t *testing.T) {
 		status, body := e.export(t, tc.args)
 		if status != http.StatusBadRequest || body != tc.want {
 			t.Errorf("export %v = %d %q, want 400 %q", tc.args, status, body, tc.want)
+		}
+	}
+}
+
+func TestVMEndpointsRunUnderTheirJobs(t *testing.T) {
+	for path, want := range map[string]string{
+		"/api/v1/import": kv.JobIngest, "/api/v1/import/prometheus": kv.JobIngest, "/api/v1/export": kv.JobQuery, "/health": "",
+	} {
+		if got := jobOfRoute(path); got != want {
+			t.Errorf("jobOfRoute(%q) = %q, want %q", path, got, want)
 		}
 	}
 }
