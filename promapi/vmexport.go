@@ -187,12 +187,10 @@ func (e *vmExport) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer q.Close()
 	ss := e.selectAll(ctx, q, a)
 	ew := &exportWriter{bw: bufio.NewWriterSize(w, 64<<10), perLine: a.perLine}
-	started := false
+	w.Header().Set("Content-Type", "application/stream+json; charset=utf-8")
+	started := false // a series was read: bytes may have gone out
 	for ss.Next() {
-		if !started {
-			w.Header().Set("Content-Type", "application/stream+json; charset=utf-8")
-			started = true
-		}
+		started = true
 		if err := ew.series(ss.At()); err != nil {
 			e.abort(r, err)
 		}
