@@ -76,11 +76,12 @@ func (o ExportOptions) Validate() error {
 // It reads through the same Querier as remote read (raw samples, never
 // rollups), series by series, and writes each series as lines of at most
 // MaxSamplesPerLine samples (or `max_rows_per_line`, when smaller) through a
-// buffered writer: memory holds one line, whatever the answer's size. Bad
-// arguments are answered 400 in plain text before anything is read; a store
-// failure before the first line is 503 or 500; one after it aborts the
-// response (the client sees a broken transfer, not a short answer that looks
-// whole).
+// buffered writer: memory holds one line, whatever the answer's size. One
+// export is one Select of the read path, so the select limits bound it (the
+// series and samples one Select may read). Bad arguments are answered 400 in
+// plain text before anything is read; a select limit reached before the first
+// series is 422, a store failure 503 or 500; one after it aborts the response
+// (the client sees a broken transfer, not a short answer that looks whole).
 type vmExport struct {
 	q      storage.Queryable
 	opts   ExportOptions
@@ -149,7 +150,7 @@ func (e *vmExport) parseArgs(r *http.Request) (exportArgs, error) {
 func parseExportTime(name, s string) (int64, error) {
 	if f, err := strconv.ParseFloat(s, 64); err == nil {
 		ms := math.Round(f * 1000)
-		if math.IsNaN(ms) || ms < math.MinInt64 || ms > math.MaxInt64 {
+		if math.IsNaN(ms) || ms < math.MinInt64 || ms >= math.MaxInt64 {
 			return 0, fmt.Errorf("cannot parse `%s=%s`: out of range", name, s)
 		}
 		return int64(ms), nil
@@ -224,6 +225,10 @@ func (e *vmExport) selectAll(ctx context.Context, q storage.Querier, a exportArg
 func (e *vmExport) fail(w http.ResponseWriter, r *http.Request, err error) {
 	status := http.StatusInternalServerError
 	switch {
+	case errors.Is(err, query.ErrLimitExceeded):
+		// --query.max-series / --query.max-samples of one Select: the
+		// client must narrow match[] or the time range.
+		status = http.StatusUnprocessableEntity
 	case errors.Is(err, context.Canceled):
 		status = statusClientClosedRequest
 	case unavailable(err), errors.Is(err, context.DeadlineExceeded):
