@@ -21,6 +21,7 @@ import (
 	"github.com/hbtsdb/hbtsdb/cellenc"
 	"github.com/hbtsdb/hbtsdb/db"
 	"github.com/hbtsdb/hbtsdb/kv"
+	"github.com/hbtsdb/hbtsdb/query"
 	"github.com/hbtsdb/hbtsdb/schema/schematest"
 	"github.com/hbtsdb/hbtsdb/write"
 )
@@ -33,12 +34,19 @@ type vmEnv struct {
 
 func newVMEnv(t testing.TB, b schematest.Backend, limits write.Limits, opts Options) *vmEnv {
 	t.Helper()
+	return newVMEnvWith(t, b, db.Options{Write: write.Options{Limits: limits}}, opts)
+}
+
+// newVMEnvWith is newVMEnv with the DB's options dbOpts (its store, settings,
+// logger and clock set here).
+func newVMEnvWith(t testing.TB, b schematest.Backend, dbOpts db.Options, opts Options) *vmEnv {
+	t.Helper()
 	st := b.Store(t)
 	now := time.Now().Truncate(time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	d, err := db.Open(ctx, db.Options{Store: st, Settings: b.Settings, Write: write.Options{Limits: limits},
-		Logger: slog.New(slog.DiscardHandler), Now: func() time.Time { return now }})
+	dbOpts.Store, dbOpts.Settings, dbOpts.Logger, dbOpts.Now = st, b.Settings, slog.New(slog.DiscardHandler), func() time.Time { return now }
+	d, err := db.Open(ctx, dbOpts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -329,5 +337,25 @@ func TestVMEndpointsRunUnderTheirJobs(t *testing.T) {
 		if got := jobOfRoute(path); got != want {
 			t.Errorf("jobOfRoute(%q) = %q, want %q", path, got, want)
 		}
+	}
+}
+
+// TestVMExportOverTheSelectLimitIs422: an export is one Select, bounded by
+// --query.max-series before anything is written.
+func TestVMExportOverTheSelectLimitIs422(t *testing.T) {
+	e := newVMEnvWith(t, schematest.Backends()[0], db.Options{Query: query.Options{MaxSeries: 1}}, Options{})
+	ms := e.now.Add(-time.Hour).UnixMilli()
+	body := fmt.Sprintf(`{"metric":{"__name__":"a","i":"1"},"values":[1],"timestamps":[%d]}`+"\n"+
+		`{"metric":{"__name__":"a","i":"2"},"values":[2],"timestamps":[%d]}`, ms, ms)
+	if resp := post(t, e.srv.URL+"/api/v1/import", nil, []byte(body)); resp.status != http.StatusNoContent {
+		t.Fatalf("import = %d %q", resp.status, resp.body)
+	}
+	status, out := e.export(t, url.Values{"match[]": {"a"}})
+	const want = "query: 2 series match {__name__=\"a\"}, more than the limit of 1: too many series: query limit exceeded\n"
+	if status != http.StatusUnprocessableEntity || out != want {
+		t.Fatalf("export = %d %q, want 422 %q", status, out, want)
+	}
+	if status, out := e.export(t, url.Values{"match[]": {`a{i="2"}`}}); status != http.StatusOK || !strings.Contains(out, `"i":"2"`) {
+		t.Fatalf("export of one series = %d %q, want 200 with it", status, out)
 	}
 }
