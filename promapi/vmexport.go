@@ -49,15 +49,13 @@ func (o ExportOptions) withDefaults() ExportOptions {
 	return o
 }
 
-// Validate refuses negative bounds; zero takes the default.
+// Validate refuses negative bounds, every one of them (errors.Join); zero
+// takes the default.
 func (o ExportOptions) Validate() error {
-	if o.MaxSamplesPerLine < 0 {
-		return fmt.Errorf("promapi: ExportOptions.MaxSamplesPerLine must not be negative (0 takes the default), got %d", o.MaxSamplesPerLine)
-	}
-	if o.MaxConcurrent < 0 {
-		return fmt.Errorf("promapi: ExportOptions.MaxConcurrent must not be negative (0 takes the default), got %d", o.MaxConcurrent)
-	}
-	return nil
+	return errors.Join(
+		notNegative("ExportOptions.MaxSamplesPerLine", o.MaxSamplesPerLine),
+		notNegative("ExportOptions.MaxConcurrent", o.MaxConcurrent),
+	)
 }
 
 // vmExport serves VictoriaMetrics' GET|POST /api/v1/export

@@ -62,3 +62,13 @@ func TestServeHelpListsTheExportFlags(t *testing.T) {
 		}
 	}
 }
+
+func TestServeRefusesNegativeExportBounds(t *testing.T) {
+	code, _, stderr := tsdb(t, "serve", "--storage=embedded:"+t.TempDir(), "--export.max-samples-per-line=-1",
+		"--export.max-concurrent=-2", "--listen=127.0.0.1:0")
+	want := "tsdb serve: --export.max-samples-per-line must not be negative (0 takes the default), got -1\n" +
+		"--export.max-concurrent must not be negative (0 takes the default), got -2\n"
+	if code != 1 || stderr != want {
+		t.Fatalf("exit %d, stderr:\n%s\nwant:\n%s", code, stderr, want)
+	}
+}
