@@ -3,7 +3,8 @@
 # Central (cached under ~/.cache/hbtsdb) and starts on free loopback ports, and the
 # end-to-end tests (e2e/) with a real Prometheus server that
 # testing/prometheus/prometheus.sh builds from the Go module proxy at the version in
-# go.mod (cached under ~/.cache/hbtsdb/prometheus-<version>). HBase is stopped again
+# go.mod (cached under ~/.cache/hbtsdb/prometheus-<version>) and VictoriaMetrics' vmctl
+# that testing/vmctl/vmctl.sh builds likewise (~/.cache/hbtsdb/vmctl-<version>). HBase is stopped again
 # even when a test fails. Under `make test` no test may skip: TSDB_TEST_REQUIRE_HBASE=1
 # and TSDB_TEST_REQUIRE_E2E=1 turn a missing HBase, Prometheus or browser into a
 # failure, TSDB_TEST_REQUIRE_TMPFS=1 a tmpfs that cannot be mounted (the full-disk
@@ -16,13 +17,14 @@
 GO          ?= go
 HBASE       := testing/hbase/hbase.sh
 PROMETHEUS  := testing/prometheus/prometheus.sh
+VMCTL       := testing/vmctl/vmctl.sh
 GOTESTFLAGS ?= -race -count=1 -timeout 45m
 # Runs `go test -json ...` and reports it (testing/testreport).
 TESTREPORT  := $(GO) run ./testing/testreport
 
-.PHONY: test vet unit test-with-hbase e2e prometheus hbase-start hbase-stop build bench fuzz soak bench-compare steady dashboards ui
+.PHONY: test vet unit test-with-hbase e2e prometheus vmctl hbase-start hbase-stop build bench fuzz soak bench-compare steady dashboards ui
 
-test: vet prometheus test-with-hbase
+test: vet prometheus vmctl test-with-hbase
 
 vet:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); \
@@ -42,7 +44,7 @@ test-with-hbase:
 # The end-to-end tests only (e2e/): a real Prometheus remote-writing to `tsdb serve`
 # on the embedded store and on a real HBase. E2E_DURATION is how long each run
 # scrapes (default 30s).
-e2e: prometheus
+e2e: prometheus vmctl
 	@$(MAKE) --no-print-directory with-hbase-and-prometheus PKGS=./e2e/
 
 # Builds the Prometheus server and promtool binaries the end-to-end tests run (once per
@@ -50,16 +52,22 @@ e2e: prometheus
 prometheus:
 	@$(PROMETHEUS) >/dev/null
 
+# Builds VictoriaMetrics' vmctl (testing/vmctl/vmctl.sh, once per version; later runs
+# reuse the cached binary), which e2e/vmctl_test.go migrates data with.
+vmctl:
+	@$(VMCTL) >/dev/null
+
 .PHONY: with-hbase-and-prometheus
 with-hbase-and-prometheus:
 	@set -e; \
 	prom=$$($(PROMETHEUS)); \
 	promtool=$$($(PROMETHEUS) promtool); \
+	vmctl=$$($(VMCTL)); \
 	trap '$(HBASE) stop' EXIT INT TERM; \
 	zk=$$($(HBASE) start); \
-	echo "HBase for tests at ZooKeeper $$zk; Prometheus $$prom; promtool $$promtool"; \
+	echo "HBase for tests at ZooKeeper $$zk; Prometheus $$prom; promtool $$promtool; vmctl $$vmctl"; \
 	TSDB_TEST_HBASE_ZK=$$zk TSDB_TEST_REQUIRE_HBASE=1 \
-	TSDB_TEST_PROMETHEUS=$$prom TSDB_TEST_PROMTOOL=$$promtool TSDB_TEST_REQUIRE_E2E=1 \
+	TSDB_TEST_PROMETHEUS=$$prom TSDB_TEST_PROMTOOL=$$promtool TSDB_TEST_VMCTL=$$vmctl TSDB_TEST_REQUIRE_E2E=1 \
 	TSDB_TEST_REQUIRE_TMPFS=1 TSDB_TEST_REQUIRE_CLEAR_REFS=1 \
 	$(if $(E2E_DURATION),TSDB_TEST_E2E_DURATION=$(E2E_DURATION)) \
 	$(TESTREPORT) -fail-on-skip $(GO) test -json $(GOTESTFLAGS) $(PKGS)

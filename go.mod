@@ -19,6 +19,7 @@ require (
 	github.com/prometheus/prometheus v0.316.0
 	github.com/schollz/progressbar/v3 v3.19.1
 	github.com/tsuna/gohbase v0.0.0-20250311120459-be525bde7d77
+	github.com/valyala/fastjson v1.6.10
 	go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp v1.47.0
 	go.opentelemetry.io/otel/sdk v1.47.0
 	go.opentelemetry.io/otel/sdk/metric v1.47.0

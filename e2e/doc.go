@@ -75,13 +75,21 @@
 // say which, and its read counts (stats=all: data.stats.hbtsdb) show rollup cells
 // read and no raw or chunk cell.
 //
+// TestVmctlMigratesPrometheusIntoTSDB (vmctl_test.go) migrates two days of history
+// backfilled into Prometheus the same way into tsdb with VictoriaMetrics' vmctl
+// (remote read, then tsdb's /api/v1/import; TSDB_TEST_VMCTL, built by
+// testing/vmctl/vmctl.sh): tsdb's /api/v1/export must hold the history to the bit,
+// 20 query_range requests must answer as Prometheus does to the bit, and the
+// export imported into a fresh store must export the same bytes.
+//
 // One difference is Prometheus', not tsdb's: Prometheus' remote-write encoders omit a
 // sample value that compares equal to 0, so -0 reaches every receiver as +0 (see
 // onTheWire). TestHarnessWithReferenceReceiver, a control run against a minimal
 // in-memory receiver, shows that the harness passes when the receiver is exact.
 //
 // The tests need the Prometheus binary (TSDB_TEST_PROMETHEUS=<path>; the rollup
-// comparison also promtool, TSDB_TEST_PROMTOOL=<path>) and, for the HBase
+// comparison also promtool, TSDB_TEST_PROMTOOL=<path>, the vmctl one vmctl,
+// TSDB_TEST_VMCTL=<path>) and, for the HBase
 // half, a test HBase (TSDB_TEST_HBASE_ZK, see testing/hbasetest). Without them they
 // skip and say how to get them; under `make test` (TSDB_TEST_REQUIRE_E2E=1,
 // TSDB_TEST_REQUIRE_HBASE=1) a missing one fails instead. TSDB_TEST_E2E_DURATION sets

@@ -33,11 +33,12 @@ func withJobLabel(next http.Handler) http.Handler {
 }
 
 // jobOfRoute is the job of a route's path template: kv.JobIngest for the
-// write endpoints, kv.JobQuery for every other /api/v1/ endpoint (PromQL,
-// series and labels, remote read, /api/v1/last), "" for the rest.
+// write endpoints (VictoriaMetrics' imports included), kv.JobQuery for every
+// other /api/v1/ endpoint (PromQL, series and labels, remote read,
+// /api/v1/last, /api/v1/export), "" for the rest.
 func jobOfRoute(path string) string {
 	switch {
-	case path == "/api/v1/write" || path == "/api/put":
+	case path == "/api/v1/write" || path == "/api/put" || path == "/api/v1/import" || path == "/api/v1/import/prometheus":
 		return kv.JobIngest
 	case strings.HasPrefix(path, "/api/v1/"):
 		return kv.JobQuery

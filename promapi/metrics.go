@@ -44,7 +44,7 @@ func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
 		}, []string{"handler"}),
 		writeRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hbtsdb_write_requests_total",
-			Help: "Write requests answered, by protocol (remote_write_v1, remote_write_v2, put, otlp) and outcome: " +
+			Help: "Write requests answered, by protocol (remote_write_v1, remote_write_v2, put, otlp, vm_import, vm_import_prometheus) and outcome: " +
 				"success (2xx), rejected (4xx: invalid input, nothing or part of it stored) or failed (5xx: the store failed; the sender retries).",
 		}, []string{"protocol", "outcome"}),
 		samplesWritten: prometheus.NewCounterVec(prometheus.CounterOpts{

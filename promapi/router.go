@@ -49,12 +49,14 @@ type Options struct {
 	// Admin, when not nil, serves the TSDB admin endpoints (admin.go); nil
 	// leaves them 404, as Prometheus without --web.enable-admin-api.
 	Admin Admin
+	// Export bounds VictoriaMetrics' /api/v1/export (vmexport.go).
+	Export ExportOptions
 }
 
 // NewRouter returns the handler of every endpoint hbtsdb serves. It fails only on
 // options that cannot work (see QueryOptions.Validate and WriteLimits.Validate).
 func NewRouter(opts Options) (http.Handler, error) {
-	if err := errors.Join(opts.WriteLimits.Validate(), opts.Query.Validate(), opts.OTLP.Validate()); err != nil {
+	if err := errors.Join(opts.WriteLimits.Validate(), opts.Query.Validate(), opts.OTLP.Validate(), opts.Export.Validate()); err != nil {
 		return nil, err
 	}
 	if opts.Logger == nil {
@@ -95,6 +97,7 @@ func NewRouter(opts Options) (http.Handler, error) {
 	r.Handle("/api/v1/read", guard.guardReads(false, withReadStats(metrics, remoteRead(q, opts.Query, storeErr, opts.Registerer, opts.Logger)))).Methods(http.MethodPost)
 	engine := newPromQLEngine(opts.Query, opts.Registerer, opts.Logger)
 	registerAdmin(r, opts.Admin, opts.Logger)
+	registerVM(r, wh, q, opts, metrics, guard, storeErr)
 	registerPrometheusAPI(r, q, engine, opts.Query, opts.BuildInfo, storeErr, guard, metrics, opts.Logger)
 	// The query page (web/ui) at / and its assets; every other path stays 404.
 	page := ui.Handler()
@@ -154,7 +157,8 @@ func recoverPanics(logger *slog.Logger, next http.Handler) http.Handler {
 				}
 				logger.Error("panic serving request", "method", r.Method, "path", r.URL.Path, "panic", p, "stack", string(debug.Stack()))
 				switch r.URL.Path {
-				case "/api/v1/write", "/api/put", "/api/v1/read", OTLPPath:
+				case "/api/v1/write", "/api/put", "/api/v1/read", OTLPPath,
+					"/api/v1/import", "/api/v1/import/prometheus", "/api/v1/export":
 					// Protocols whose other errors are plain text too.
 					http.Error(w, "internal server error", http.StatusInternalServerError)
 				default:

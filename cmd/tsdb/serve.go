@@ -144,6 +144,7 @@ func registerServe(a *app) {
 	o.web.register(cmd)
 	o.registerWriteFlags()
 	o.registerOTLPFlags()
+	o.registerExportFlags()
 	o.registerQueryFlags()
 	o.registerCompactionFlags()
 	o.registerDebugFlags()

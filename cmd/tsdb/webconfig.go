@@ -40,10 +40,10 @@ func (w *webOptions) register(cmd *kingpin.CmdClause) {
 		"changed passwords and certificates apply without a restart. Empty: plain HTTP, no authentication.").
 		Default("").StringVar(&w.configFile)
 	flag(cmd, "web.read-only-users", "Comma-separated basic_auth_users of --web.config.file that may only "+
-		"read (queries, the query page at /, remote read, health); any other endpoint, such as remote write "+
+		"read (queries, the query page at /, remote read, /api/v1/export, health); any other endpoint, such as remote write "+
 		"and /api/put, answers them 403."+adminNote).Default("").StringsVar(&w.readOnlyUsers)
 	flag(cmd, "web.write-only-users", "Comma-separated basic_auth_users of --web.config.file that may only "+
-		"write (remote write, /api/put, OTLP, health), such as the Prometheus servers that remote-write; any other "+
+		"write (remote write, /api/put, OTLP, /api/v1/import, health), such as the Prometheus servers that remote-write; any other "+
 		"endpoint, such as queries and remote read, answers them 403. A user may not be in both lists."+adminNote).
 		Default("").StringsVar(&w.writeOnlyUsers)
 }
@@ -147,6 +147,7 @@ func readEndpoint(path string) bool {
 	case "/-/healthy", "/-/ready", "/metrics",
 		"/", // the query page (web/ui), whose assets are below
 		"/api/v1/read", "/api/v1/last", "/api/v1/metadata",
+		"/health", "/api/v1/export", // VictoriaMetrics' (promapi/vmroutes.go)
 		"/api/v1/query", "/api/v1/query_range", "/api/v1/query_exemplars",
 		"/api/v1/series", "/api/v1/labels", "/api/v1/format_query", "/api/v1/parse_query":
 		return true
@@ -170,7 +171,8 @@ func readEndpoint(path string) bool {
 // write-only users until it is listed here.
 func writeEndpoint(path string) bool {
 	switch path {
-	case "/-/healthy", "/-/ready", "/api/v1/write", "/api/put", promapi.OTLPPath:
+	case "/-/healthy", "/-/ready", "/api/v1/write", "/api/put", promapi.OTLPPath,
+		"/health", "/api/v1/import", "/api/v1/import/prometheus": // VictoriaMetrics' (promapi/vmroutes.go)
 		return true
 	}
 	return false

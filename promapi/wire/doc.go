@@ -14,6 +14,13 @@
 //   - DecodePut: OpenTSDB's POST /api/put JSON
 //     (http://opentsdb.net/docs/build/html/api_http/put.html), each datapoint
 //     checked with OpenTSDB 2.4's rules and error texts.
+//   - DecodeVMImport: VictoriaMetrics' /api/v1/import JSON lines, parsed as
+//     VictoriaMetrics parses them (valyala/fastjson; numbers correctly rounded);
+//     DecodePromText: Prometheus' text format for /api/v1/import/prometheus,
+//     through Prometheus' own textparse, a line at a time. Both refuse a body
+//     whole at its first bad line, naming it, and skip NaN values as
+//     VictoriaMetrics does; Import.Line maps a decoded sample back to its line,
+//     so that what the writer would reject can be reported by line.
 //
 // Bodies arrive uncompressed: snappy and gzip, Content-Type negotiation, body
 // limits, status codes and responses are promapi's (its write handlers), as
@@ -44,6 +51,7 @@
 // in its PutDatapoint, as OpenTSDB answers them one by one. /api/put carries
 // float samples only.
 //
-// Every decoder is fuzzed (FuzzDecodeV1, FuzzDecodeV2, FuzzDecodePut): it must
+// Every decoder is fuzzed (FuzzDecodeV1, FuzzDecodeV2, FuzzDecodePut,
+// FuzzDecodeVMImport, FuzzDecodePromText): it must
 // not panic, and what it accepts must keep the guarantees above.
 package wire
