@@ -287,21 +287,43 @@ func testThreeProcesses(t *testing.T, c *privateHBase) {
 	// Compaction: three processes again, each with its worker, whose first round
 	// starts at once; they start together, so that their first rounds race for
 	// the leases. A lease gives a salt to one worker at a time, so every row is
-	// compacted exactly once.
-	procs = []*server{serve(prefix, "--compact.interval=1h"), serve(prefix, "--compact.interval=1h"), serve(prefix, "--compact.interval=1h")}
+	// compacted exactly once: the rows compacted add up to the rows written (a
+	// round that failed leaves its rows to a later round, every 15s), and stay
+	// there when every worker has run another round.
+	procs = []*server{serve(prefix, "--compact.interval=15s"), serve(prefix, "--compact.interval=15s"), serve(prefix, "--compact.interval=15s")}
 	ready(procs...)
 	l.targets = procs
-	for _, p := range procs {
-		waitMetric(t, p, "hbtsdb_compaction_rounds_total", 1)
-	}
-	var rows, samples float64
-	for _, p := range procs {
-		r, sm := metricValue(t, p, "hbtsdb_compaction_rows_total"), metricValue(t, p, "hbtsdb_compaction_samples_total")
-		t.Logf("tsdb at %s compacted %v rows, %v samples", p.addr, r, sm)
-		rows += r
-		samples += sm
-	}
 	wantRows, total := l.dataRows(time.Hour), l.totalAcked()
+	compacted := func() (rows, samples float64, rounds []float64) {
+		for _, p := range procs {
+			rows += metricValue(t, p, "hbtsdb_compaction_rows_total")
+			samples += metricValue(t, p, "hbtsdb_compaction_samples_total")
+			rounds = append(rounds, metricValue(t, p, "hbtsdb_compaction_rounds_total"))
+		}
+		return rows, samples, rounds
+	}
+	last, lastChange := "", time.Now()
+	for {
+		rows, samples, rounds := compacted()
+		if int64(rows) >= wantRows {
+			break
+		}
+		if now := fmt.Sprint(rows, samples, rounds); now != last {
+			last, lastChange = now, time.Now()
+		} else if time.Since(lastChange) > waitStall {
+			t.Fatalf("the three workers compacted %v of %d rows, and nothing moved for %s (rounds %v)", rows, wantRows, waitStall, rounds)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	_, _, rounds := compacted()
+	for i, p := range procs {
+		waitMetric(t, p, "hbtsdb_compaction_rounds_total", rounds[i]+1)
+	}
+	rows, samples, _ := compacted()
+	for _, p := range procs {
+		t.Logf("tsdb at %s compacted %v rows, %v samples in %v rounds", p.addr, metricValue(t, p, "hbtsdb_compaction_rows_total"),
+			metricValue(t, p, "hbtsdb_compaction_samples_total"), metricValue(t, p, "hbtsdb_compaction_rounds_total"))
+	}
 	if int64(samples) != total || int64(rows) != wantRows {
 		t.Errorf("the three workers compacted %v rows and %v samples in all, want each of the %d rows (%d samples) once", rows, samples, wantRows, total)
 		for _, p := range procs {
