@@ -445,10 +445,12 @@ launch_jvm() {
 stop_jvm() {
   local pidfile
   for pidfile in "$run"/pid.*; do
-    # Cluster mode: region servers and master first, ZooKeeper last.
-    [ -f "$pidfile" ] && [ "$pidfile" != "$run/pid.zk" ] && kill -9 "$(cat "$pidfile")" 2>/dev/null
+    # Cluster mode: region servers and master first, ZooKeeper last (below, as
+    # the standalone JVM).
+    [ -f "$pidfile" ] && [ "$pidfile" != "$run/pid.zk" ] || continue
+    kill -9 "$(cat "$pidfile")" 2>/dev/null || true
     rm -f "$pidfile"
-  done 2>/dev/null || true
+  done
   if [ -f "$run/pid.zk" ]; then mv "$run/pid.zk" "$run/pid"; fi
   if [ -f "$run/pid" ]; then
     local pid
