@@ -122,20 +122,26 @@ func putStatus(sum putSummary) int {
 	return http.StatusOK
 }
 
-// readPutBody reads the body within the limits (see readBody), takes a
-// concurrency slot once it has all arrived, and gunzips it when it is
-// gzip-encoded, as scollector sends it. On success the caller gives the slot
-// back with release.
+// readPutBody is readGzipBody with OpenTSDB's message for an empty body.
 func (h *writeHandler) readPutBody(w http.ResponseWriter, r *http.Request, raw, decoded *[]byte, res *reservation) (_ []byte, release func(), _ error) {
+	body, release, err := h.readGzipBody(w, r, raw, decoded, res)
+	if errors.Is(err, errEmptyBody) {
+		return nil, nil, fmt.Errorf("%w: Missing message content", errInvalidBody)
+	}
+	return body, release, err
+}
+
+// readGzipBody reads the body of a request that may be gzip-encoded (/api/put,
+// as scollector sends it, and the VictoriaMetrics imports) within the limits (see
+// readBody), takes a concurrency slot once it has all arrived, and gunzips it when
+// it is gzip-encoded. On success the caller gives the slot back with release.
+func (h *writeHandler) readGzipBody(w http.ResponseWriter, r *http.Request, raw, decoded *[]byte, res *reservation) (_ []byte, release func(), _ error) {
 	enc := contentEncoding(r)
 	if enc != "" && enc != "identity" && enc != "gzip" {
 		closeConnection(w)
-		return nil, nil, fmt.Errorf("%w: Content-Encoding %q is not accepted; /api/put takes gzip or none", errUnsupportedMedia, enc)
+		return nil, nil, fmt.Errorf("%w: Content-Encoding %q is not accepted; %s takes gzip or none", errUnsupportedMedia, enc, r.URL.Path)
 	}
 	if err := h.readBody(w, r, raw, res); err != nil {
-		if errors.Is(err, errEmptyBody) {
-			return nil, nil, fmt.Errorf("%w: Missing message content", errInvalidBody)
-		}
 		return nil, nil, err
 	}
 	if err := h.acquireSlot(); err != nil {

@@ -78,7 +78,7 @@ func (h *writeHandler) serveImport(w http.ResponseWriter, r *http.Request, decod
 	defer putBuffer(decoded)
 	res := &reservation{budget: h.bytes}
 	defer res.release()
-	body, release, err := h.readImportBody(w, r, raw, decoded, res)
+	body, release, err := h.readGzipBody(w, r, raw, decoded, res)
 	if err != nil {
 		h.failImport(w, r, err)
 		return
@@ -144,36 +144,6 @@ func byLine(d *wire.Import, rejected []write.Rejection) string {
 		b.WriteString(rj.Reason)
 	}
 	return b.String()
-}
-
-// readImportBody reads the body within the limits (see readBody), takes a
-// concurrency slot once it has all arrived, and gunzips it when it is
-// gzip-encoded. On success the caller gives the slot back with release.
-func (h *writeHandler) readImportBody(w http.ResponseWriter, r *http.Request, raw, decoded *[]byte, res *reservation) (_ []byte, release func(), _ error) {
-	enc := contentEncoding(r)
-	if enc != "" && enc != "identity" && enc != "gzip" {
-		closeConnection(w)
-		return nil, nil, fmt.Errorf("%w: Content-Encoding %q is not accepted; %s takes gzip or none", errUnsupportedMedia, enc, r.URL.Path)
-	}
-	if err := h.readBody(w, r, raw, res); err != nil {
-		return nil, nil, err
-	}
-	if err := h.acquireSlot(); err != nil {
-		return nil, nil, err
-	}
-	body := *raw
-	if enc == "gzip" {
-		var err error
-		if body, err = h.decodeGzip(decoded, body, res); err != nil {
-			h.inflight.release()
-			return nil, nil, err
-		}
-	} else if int64(len(body)) > h.limits.MaxDecompressedBytes {
-		h.inflight.release()
-		return nil, nil, fmt.Errorf("%w: request body is over the limit of %d bytes (--write.max-decompressed-bytes)",
-			errInvalidBody, h.limits.MaxDecompressedBytes)
-	}
-	return body, h.inflight.release, nil
 }
 
 // failImport answers an import request that failed, in plain text as
