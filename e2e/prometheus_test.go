@@ -172,7 +172,8 @@ func startPrometheus(t *testing.T, bin, dir string, cfg promConfig) *promServer 
 			args = append(args, "--enable-feature=metadata-wal-records")
 		}
 		if cfg.backfilled {
-			args = append(args, "--storage.tsdb.retention.time="+backfillRetention)
+			// The admin API for a snapshot of the history (vmctl's prometheus mode).
+			args = append(args, "--storage.tsdb.retention.time="+backfillRetention, "--web.enable-admin-api")
 		}
 		p := startProcess(t, "prometheus", dir, bin, args...)
 		if ps := readyPrometheus(t, p, cfg.port, attempt, cfg.yaml()); ps != nil {

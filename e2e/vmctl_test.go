@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -35,14 +36,17 @@ func vmctlBinary(t *testing.T) string {
 // Prometheus, /api/v1/import into tsdb: SAMPLES on the embedded store, streamed
 // chunks on HBase); then tsdb's /api/v1/export holds exactly the history,
 // tsdb's PromQL answers a set of expressions exactly as Prometheus does, and the
-// export imported into a fresh store exports the same bytes again.
+// export imported into a fresh store exports the same bytes again. Then vmctl's
+// prometheus mode migrates a snapshot of the same Prometheus (its blocks on disk)
+// into a fresh store, with the same checks.
 func TestVmctlMigratesPrometheusIntoTSDB(t *testing.T) {
 	promBin := prometheusBinary(t)
 	promtool := promtoolBinary(t)
 	vmctl := vmctlBinary(t)
 	ctx := context.Background()
 	h := newVmctlHistory(time.Now())
-	ps := backfillPrometheus(t, promBin, promtool, t.TempDir(), h)
+	promDir := t.TempDir()
+	ps := backfillPrometheus(t, promBin, promtool, promDir, h)
 	reqs := vmctlRequests(h)
 	want := make([]*queryResult, len(reqs))
 	for i, r := range reqs {
@@ -110,6 +114,61 @@ func TestVmctlMigratesPrometheusIntoTSDB(t *testing.T) {
 			tsdb.stopAndCheck(t)
 		})
 	}
+
+	// vmctl's prometheus mode: it reads a snapshot of Prometheus' blocks from disk
+	// (Prometheus' own tsdb package) and imports it through /api/v1/import.
+	t.Run("snapshot", func(t *testing.T) {
+		snapshot := prometheusSnapshot(t, ps.url, promDir)
+		tsdb := startTSDB(t, t.TempDir(), embeddedStore(t))
+		args := []string{"prometheus", "-s", "--disable-progress-bar", "--prom-snapshot=" + snapshot,
+			"--prom-tmp-dir-path=" + t.TempDir(), "--vm-addr=" + tsdb.baseURL(),
+			"--vm-backoff-retries=1", "--vm-backoff-min-duration=100ms"}
+		out, err := exec.Command(vmctl, args...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("vmctl %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		t.Logf("vmctl %s:\n%s", strings.Join(args, " "), lastLines(out, 6))
+		got := parseExport(t, exportAll(t, tsdb.baseURL()))
+		wantSet := seriesSet{}
+		for _, s := range h.series {
+			wantSet[s.labels.String()] = s
+		}
+		if d := compareSets(wantSet, got, sameBits); len(d) > 0 {
+			t.Fatalf("tsdb's export after vmctl prometheus differs from the history in %d places:%s", len(d), summarize(d, 10))
+		}
+		for i, r := range reqs {
+			res, err := apiQuery(ctx, tsdb.baseURL(), "/api/v1/query_range", r.params())
+			if err != nil {
+				t.Fatalf("tsdb: %s: %v", r, err)
+			}
+			if d := compareResults(want[i], res, sameBits); len(d) > 0 {
+				t.Errorf("tsdb answers %s unlike Prometheus in %d places:%s", r, len(d), summarize(d, 10))
+			}
+		}
+		tsdb.stopAndCheck(t)
+	})
+}
+
+// prometheusSnapshot takes a snapshot of the Prometheus at promURL (its admin
+// API, POST /api/v1/admin/tsdb/snapshot) whose data directory is
+// promDir/prometheus-data, and returns the snapshot's directory.
+func prometheusSnapshot(t *testing.T, promURL, promDir string) string {
+	t.Helper()
+	resp, err := http.Post(promURL+"/api/v1/admin/tsdb/snapshot", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var snap struct {
+		Data struct {
+			Name string `json:"name"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(body, &snap); resp.StatusCode != http.StatusOK || err != nil || snap.Data.Name == "" {
+		t.Fatalf("Prometheus snapshot: %d %s (%v)", resp.StatusCode, body, err)
+	}
+	return filepath.Join(promDir, "prometheus-data", "snapshots", snap.Data.Name)
 }
 
 // newVmctlHistory is two days of history ending at the UTC midnight before now,
