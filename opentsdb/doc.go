@@ -45,6 +45,9 @@
 //     fill policy, tsuid sub-queries, expressions, rollup and histogram
 //     options, annotations and show_query/show_stats are refused (400) or
 //     not written.
+//   - A metric or tag value that was never written gives no series (an
+//     empty answer), where OpenTSDB answers 400 "No such name for 'metrics'"
+//     from its UID table.
 //   - Groups are ordered by their group-by tag values (OpenTSDB orders them
 //     by tag value UIDs), tags and aggregateTags by name; tsuids are hbtsdb's
 //     8-byte series IDs in hex, not OpenTSDB's UID concatenations.

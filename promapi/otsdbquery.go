@@ -11,6 +11,7 @@ import (
 
 	"github.com/gorilla/mux"
 	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/model/value"
 	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 
@@ -144,7 +145,8 @@ func (h *otsdbQuery) fail(w http.ResponseWriter, r *http.Request, status int, er
 }
 
 // otsdbSource reads a metric's series for package opentsdb: one Select of
-// the read path with __name__ = metric, raw samples only.
+// the read path with __name__ = metric, raw float samples only, without
+// Prometheus' staleness markers (remote-written series end with one).
 type otsdbSource struct {
 	q       queryable
 	withIDs bool
@@ -182,6 +184,9 @@ func (s *otsdbSource) Series(ctx context.Context, metric string, mint, maxt int6
 				continue // native histograms have no OpenTSDB form
 			}
 			t, v := it.At()
+			if value.IsStaleNaN(v) {
+				continue // Prometheus' staleness marker is no sample
+			}
 			series.Points = append(series.Points, opentsdb.Point{T: t, V: v})
 		}
 		if err := it.Err(); err != nil {

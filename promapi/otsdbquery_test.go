@@ -8,11 +8,16 @@ package promapi
 import (
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/model/value"
+	"github.com/prometheus/prometheus/prompb"
 
 	"github.com/hbtsdb/hbtsdb/schema/schematest"
 	"github.com/hbtsdb/hbtsdb/write"
@@ -163,5 +168,24 @@ func TestOpenTSDBQueryBoundsAreItsOptions(t *testing.T) {
 	if err := (OpenTSDBQueryOptions{MaxBodyBytes: -1}).Validate(); err == nil ||
 		err.Error() != "promapi: OpenTSDBQueryOptions.MaxBodyBytes must not be negative (0 takes the default), got -1" {
 		t.Errorf("Validate: %v", err)
+	}
+}
+
+// TestOpenTSDBQueryLeavesOutStalenessMarkers: a remote-written series ends
+// with Prometheus' staleness marker, which /api/query leaves out rather than
+// answering "NaN".
+func TestOpenTSDBQueryLeavesOutStalenessMarkers(t *testing.T) {
+	e := newVMEnv(t, schematest.Backends()[0], write.DefaultLimits(), Options{})
+	bs := e.now.Truncate(time.Hour).Add(-2 * time.Hour)
+	req := &prompb.WriteRequest{Timeseries: []prompb.TimeSeries{v1Series(labels.FromStrings("__name__", "up", "host", "a"),
+		prompb.Sample{Timestamp: bs.UnixMilli(), Value: 1}, prompb.Sample{Timestamp: bs.UnixMilli() + 15000, Value: 0},
+		prompb.Sample{Timestamp: bs.UnixMilli() + 30000, Value: math.Float64frombits(value.StaleNaN)})}}
+	if r := post(t, e.srv.URL+"/api/v1/write", remoteHeaders(ctV1), marshalV1(t, req)); r.status != 204 {
+		t.Fatalf("remote write: %d %s", r.status, r.body)
+	}
+	code, body := otsdbGet(t, e.srv.URL, url.Values{"start": {fmt.Sprint(bs.Unix())}, "end": {fmt.Sprint(bs.Unix() + 60)}, "m": {"sum:up"}})
+	want := fmt.Sprintf(`[{"metric":"up","tags":{"host":"a"},"aggregateTags":[],"dps":{"%d":1.0,"%d":0.0}}]`, bs.Unix(), bs.Unix()+15)
+	if code != 200 || body != want {
+		t.Fatalf("%d %s\nwant 200 %s", code, body, want)
 	}
 }
