@@ -179,6 +179,9 @@ func parseTagFilters(m string) (string, []*Filter, error) {
 	}
 	var filters []*Filter
 	closing := strings.IndexByte(m, '}')
+	if closing < curly {
+		return "", nil, fmt.Errorf("'}' before '{' in: %s", m)
+	}
 	if closing != n-1 {
 		open := strings.LastIndexByte(m, '{')
 		for _, spec := range strings.Split(m[open+1:n-1], ",") {

@@ -217,3 +217,22 @@ func sortedKeys[V any](m map[string]V) []string {
 	sort.Strings(keys)
 	return keys
 }
+
+// FillIntervals is the most intervals a filling downsampler of req emits for
+// one series (the scanned range over the interval), 0 without one: what
+// bounds the answer of a query whose series hold few samples, so that a
+// caller can refuse "1ms-sum-zero" over a year.
+func (req *Request) FillIntervals() int64 {
+	var most int64
+	for _, q := range req.Queries {
+		ds := q.Downsample
+		if ds == nil || ds.All || ds.Fill == FillNone {
+			continue
+		}
+		s, e := scanRange(req.Start, req.End, ds)
+		if n := (ds.align(e) - ds.align(s)) / ds.Interval; n > most {
+			most = n
+		}
+	}
+	return most
+}

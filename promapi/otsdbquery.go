@@ -21,7 +21,7 @@ import (
 
 // DefaultOpenTSDBQueryOptions are the bounds of /api/query unless flags say otherwise.
 func DefaultOpenTSDBQueryOptions() OpenTSDBQueryOptions {
-	return OpenTSDBQueryOptions{MaxBodyBytes: 1 << 20, MaxSubQueries: 50}
+	return OpenTSDBQueryOptions{MaxBodyBytes: 1 << 20, MaxSubQueries: 50, MaxFillIntervals: 1_000_000}
 }
 
 // OpenTSDBQueryOptions bound OpenTSDB's /api/query. Zero fields take the defaults.
@@ -31,6 +31,10 @@ type OpenTSDBQueryOptions struct {
 	// MaxSubQueries bounds the sub-queries (m= parameters or queries[]) of one
 	// request [50]; over it the answer is 400.
 	MaxSubQueries int
+	// MaxFillIntervals bounds the intervals a filling downsampler ("-zero",
+	// "-nan", "-null") emits for one series [1000000], which samples do not
+	// bound; over it the answer is 400.
+	MaxFillIntervals int
 }
 
 func (o OpenTSDBQueryOptions) withDefaults() OpenTSDBQueryOptions {
@@ -41,6 +45,9 @@ func (o OpenTSDBQueryOptions) withDefaults() OpenTSDBQueryOptions {
 	if o.MaxSubQueries <= 0 {
 		o.MaxSubQueries = d.MaxSubQueries
 	}
+	if o.MaxFillIntervals <= 0 {
+		o.MaxFillIntervals = d.MaxFillIntervals
+	}
 	return o
 }
 
@@ -49,6 +56,7 @@ func (o OpenTSDBQueryOptions) Validate() error {
 	return errors.Join(
 		notNegative("OpenTSDBQueryOptions.MaxBodyBytes", o.MaxBodyBytes),
 		notNegative("OpenTSDBQueryOptions.MaxSubQueries", o.MaxSubQueries),
+		notNegative("OpenTSDBQueryOptions.MaxFillIntervals", o.MaxFillIntervals),
 	)
 }
 
@@ -117,6 +125,10 @@ func (h *otsdbQuery) parse(r *http.Request) (*opentsdb.Request, int, error) {
 	}
 	if n := len(req.Queries); n > h.opts.MaxSubQueries {
 		return nil, http.StatusBadRequest, fmt.Errorf("%d sub queries, over the limit of %d (--opentsdb.query.max-sub-queries)", n, h.opts.MaxSubQueries)
+	}
+	if n := req.FillIntervals(); n > int64(h.opts.MaxFillIntervals) {
+		return nil, http.StatusBadRequest, fmt.Errorf("a filling downsampler emits %d intervals per series over this range, "+
+			"over the limit of %d (--opentsdb.query.max-fill-intervals): use a longer interval or fill policy none", n, h.opts.MaxFillIntervals)
 	}
 	return req, 0, nil
 }

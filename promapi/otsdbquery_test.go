@@ -165,6 +165,13 @@ func TestOpenTSDBQueryBoundsAreItsOptions(t *testing.T) {
 	if r.status != 413 || r.body != want {
 		t.Errorf("%d %s, want 413 %s", r.status, r.body, want)
 	}
+	e = newVMEnv(t, schematest.Backends()[0], write.DefaultLimits(), Options{OpenTSDBQuery: OpenTSDBQueryOptions{MaxFillIntervals: 3599}})
+	code, body = otsdbGet(t, e.srv.URL, url.Values{"start": {"1356998400"}, "end": {"1356998401"}, "m": {"sum:1s-sum-zero:m"}})
+	want = `{"error":{"code":400,"message":"a filling downsampler emits 3600 intervals per series over this range, ` +
+		`over the limit of 3599 (--opentsdb.query.max-fill-intervals): use a longer interval or fill policy none"}}`
+	if code != 400 || body != want {
+		t.Errorf("%d %s, want 400 %s", code, body, want)
+	}
 	if err := (OpenTSDBQueryOptions{MaxBodyBytes: -1}).Validate(); err == nil ||
 		err.Error() != "promapi: OpenTSDBQueryOptions.MaxBodyBytes must not be negative (0 takes the default), got -1" {
 		t.Errorf("Validate: %v", err)

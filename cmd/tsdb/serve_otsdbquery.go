@@ -12,4 +12,7 @@ func (o *serveOptions) registerOpenTSDBQueryFlags() {
 		"of OpenTSDB's /api/query; a larger one is answered 413.", &q.MaxBodyBytes)
 	b.int("opentsdb.query.max-sub-queries", "promapi: OpenTSDBQueryOptions.MaxSubQueries", "Most sub-queries "+
 		"(m= parameters or queries[]) of one /api/query request; more are answered 400.", &q.MaxSubQueries)
+	b.int("opentsdb.query.max-fill-intervals", "promapi: OpenTSDBQueryOptions.MaxFillIntervals", "Most intervals a "+
+		"filling downsampler (-zero, -nan, -null) of /api/query emits per series over the range read; more are answered 400.",
+		&q.MaxFillIntervals)
 }

@@ -40,7 +40,8 @@ func TestServeHelpListsTheOpenTSDBQueryFlags(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("tsdb serve --help: exit %d\n%s", code, out)
 	}
-	for _, want := range []string{"--opentsdb.query.max-body-bytes=1MiB", "--opentsdb.query.max-sub-queries=50"} {
+	for _, want := range []string{"--opentsdb.query.max-body-bytes=1MiB", "--opentsdb.query.max-sub-queries=50",
+		"--opentsdb.query.max-fill-intervals=1000000"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("tsdb serve --help lacks %q", want)
 		}
