@@ -51,12 +51,15 @@ type Options struct {
 	Admin Admin
 	// Export bounds VictoriaMetrics' /api/v1/export (vmexport.go).
 	Export ExportOptions
+	// OpenTSDBQuery bounds OpenTSDB's /api/query (otsdbquery.go).
+	OpenTSDBQuery OpenTSDBQueryOptions
 }
 
 // NewRouter returns the handler of every endpoint hbtsdb serves. It fails only on
 // options that cannot work (see QueryOptions.Validate and WriteLimits.Validate).
 func NewRouter(opts Options) (http.Handler, error) {
-	if err := errors.Join(opts.WriteLimits.Validate(), opts.Query.Validate(), opts.OTLP.Validate(), opts.Export.Validate()); err != nil {
+	if err := errors.Join(opts.WriteLimits.Validate(), opts.Query.Validate(), opts.OTLP.Validate(), opts.Export.Validate(),
+		opts.OpenTSDBQuery.Validate()); err != nil {
 		return nil, err
 	}
 	if opts.Logger == nil {
@@ -98,6 +101,7 @@ func NewRouter(opts Options) (http.Handler, error) {
 	engine := newPromQLEngine(opts.Query, opts.Registerer, opts.Logger)
 	registerAdmin(r, opts.Admin, opts.Logger)
 	registerVM(r, wh, q, opts, metrics, guard, storeErr)
+	registerOpenTSDBQuery(r, q, opts, metrics, guard, storeErr)
 	registerPrometheusAPI(r, q, engine, opts.Query, opts.BuildInfo, storeErr, guard, metrics, opts.Logger)
 	// The query page (web/ui) at / and its assets; every other path stays 404.
 	page := ui.Handler()
