@@ -111,14 +111,21 @@ var percentiles = map[string]float64{
 	"ep999r7": 99.9, "ep99r7": 99, "ep95r7": 95, "ep90r7": 90, "ep75r7": 75, "ep50r7": 50,
 }
 
-func runSum(vs []float64) float64 {
-	sum, n := 0.0, 0
+// nonNaNSum sums f(v) over the values that are not NaN, and counts them.
+func nonNaNSum(vs []float64, f func(float64) float64) (sum float64, n int) {
 	for _, v := range vs {
 		if !math.IsNaN(v) {
-			sum += v
+			sum += f(v)
 			n++
 		}
 	}
+	return sum, n
+}
+
+func identity(v float64) float64 { return v }
+
+func runSum(vs []float64) float64 {
+	sum, n := nonNaNSum(vs, identity)
 	if n == 0 {
 		return math.NaN()
 	}
@@ -126,13 +133,7 @@ func runSum(vs []float64) float64 {
 }
 
 func runSquareSum(vs []float64) float64 {
-	sum, n := 0.0, 0
-	for _, v := range vs {
-		if !math.IsNaN(v) {
-			sum += v * v
-			n++
-		}
-	}
+	sum, n := nonNaNSum(vs, func(v float64) float64 { return v * v })
 	if n == 0 {
 		return math.NaN()
 	}
@@ -166,13 +167,7 @@ func runMax(vs []float64) float64 {
 }
 
 func runAvg(vs []float64) float64 {
-	sum, n := 0.0, 0
-	for _, v := range vs {
-		if !math.IsNaN(v) {
-			sum += v
-			n++
-		}
-	}
+	sum, n := nonNaNSum(vs, identity)
 	if n == 0 {
 		return math.NaN()
 	}
