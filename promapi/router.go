@@ -51,6 +51,8 @@ type Options struct {
 	Admin Admin
 	// Export bounds VictoriaMetrics' /api/v1/export (vmexport.go).
 	Export ExportOptions
+	// Version is hbtsdb's version, which OpenTSDB's /api/version answers (opentsdb.go).
+	Version string
 }
 
 // NewRouter returns the handler of every endpoint hbtsdb serves. It fails only on
@@ -98,6 +100,7 @@ func NewRouter(opts Options) (http.Handler, error) {
 	engine := newPromQLEngine(opts.Query, opts.Registerer, opts.Logger)
 	registerAdmin(r, opts.Admin, opts.Logger)
 	registerVM(r, wh, q, opts, metrics, guard, storeErr)
+	registerOpenTSDB(r, q, opts)
 	registerPrometheusAPI(r, q, engine, opts.Query, opts.BuildInfo, storeErr, guard, metrics, opts.Logger)
 	// The query page (web/ui) at / and its assets; every other path stays 404.
 	page := ui.Handler()
