@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hbtsdb/hbtsdb/schema/schematest"
 )
@@ -114,6 +115,10 @@ func TestOpenTSDBVersionAndAggregators(t *testing.T) {
 	}
 }
 
+// openTSDBAskTimeout bounds one request of openTSDBAsk: a TSD whose HBase has
+// died retries its writes for ever, and the test must fail rather than hang.
+const openTSDBAskTimeout = 2 * time.Minute
+
 // openTSDBAsk sends one request to base+path: with GET, query is the query
 // string; otherwise it is the body. It returns the status, the Content-Type and
 // the body without its trailing newline.
@@ -132,9 +137,9 @@ func openTSDBAsk(t testing.TB, base, method, path, query string) (int, string, s
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := (&http.Client{Timeout: openTSDBAskTimeout}).Do(req)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%s %s: %v (no answer within %v: is the server's store down?)", method, u, err, openTSDBAskTimeout)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
