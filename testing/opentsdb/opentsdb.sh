@@ -96,12 +96,20 @@ running() {
   [ -f "$run/pid" ] && kill -0 "$(cat "$run/pid")" 2>/dev/null
 }
 
-# tables runs the table helper (built once per run directory) with its arguments.
+# tables runs the table helper with its arguments. It is built once per version
+# of its source and cached next to the classpath.
 tables() {
-  if [ ! -x "$run/otsdbtables" ]; then
-    (cd "$repo" && go build -o "$run/otsdbtables" ./testing/opentsdb/otsdbtables) || die "cannot build testing/opentsdb/otsdbtables"
+  command -v go >/dev/null || die "go not found: the table helper testing/opentsdb/otsdbtables is built with it"
+  local sum bin tmp
+  sum=$(cat "$here/otsdbtables/main.go" "$repo/go.sum" | sha256sum | cut -c1-12)
+  bin="$cache/otsdbtables-$sum"
+  if [ ! -x "$bin" ]; then
+    mkdir -p "$cache"
+    tmp="$bin.tmp.$$"
+    (cd "$repo" && go build -o "$tmp" ./testing/opentsdb/otsdbtables) || die "cannot build testing/opentsdb/otsdbtables"
+    mv "$tmp" "$bin"
   fi
-  "$run/otsdbtables" "$@"
+  "$bin" "$@"
 }
 
 write_conf() {
