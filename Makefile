@@ -22,15 +22,16 @@ GOTESTFLAGS ?= -race -count=1 -timeout 45m
 # Runs `go test -json ...` and reports it (testing/testreport).
 TESTREPORT  := $(GO) run ./testing/testreport
 
-.PHONY: test vet unit test-with-hbase e2e prometheus vmctl hbase-start hbase-stop build bench fuzz soak bench-compare steady dashboards ui
+.PHONY: test vet unit test-with-hbase test-cluster e2e prometheus vmctl hbase-start hbase-stop build bench fuzz soak bench-compare steady dashboards ui
 
-test: vet prometheus vmctl test-with-hbase
+test: vet prometheus vmctl test-with-hbase test-cluster
 
 vet:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) vet -tags soak ./cmd/tsdb/
+	$(GO) vet -tags cluster ./cmd/tsdb/
 
 # Unit tests only: fast, no HBase (the HBase suites skip and say so; the report lists
 # the skipped tests).
@@ -40,6 +41,16 @@ unit:
 # Every test, once, with HBase and Prometheus; HBase is stopped even on failure.
 test-with-hbase:
 	@$(MAKE) --no-print-directory with-hbase-and-prometheus PKGS=./...
+
+# The HBase cluster tests (cmd/tsdb TestHBaseCluster, build tag cluster): a cluster
+# of ZooKeeper, a master and three region servers, each its own JVM
+# (HBASE_REGIONSERVERS=3 testing/hbase/hbase.sh start, by the test itself), through
+# region splits, moves and merges, a region server's and the master's kill -9, and
+# three tsdb processes, under load. About 10 minutes. make test runs them after the
+# other tests, not beside them: five more JVMs on a 2-core machine starve the
+# end-to-end tests' scrapes.
+test-cluster:
+	@$(MAKE) --no-print-directory with-hbase-and-prometheus PKGS="-tags cluster -run TestHBaseCluster ./cmd/tsdb/"
 
 # The end-to-end tests only (e2e/): a real Prometheus remote-writing to `tsdb serve`
 # on the embedded store and on a real HBase. E2E_DURATION is how long each run

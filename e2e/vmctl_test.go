@@ -78,23 +78,7 @@ func TestVmctlMigratesPrometheusIntoTSDB(t *testing.T) {
 			t.Logf("%s: vmctl migrated %d samples in %s", st.name, h.samples(), time.Since(began).Round(time.Millisecond))
 
 			export := exportAll(t, tsdb.baseURL())
-			got := parseExport(t, export)
-			wantSet := seriesSet{}
-			for _, s := range h.series {
-				wantSet[s.labels.String()] = s
-			}
-			if d := compareSets(wantSet, got, sameBits); len(d) > 0 {
-				t.Fatalf("tsdb's export after vmctl differs from the history in %d places:%s", len(d), summarize(d, 10))
-			}
-			for i, r := range reqs {
-				res, err := apiQuery(ctx, tsdb.baseURL(), "/api/v1/query_range", r.params())
-				if err != nil {
-					t.Fatalf("tsdb: %s: %v", r, err)
-				}
-				if d := compareResults(want[i], res, sameBits); len(d) > 0 {
-					t.Errorf("tsdb answers %s unlike Prometheus in %d places:%s", r, len(d), summarize(d, 10))
-				}
-			}
+			checkMigrated(ctx, t, tsdb.baseURL(), export, h, reqs, want)
 
 			// Export -> import into a fresh store -> export: the same bytes.
 			fresh := startTSDB(t, t.TempDir(), embeddedStore(t))
@@ -128,25 +112,32 @@ func TestVmctlMigratesPrometheusIntoTSDB(t *testing.T) {
 			t.Fatalf("vmctl %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
 		t.Logf("vmctl %s:\n%s", strings.Join(args, " "), lastLines(out, 6))
-		got := parseExport(t, exportAll(t, tsdb.baseURL()))
-		wantSet := seriesSet{}
-		for _, s := range h.series {
-			wantSet[s.labels.String()] = s
-		}
-		if d := compareSets(wantSet, got, sameBits); len(d) > 0 {
-			t.Fatalf("tsdb's export after vmctl prometheus differs from the history in %d places:%s", len(d), summarize(d, 10))
-		}
-		for i, r := range reqs {
-			res, err := apiQuery(ctx, tsdb.baseURL(), "/api/v1/query_range", r.params())
-			if err != nil {
-				t.Fatalf("tsdb: %s: %v", r, err)
-			}
-			if d := compareResults(want[i], res, sameBits); len(d) > 0 {
-				t.Errorf("tsdb answers %s unlike Prometheus in %d places:%s", r, len(d), summarize(d, 10))
-			}
-		}
+		checkMigrated(ctx, t, tsdb.baseURL(), exportAll(t, tsdb.baseURL()), h, reqs, want)
 		tsdb.stopAndCheck(t)
 	})
+}
+
+// checkMigrated checks a store that vmctl migrated the history into: its export
+// (of tsdbURL) holds exactly the history, and it answers reqs bit for bit as
+// Prometheus did (want).
+func checkMigrated(ctx context.Context, t *testing.T, tsdbURL string, export []byte, h *oracleHistory, reqs []vmctlRequest, want []*queryResult) {
+	t.Helper()
+	wantSet := seriesSet{}
+	for _, s := range h.series {
+		wantSet[s.labels.String()] = s
+	}
+	if d := compareSets(wantSet, parseExport(t, export), sameBits); len(d) > 0 {
+		t.Fatalf("tsdb's export after vmctl differs from the history in %d places:%s", len(d), summarize(d, 10))
+	}
+	for i, r := range reqs {
+		res, err := apiQuery(ctx, tsdbURL, "/api/v1/query_range", r.params())
+		if err != nil {
+			t.Fatalf("tsdb: %s: %v", r, err)
+		}
+		if d := compareResults(want[i], res, sameBits); len(d) > 0 {
+			t.Errorf("tsdb answers %s unlike Prometheus in %d places:%s", r, len(d), summarize(d, 10))
+		}
+	}
 }
 
 // prometheusSnapshot takes a snapshot of the Prometheus at promURL (its admin

@@ -138,7 +138,8 @@ func withSampleBudget(ctx context.Context, b *sampleBudget) context.Context {
 }
 
 // budgetQueryable is q whose queriers count the samples they hand out against
-// the sampleBudget of the Select's context, when it has one.
+// the sampleBudget of the Select's context, when it has one, and record the
+// store's errors in its readErrors (remoteread_errors.go), when it has those.
 type budgetQueryable struct {
 	storage.SampleAndChunkQueryable
 }
@@ -153,8 +154,20 @@ func (q budgetQueryable) Querier(mint, maxt int64) (storage.Querier, error) {
 
 type budgetQuerier struct{ storage.Querier }
 
+// ChunkQuerier is q's, with its errors recorded (remoteread_errors.go).
+func (q budgetQueryable) ChunkQuerier(mint, maxt int64) (storage.ChunkQuerier, error) {
+	qr, err := q.SampleAndChunkQueryable.ChunkQuerier(mint, maxt)
+	if err != nil {
+		return nil, err
+	}
+	return recordingChunkQuerier{qr}, nil
+}
+
 func (q budgetQuerier) Select(ctx context.Context, sorted bool, hints *storage.SelectHints, ms ...*labels.Matcher) storage.SeriesSet {
 	set := q.Querier.Select(ctx, sorted, hints, ms...)
+	if e := readErrorsOf(ctx); e != nil {
+		set = recordingSeriesSet{SeriesSet: set, errs: e}
+	}
 	if b, ok := ctx.Value(sampleBudgetKey{}).(*sampleBudget); ok {
 		return budgetSeriesSet{SeriesSet: set, budget: b}
 	}

@@ -102,6 +102,9 @@ func remoteRead(q storage.SampleAndChunkQueryable, opts QueryOptions, ready func
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		// Remote read hands out stored samples: never rollups.
 		ctx := query.WithResolution(r.Context(), query.ResolutionRaw)
+		errs := &readErrors{}
+		ctx = withReadErrors(ctx, errs)
+		w = readErrorResponse{ResponseWriter: w, errs: errs}
 		if typ, err := remote.NegotiateResponseType(req.AcceptedResponseTypes); err == nil && typ == prompb.ReadRequest_SAMPLES {
 			b := &sampleBudget{limit: int64(opts.RemoteReadSampleLimit)}
 			ctx = withSampleBudget(ctx, b)

@@ -51,6 +51,8 @@ type Options struct {
 	Admin Admin
 	// Export bounds VictoriaMetrics' /api/v1/export (vmexport.go).
 	Export ExportOptions
+	// OpenTSDBQuery bounds OpenTSDB's /api/query (otsdbquery.go).
+	OpenTSDBQuery OpenTSDBQueryOptions
 	// Version is hbtsdb's version, which OpenTSDB's /api/version answers (opentsdb.go).
 	Version string
 }
@@ -58,7 +60,8 @@ type Options struct {
 // NewRouter returns the handler of every endpoint hbtsdb serves. It fails only on
 // options that cannot work (see QueryOptions.Validate and WriteLimits.Validate).
 func NewRouter(opts Options) (http.Handler, error) {
-	if err := errors.Join(opts.WriteLimits.Validate(), opts.Query.Validate(), opts.OTLP.Validate(), opts.Export.Validate()); err != nil {
+	if err := errors.Join(opts.WriteLimits.Validate(), opts.Query.Validate(), opts.OTLP.Validate(), opts.Export.Validate(),
+		opts.OpenTSDBQuery.Validate()); err != nil {
 		return nil, err
 	}
 	if opts.Logger == nil {
@@ -100,6 +103,7 @@ func NewRouter(opts Options) (http.Handler, error) {
 	engine := newPromQLEngine(opts.Query, opts.Registerer, opts.Logger)
 	registerAdmin(r, opts.Admin, opts.Logger)
 	registerVM(r, wh, q, opts, metrics, guard, storeErr)
+	registerOpenTSDBQuery(r, q, opts, metrics, guard, storeErr)
 	registerOpenTSDB(r, q, opts)
 	registerPrometheusAPI(r, q, engine, opts.Query, opts.BuildInfo, storeErr, guard, metrics, opts.Logger)
 	// The query page (web/ui) at / and its assets; every other path stays 404.

@@ -145,6 +145,7 @@ func registerServe(a *app) {
 	o.registerWriteFlags()
 	o.registerOTLPFlags()
 	o.registerExportFlags()
+	o.registerOpenTSDBQueryFlags()
 	o.registerQueryFlags()
 	o.registerCompactionFlags()
 	o.registerDebugFlags()

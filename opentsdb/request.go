@@ -1,0 +1,507 @@
+package opentsdb
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Request is one /api/query request, validated: times resolved to
+// milliseconds, aggregators, downsamplers and filters built.
+type Request struct {
+	// Start and End bound the answer, inclusive, in ms since the epoch.
+	Start, End int64
+	// MsResolution writes dps keys in milliseconds instead of seconds.
+	MsResolution bool
+	// ShowTSUIDs adds each group's series IDs ("tsuids").
+	ShowTSUIDs bool
+	// Queries are the sub-queries, each answered with its own groups.
+	Queries []SubQuery
+}
+
+// SubQuery is one metric query of a Request.
+type SubQuery struct {
+	// Metric is the metric name, hbtsdb's __name__.
+	Metric string
+	// Agg aggregates the series of a group.
+	Agg *Aggregator
+	// Downsample, when not nil, downsamples each series first.
+	Downsample *Downsample
+	// Rate turns each series (after downsampling) into per-second rates.
+	Rate bool
+	// RateOptions apply when Rate is set.
+	RateOptions RateOptions
+	// Filters select series; those with GroupBy split them into groups.
+	Filters []*Filter
+	// ExplicitTags keeps only series whose tag keys are exactly the filters'.
+	ExplicitTags bool
+	// Fill is the downsampler's fill policy (FillNone without one), which
+	// decides how NaN is written.
+	Fill FillPolicy
+}
+
+// Error is a bad request: Status (400) and OpenTSDB's message for it.
+type Error struct {
+	Status  int
+	Message string
+}
+
+func (e *Error) Error() string { return e.Message }
+
+func badRequest(format string, args ...any) error {
+	return &Error{Status: 400, Message: fmt.Sprintf(format, args...)}
+}
+
+// ParseForm reads a GET query string's parameters (url.Values) as QueryRpc's
+// parseQuery does: start (required), end, ms, show_tsuids and one or more m.
+// now is the time of "now" and "-ago".
+func ParseForm(form map[string][]string, now time.Time) (*Request, error) {
+	get := func(k string) (string, bool) {
+		v, ok := form[k]
+		if !ok || len(v) == 0 {
+			return "", ok
+		}
+		return v[len(v)-1], true
+	}
+	start, ok := get("start")
+	if !ok {
+		return nil, badRequest("Missing parameter <code>start</code>")
+	}
+	end, _ := get("end")
+	req := &Request{}
+	_, req.MsResolution = form["ms"]
+	_, req.ShowTSUIDs = form["show_tsuids"]
+	for _, k := range []string{"tsuid", "exp", "timezone", "use_calendar"} {
+		if _, ok := form[k]; ok {
+			return nil, badRequest("parameter %s is not supported by hbtsdb's /api/query", k)
+		}
+	}
+	var subs []jsonSubQuery
+	for _, m := range form["m"] {
+		s, err := parseM(m)
+		if err != nil {
+			return nil, err
+		}
+		subs = append(subs, s)
+	}
+	if len(subs) == 0 {
+		return nil, badRequest("Missing sub queries")
+	}
+	return req.finish(jsonTime(start), jsonTime(end), subs, now)
+}
+
+// jsonQuery is TSQuery's JSON form (the fields hbtsdb reads).
+type jsonQuery struct {
+	Start        jsonTime       `json:"start"`
+	End          jsonTime       `json:"end"`
+	Queries      []jsonSubQuery `json:"queries"`
+	MsResolution bool           `json:"msResolution"`
+	ShowTSUIDs   bool           `json:"showTSUIDs"`
+	Timezone     string         `json:"timezone"`
+	UseCalendar  bool           `json:"useCalendar"`
+}
+
+// jsonSubQuery is TSSubQuery's JSON form (the fields hbtsdb reads).
+type jsonSubQuery struct {
+	Aggregator   string            `json:"aggregator"`
+	Metric       string            `json:"metric"`
+	TSUIDs       []string          `json:"tsuids"`
+	Rate         bool              `json:"rate"`
+	RateOptions  *jsonRateOptions  `json:"rateOptions"`
+	Downsample   string            `json:"downsample"`
+	Tags         map[string]string `json:"tags"`
+	Filters      []jsonFilter      `json:"filters"`
+	ExplicitTags bool              `json:"explicitTags"`
+
+	filters []*Filter // from m=, already built
+}
+
+type jsonFilter struct {
+	Type    string `json:"type"`
+	Tagk    string `json:"tagk"`
+	Filter  string `json:"filter"`
+	GroupBy bool   `json:"groupBy"`
+}
+
+// jsonRateOptions takes RateOptions' defaults for missing fields.
+type jsonRateOptions RateOptions
+
+func (o *jsonRateOptions) UnmarshalJSON(b []byte) error {
+	type plain RateOptions
+	p := plain(DefaultRateOptions())
+	if err := json.Unmarshal(b, &p); err != nil {
+		return err
+	}
+	*o = jsonRateOptions(p)
+	return nil
+}
+
+// jsonTime is a time given as a JSON string or number, as Jackson reads
+// either into TSQuery's String fields.
+type jsonTime string
+
+func (t *jsonTime) UnmarshalJSON(b []byte) error {
+	if bytes.Equal(b, []byte("null")) {
+		*t = ""
+		return nil
+	}
+	if len(b) > 0 && b[0] == '"' {
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		*t = jsonTime(s)
+		return nil
+	}
+	var n json.Number
+	if err := json.Unmarshal(b, &n); err != nil {
+		return err
+	}
+	*t = jsonTime(n.String())
+	return nil
+}
+
+// ParseJSON reads a POST body: TSQuery's JSON form.
+func ParseJSON(body []byte, now time.Time) (*Request, error) {
+	var q jsonQuery
+	if err := json.Unmarshal(body, &q); err != nil {
+		return nil, badRequest("Unable to parse the given JSON: %v", err)
+	}
+	if q.Timezone != "" || q.UseCalendar {
+		return nil, badRequest("timezone and useCalendar (calendar downsampling) are not supported by hbtsdb's /api/query")
+	}
+	req := &Request{MsResolution: q.MsResolution, ShowTSUIDs: q.ShowTSUIDs}
+	return req.finish(q.Start, q.End, q.Queries, now)
+}
+
+// finish is TSQuery.validateAndSetQuery.
+func (req *Request) finish(start, end jsonTime, subs []jsonSubQuery, now time.Time) (*Request, error) {
+	if start == "" {
+		return nil, badRequest("Missing start time")
+	}
+	var err error
+	if req.Start, err = ParseTime(string(start), now); err != nil {
+		return nil, err
+	}
+	if end != "" {
+		if req.End, err = ParseTime(string(end), now); err != nil {
+			return nil, err
+		}
+	} else {
+		req.End = now.UnixMilli()
+	}
+	if req.End <= req.Start {
+		return nil, badRequest("End time [%d] must be greater than the start time [%d]", req.End, req.Start)
+	}
+	if len(subs) == 0 {
+		return nil, badRequest("Missing queries")
+	}
+	for i, s := range subs {
+		sq, err := s.build()
+		if err != nil {
+			var e *Error
+			if asError(err, &e) {
+				e.Message = fmt.Sprintf("queries[%d]: %s", i, e.Message)
+			}
+			return nil, err
+		}
+		req.Queries = append(req.Queries, *sq)
+	}
+	return req, nil
+}
+
+func asError(err error, e **Error) bool {
+	x, ok := err.(*Error)
+	if ok {
+		*e = x
+	}
+	return ok
+}
+
+// build is TSSubQuery.validateAndSetQuery.
+func (s jsonSubQuery) build() (*SubQuery, error) {
+	if s.Aggregator == "" {
+		return nil, badRequest("Missing the aggregation function")
+	}
+	agg, ok := LookupAggregator(s.Aggregator)
+	if !ok {
+		return nil, badRequest("No such aggregation function: %s", s.Aggregator)
+	}
+	if len(s.TSUIDs) > 0 {
+		return nil, badRequest("tsuids queries are not supported by hbtsdb's /api/query: give a metric")
+	}
+	if s.Metric == "" {
+		return nil, badRequest("Missing the metric or tsuids, provide at least one")
+	}
+	sq := &SubQuery{Metric: s.Metric, Agg: agg, Rate: s.Rate, RateOptions: DefaultRateOptions(),
+		ExplicitTags: s.ExplicitTags, Filters: s.filters}
+	if s.RateOptions != nil {
+		sq.RateOptions = RateOptions(*s.RateOptions)
+	}
+	for _, f := range s.Filters {
+		nf, err := NewFilter(f.Type, f.Tagk, f.Filter, f.GroupBy)
+		if err != nil {
+			return nil, badRequest("Invalid filter %s=%s(%s): %v", f.Tagk, f.Type, f.Filter, err)
+		}
+		sq.Filters = append(sq.Filters, nf)
+	}
+	// Legacy "tags" are group-by filters (TSSubQuery.transferTags).
+	var err error
+	for _, k := range sortedKeys(s.Tags) {
+		if sq.Filters, err = addFilter(sq.Filters, k, s.Tags[k], true); err != nil {
+			return nil, badRequest("When parsing tag '%s=%s': %v", k, s.Tags[k], err)
+		}
+	}
+	if s.Downsample != "" {
+		if sq.Downsample, err = ParseDownsample(s.Downsample); err != nil {
+			return nil, err
+		}
+		sq.Fill = sq.Downsample.Fill
+	}
+	return sq, nil
+}
+
+// parseM is QueryRpc.parseMTypeSubQuery:
+// agg:[interval-agg[-fill]:][rate[{counter[,max[,reset]]}]:]metric[{tags}[{filters}]].
+func parseM(m string) (jsonSubQuery, error) {
+	var s jsonSubQuery
+	if m == "" {
+		return s, badRequest("The query string was empty")
+	}
+	parts := strings.Split(m, ":")
+	if len(parts) < 2 || len(parts) > 5 {
+		which := "too many"
+		if len(parts) < 2 {
+			which = "not enough"
+		}
+		return s, badRequest("Invalid parameter m=%s (%s :-separated parts)", m, which)
+	}
+	s.Aggregator = parts[0]
+	metric, filters, err := parseTagFilters(parts[len(parts)-1])
+	if err != nil {
+		return s, badRequest("%v", err)
+	}
+	s.Metric, s.filters = metric, filters
+	for _, p := range parts[1 : len(parts)-1] {
+		lp := strings.ToLower(p)
+		switch {
+		case strings.HasPrefix(lp, "rate"):
+			s.Rate = true
+			if strings.Contains(p, "{") {
+				o, err := ParseRateOptions(p)
+				if err != nil {
+					return s, err
+				}
+				jo := jsonRateOptions(o)
+				s.RateOptions = &jo
+			}
+		case p != "" && p[0] >= '0' && p[0] <= '9':
+			s.Downsample = p
+		case lp == "explicit_tags":
+			s.ExplicitTags = true
+		case lp == "pre-agg", strings.HasPrefix(lp, "rollup_"), strings.HasPrefix(lp, "percentiles"),
+			strings.HasPrefix(lp, "show-histogram-buckets"):
+			return s, badRequest("%s in m=%s is not supported by hbtsdb's /api/query", p, m)
+		}
+	}
+	return s, nil
+}
+
+// ParseRateOptions is QueryRpc.parseRateOptions: "rate",
+// "rate{counter[,counterMax[,resetValue]]}" or "rate{dropcounter,...}".
+func ParseRateOptions(spec string) (RateOptions, error) {
+	if len(spec) == 4 {
+		return DefaultRateOptions(), nil
+	}
+	if len(spec) < 6 {
+		return RateOptions{}, badRequest("Invalid rate options specification: %s", spec)
+	}
+	parts := strings.Split(spec[5:len(spec)-1], ",")
+	if len(parts) < 1 || len(parts) > 3 {
+		return RateOptions{}, badRequest("Incorrect number of values in rate options specification, must be "+
+			"counter[,counter max value,reset value], recieved: %d parts", len(parts))
+	}
+	o := DefaultRateOptions()
+	o.Counter = strings.HasSuffix(parts[0], "counter")
+	o.DropResets = parts[0] == "dropcounter"
+	if len(parts) >= 2 && parts[1] != "" {
+		v, err := strconv.ParseInt(parts[1], 10, 64)
+		if err != nil {
+			return RateOptions{}, badRequest("Max value of counter was not a number, received '%s'", parts[1])
+		}
+		o.CounterMax = v
+	}
+	if len(parts) >= 3 && parts[2] != "" {
+		v, err := strconv.ParseInt(parts[2], 10, 64)
+		if err != nil {
+			return RateOptions{}, badRequest("Reset value of counter was not a number, received '%s'", parts[2])
+		}
+		o.ResetValue = v
+	}
+	return o, nil
+}
+
+// ParseDownsample is DownsamplingSpecification's parser:
+// "<interval>-<aggregator>[-<fill policy>]", the interval a duration
+// (ParseDuration) or "0all". Calendar intervals ("1dc") are refused.
+func ParseDownsample(spec string) (*Downsample, error) {
+	parts := strings.Split(spec, "-")
+	if len(parts) < 2 {
+		return nil, badRequest("Invalid downsampling specifier '%s': must provide at least interval and function", spec)
+	}
+	if len(parts) > 3 {
+		return nil, badRequest("Invalid downsampling specifier '%s': must consist of interval, function, and optional fill policy", spec)
+	}
+	d := &Downsample{}
+	switch {
+	case strings.Contains(parts[0], "all"):
+		d.All = true
+	case strings.HasSuffix(parts[0], "c"):
+		return nil, badRequest("Invalid downsampling specifier '%s': calendar intervals are not supported by hbtsdb", spec)
+	default:
+		iv, err := ParseDuration(parts[0])
+		if err != nil {
+			return nil, err
+		}
+		d.Interval = iv
+	}
+	agg, ok := LookupAggregator(parts[1])
+	if !ok {
+		return nil, badRequest("No such downsampling function: %s", parts[1])
+	}
+	if agg.Name == "none" {
+		return nil, badRequest("cannot use the NONE aggregator for downsampling")
+	}
+	d.Agg = agg
+	if len(parts) == 3 {
+		f, ok := fillNames[strings.ToLower(parts[2])]
+		if !ok {
+			if strings.EqualFold(parts[2], "scalar") {
+				return nil, badRequest("fill policy scalar is not supported by hbtsdb")
+			}
+			return nil, badRequest("No such fill policy: '%s': must be one of: none nan null zero", parts[2])
+		}
+		d.Fill = f
+	}
+	return d, nil
+}
+
+// ParseDuration is DateTime.parseDuration: a positive integer and a unit
+// (ms, s, m, h, d, w, n = 30 days, y = 365 days), in milliseconds.
+func ParseDuration(s string) (int64, error) {
+	if s == "" {
+		return 0, badRequest("Cannot parse null or empty duration")
+	}
+	unit := 0
+	for unit < len(s) && s[unit] >= '0' && s[unit] <= '9' {
+		unit++
+	}
+	if unit >= len(s) {
+		return 0, badRequest("Invalid duration, must have an integer and unit: %s", s)
+	}
+	n, err := strconv.ParseInt(s[:unit], 10, 64)
+	if err != nil {
+		return 0, badRequest("Invalid duration (number): %s", s)
+	}
+	if n <= 0 {
+		return 0, badRequest("Zero or negative duration: %s", s)
+	}
+	var mult int64
+	switch strings.ToLower(s)[len(s)-1] {
+	case 's':
+		if len(s) >= 2 && s[len(s)-2] == 'm' {
+			return n, nil
+		}
+		mult = 1
+	case 'm':
+		mult = 60
+	case 'h':
+		mult = 3600
+	case 'd':
+		mult = 3600 * 24
+	case 'w':
+		mult = 3600 * 24 * 7
+	case 'n':
+		mult = 3600 * 24 * 30
+	case 'y':
+		mult = 3600 * 24 * 365
+	default:
+		return 0, badRequest("Invalid duration (suffix): %s", s)
+	}
+	mult *= 1000
+	if float64(n)*float64(mult) > math.MaxInt64 {
+		return 0, badRequest("Duration must be < Long.MAX_VALUE ms: %s", s)
+	}
+	return n * mult, nil
+}
+
+var (
+	msSuffix   = regexp.MustCompile(`^[0-9]+ms$`)
+	dottedMS   = regexp.MustCompile(`^[0-9]{10}\.[0-9]{1,3}$`)
+	absFormats = map[int][2]string{ // length -> layout without '-', with '-'
+		10: {"2006/01/02", "2006/01/02"},
+		16: {"2006/01/02 15:04", "2006/01/02-15:04"},
+		19: {"2006/01/02 15:04:05", "2006/01/02-15:04:05"},
+	}
+)
+
+// ParseTime is DateTime.parseDateTimeString in UTC, in milliseconds: "now",
+// "<duration>-ago", "<n>ms", Unix seconds (up to 10 digits) or milliseconds,
+// "<seconds>.<ms>", or "yyyy/MM/dd[ HH:mm[:ss]]" (a '-' may join date and time).
+func ParseTime(s string, now time.Time) (int64, error) {
+	ls := strings.ToLower(s)
+	switch {
+	case msSuffix.MatchString(s):
+		v, err := strconv.ParseInt(strings.TrimSuffix(s, "ms"), 10, 64)
+		if err != nil {
+			return 0, badRequest("Invalid time: %s. %v", s, err)
+		}
+		return v, nil
+	case ls == "now":
+		return now.UnixMilli(), nil
+	case strings.HasSuffix(ls, "-ago"):
+		d, err := ParseDuration(s[:len(s)-4])
+		if err != nil {
+			return 0, err
+		}
+		return now.UnixMilli() - d, nil
+	case strings.ContainsAny(s, "/:"):
+		layouts, ok := absFormats[len(s)]
+		if !ok {
+			return 0, badRequest("Invalid absolute date: %s", s)
+		}
+		layout := layouts[0]
+		if strings.Contains(s, "-") {
+			layout = layouts[1]
+		}
+		t, err := time.ParseInLocation(layout, s, time.UTC)
+		if err != nil {
+			return 0, badRequest("Invalid date: %s. %v", s, err)
+		}
+		return t.UnixMilli(), nil
+	}
+	digits := s
+	if strings.Contains(s, ".") {
+		if !dottedMS.MatchString(s) {
+			return 0, badRequest("Invalid time: %s. Millisecond timestamps must be in the format "+
+				"<seconds>.<ms> where the milliseconds are limited to 3 digits", s)
+		}
+		digits = strings.Replace(s, ".", "", 1)
+	}
+	v, err := strconv.ParseInt(digits, 10, 64)
+	if err != nil {
+		return 0, badRequest("Invalid time: %s. not a number", s)
+	}
+	if v < 0 {
+		return 0, badRequest("Invalid time: %s. Negative timestamps are not supported.", s)
+	}
+	if len(s) <= 10 {
+		v *= 1000
+	}
+	return v, nil
+}

@@ -1,0 +1,136 @@
+package opentsdb
+
+import (
+	"encoding/json"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// WriteJSON writes results as OpenTSDB 2.4.1's HttpJsonSerializer does:
+// [{"metric","tags","aggregateTags"[,"tsuids"],"dps":{"<ts>":v,...}}], the
+// dps keys in seconds (a millisecond timestamp divided down, so that two
+// samples in one second write one key twice, as OpenTSDB does) or, with
+// msResolution, in milliseconds. Values are written as Java's Double.toString
+// writes them ("1.0", "1.5E7"), NaN as "NaN" (Jackson quotes non-numeric
+// numbers) or, with fill policy null, as null.
+func WriteJSON(w io.Writer, results []Result, msResolution, showTSUIDs bool) error {
+	b := make([]byte, 0, 4096)
+	b = append(b, '[')
+	for i, r := range results {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"metric":`...)
+		b = appendString(b, r.Metric)
+		b = append(b, `,"tags":{`...)
+		for j, k := range sortedKeys(r.Tags) {
+			if j > 0 {
+				b = append(b, ',')
+			}
+			b = appendString(b, k)
+			b = append(b, ':')
+			b = appendString(b, r.Tags[k])
+		}
+		b = append(b, `},"aggregateTags":[`...)
+		for j, k := range r.AggregateTags {
+			if j > 0 {
+				b = append(b, ',')
+			}
+			b = appendString(b, k)
+		}
+		b = append(b, ']')
+		if showTSUIDs {
+			b = append(b, `,"tsuids":[`...)
+			for j, id := range r.TSUIDs {
+				if j > 0 {
+					b = append(b, ',')
+				}
+				b = appendString(b, id)
+			}
+			b = append(b, ']')
+		}
+		b = append(b, `,"dps":{`...)
+		for j, p := range r.Points {
+			if j > 0 {
+				b = append(b, ',')
+			}
+			ts := p.T
+			if !msResolution {
+				ts /= 1000
+			}
+			b = append(b, '"')
+			b = strconv.AppendInt(b, ts, 10)
+			b = append(b, `":`...)
+			if math.IsNaN(p.V) && r.Fill == FillNull {
+				b = append(b, "null"...)
+			} else {
+				b = AppendJavaDouble(b, p.V)
+			}
+		}
+		b = append(b, "}}"...)
+		if len(b) > 64<<10 {
+			if _, err := w.Write(b); err != nil {
+				return err
+			}
+			b = b[:0]
+		}
+	}
+	b = append(b, ']')
+	_, err := w.Write(b)
+	return err
+}
+
+// WriteError writes OpenTSDB's error body: {"error":{"code":N,"message":"..."}}.
+func WriteError(w io.Writer, code int, message string) error {
+	b := []byte(`{"error":{"code":`)
+	b = strconv.AppendInt(b, int64(code), 10)
+	b = append(b, `,"message":`...)
+	b = appendString(b, message)
+	b = append(b, "}}"...)
+	_, err := w.Write(b)
+	return err
+}
+
+func appendString(b []byte, s string) []byte {
+	q, _ := json.Marshal(s)
+	return append(b, q...)
+}
+
+// AppendJavaDouble writes v as Jackson writes a double: Java's
+// Double.toString (shortest digits; plain notation with at least one
+// fractional digit for 1e-3 <= |v| < 1e7, otherwise d.dddE±n), NaN and
+// infinities quoted.
+func AppendJavaDouble(b []byte, v float64) []byte {
+	switch {
+	case math.IsNaN(v):
+		return append(b, `"NaN"`...)
+	case math.IsInf(v, 1):
+		return append(b, `"Infinity"`...)
+	case math.IsInf(v, -1):
+		return append(b, `"-Infinity"`...)
+	case v == 0:
+		if math.Signbit(v) {
+			return append(b, "-0.0"...)
+		}
+		return append(b, "0.0"...)
+	}
+	a := math.Abs(v)
+	if a >= 1e-3 && a < 1e7 {
+		s := strconv.FormatFloat(v, 'f', -1, 64)
+		if !strings.Contains(s, ".") {
+			s += ".0"
+		}
+		return append(b, s...)
+	}
+	s := strconv.FormatFloat(v, 'e', -1, 64) // "1.5e+07", "1e-04"
+	mant, exp, _ := strings.Cut(s, "e")
+	if !strings.Contains(mant, ".") {
+		mant += ".0"
+	}
+	e, _ := strconv.Atoi(exp)
+	b = append(b, mant...)
+	b = append(b, 'E')
+	return strconv.AppendInt(b, int64(e), 10)
+}

@@ -1,0 +1,230 @@
+package promapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/gorilla/mux"
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/model/value"
+	"github.com/prometheus/prometheus/storage"
+	"github.com/prometheus/prometheus/tsdb/chunkenc"
+
+	"github.com/hbtsdb/hbtsdb/opentsdb"
+	"github.com/hbtsdb/hbtsdb/query"
+)
+
+// DefaultOpenTSDBQueryOptions are the bounds of /api/query unless flags say otherwise.
+func DefaultOpenTSDBQueryOptions() OpenTSDBQueryOptions {
+	return OpenTSDBQueryOptions{MaxBodyBytes: 1 << 20, MaxSubQueries: 50, MaxFillIntervals: 1_000_000}
+}
+
+// OpenTSDBQueryOptions bound OpenTSDB's /api/query. Zero fields take the defaults.
+type OpenTSDBQueryOptions struct {
+	// MaxBodyBytes bounds a POST body [1 MiB]; over it the answer is 413.
+	MaxBodyBytes int64
+	// MaxSubQueries bounds the sub-queries (m= parameters or queries[]) of one
+	// request [50]; over it the answer is 400.
+	MaxSubQueries int
+	// MaxFillIntervals bounds the intervals a filling downsampler ("-zero",
+	// "-nan", "-null") emits for one series [1000000], which samples do not
+	// bound; over it the answer is 400.
+	MaxFillIntervals int
+}
+
+func (o OpenTSDBQueryOptions) withDefaults() OpenTSDBQueryOptions {
+	d := DefaultOpenTSDBQueryOptions()
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = d.MaxBodyBytes
+	}
+	if o.MaxSubQueries <= 0 {
+		o.MaxSubQueries = d.MaxSubQueries
+	}
+	if o.MaxFillIntervals <= 0 {
+		o.MaxFillIntervals = d.MaxFillIntervals
+	}
+	return o
+}
+
+// Validate refuses negative bounds, every one of them; zero takes the default.
+func (o OpenTSDBQueryOptions) Validate() error {
+	return errors.Join(
+		notNegative("OpenTSDBQueryOptions.MaxBodyBytes", o.MaxBodyBytes),
+		notNegative("OpenTSDBQueryOptions.MaxSubQueries", o.MaxSubQueries),
+		notNegative("OpenTSDBQueryOptions.MaxFillIntervals", o.MaxFillIntervals),
+	)
+}
+
+// registerOpenTSDBQuery adds OpenTSDB 2.x's GET|POST /api/query, a read
+// endpoint (the memory guard and read statistics of remote read, the read
+// role of --web.read-only-users; write-only users get 403).
+func registerOpenTSDBQuery(r *mux.Router, q queryable, opts Options, metrics *httpMetrics, guard *memoryGuard, ready func() error) {
+	h := &otsdbQuery{q: q, opts: opts.OpenTSDBQuery.withDefaults(), ready: ready, logger: opts.Logger, now: time.Now}
+	r.Handle("/api/query", guard.guardReads(false, withReadStats(metrics, h))).Methods(http.MethodGet, http.MethodPost)
+}
+
+// otsdbQuery serves /api/query (https://opentsdb.net/docs/build/html/api_http/query/index.html):
+// the request is parsed and validated by package opentsdb (GET: start, end,
+// m, ms, show_tsuids; POST: TSQuery's JSON), answered from the raw samples of
+// hbtsdb's read path (never rollups, as remote read), metric = __name__ and
+// tags = the other labels, and written in OpenTSDB 2.4.1's JSON. Bad input is
+// 400 in OpenTSDB's error JSON, a select limit 422, a store failure 503 or 500.
+type otsdbQuery struct {
+	q      queryable
+	opts   OpenTSDBQueryOptions
+	ready  func() error
+	logger *slog.Logger
+	now    func() time.Time
+}
+
+func (h *otsdbQuery) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	req, status, err := h.parse(r)
+	if err != nil {
+		h.fail(w, r, status, err)
+		return
+	}
+	if err := h.ready(); err != nil {
+		h.fail(w, r, http.StatusServiceUnavailable, err)
+		return
+	}
+	src := &otsdbSource{q: h.q, withIDs: req.ShowTSUIDs}
+	results, err := opentsdb.Run(r.Context(), src, req)
+	if err != nil {
+		h.fail(w, r, readStatus(err), err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
+	if err := opentsdb.WriteJSON(w, results, req.MsResolution, req.ShowTSUIDs); err != nil && r.Context().Err() == nil {
+		h.logger.Error("opentsdb query: write answer", "remote", r.RemoteAddr, "err", err)
+	}
+}
+
+func (h *otsdbQuery) parse(r *http.Request) (*opentsdb.Request, int, error) {
+	var req *opentsdb.Request
+	var err error
+	if r.Method == http.MethodPost {
+		body, rerr := io.ReadAll(http.MaxBytesReader(nil, r.Body, h.opts.MaxBodyBytes))
+		if rerr != nil {
+			var tooBig *http.MaxBytesError
+			if errors.As(rerr, &tooBig) {
+				return nil, http.StatusRequestEntityTooLarge, fmt.Errorf("request body over %d bytes (--opentsdb.query.max-body-bytes)", h.opts.MaxBodyBytes)
+			}
+			return nil, http.StatusBadRequest, fmt.Errorf("read request body: %w", rerr)
+		}
+		req, err = opentsdb.ParseJSON(body, h.now())
+	} else {
+		req, err = opentsdb.ParseForm(r.URL.Query(), h.now())
+	}
+	if err != nil {
+		return nil, http.StatusBadRequest, err
+	}
+	if n := len(req.Queries); n > h.opts.MaxSubQueries {
+		return nil, http.StatusBadRequest, fmt.Errorf("%d sub queries, over the limit of %d (--opentsdb.query.max-sub-queries)", n, h.opts.MaxSubQueries)
+	}
+	if n := req.FillIntervals(); n > int64(h.opts.MaxFillIntervals) {
+		return nil, http.StatusBadRequest, fmt.Errorf("a filling downsampler emits %d intervals per series over this range, "+
+			"over the limit of %d (--opentsdb.query.max-fill-intervals): use a longer interval or fill policy none", n, h.opts.MaxFillIntervals)
+	}
+	return req, 0, nil
+}
+
+// readStatus is the status of a failed read.
+func readStatus(err error) int {
+	switch {
+	case errors.Is(err, query.ErrLimitExceeded):
+		return http.StatusUnprocessableEntity
+	case errors.Is(err, context.Canceled):
+		return statusClientClosedRequest
+	case unavailable(err), errors.Is(err, context.DeadlineExceeded):
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
+}
+
+// fail answers OpenTSDB's error JSON.
+func (h *otsdbQuery) fail(w http.ResponseWriter, r *http.Request, status int, err error) {
+	if status >= 500 && status != statusClientClosedRequest {
+		h.logger.Error("opentsdb query failed", "status", status, "remote", r.RemoteAddr, "err", err)
+	}
+	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
+	w.WriteHeader(status)
+	_ = opentsdb.WriteError(w, status, err.Error())
+}
+
+// otsdbSource reads a metric's series for package opentsdb: one Select of
+// the read path with __name__ = metric, raw float samples only, without
+// Prometheus' staleness markers (remote-written series end with one).
+type otsdbSource struct {
+	q       queryable
+	withIDs bool
+}
+
+func (s *otsdbSource) Series(ctx context.Context, metric string, mint, maxt int64) ([]opentsdb.Series, error) {
+	ctx = query.WithResolution(ctx, query.ResolutionRaw)
+	name := labels.MustNewMatcher(labels.MatchEqual, labels.MetricName, metric)
+	qr, err := s.q.Querier(mint, maxt)
+	if err != nil {
+		return nil, err
+	}
+	defer qr.Close()
+	ids := map[string]string{}
+	if s.withIDs {
+		if ids, err = s.seriesIDs(ctx, mint, maxt, name); err != nil {
+			return nil, err
+		}
+	}
+	ss := qr.Select(ctx, true, &storage.SelectHints{Start: mint, End: maxt}, name)
+	var out []opentsdb.Series
+	var it chunkenc.Iterator
+	for ss.Next() {
+		ls := ss.At().Labels()
+		tags := make(map[string]string, ls.Len())
+		ls.Range(func(l labels.Label) {
+			if l.Name != labels.MetricName {
+				tags[l.Name] = l.Value
+			}
+		})
+		series := opentsdb.Series{Tags: tags, ID: ids[ls.String()]}
+		it = ss.At().Iterator(it)
+		for vt := it.Next(); vt != chunkenc.ValNone; vt = it.Next() {
+			if vt != chunkenc.ValFloat {
+				continue // native histograms have no OpenTSDB form
+			}
+			t, v := it.At()
+			if value.IsStaleNaN(v) {
+				continue // Prometheus' staleness marker is no sample
+			}
+			series.Points = append(series.Points, opentsdb.Point{T: t, V: v})
+		}
+		if err := it.Err(); err != nil {
+			return nil, fmt.Errorf("read series %s: %w", ls, err)
+		}
+		if len(series.Points) > 0 {
+			out = append(out, series)
+		}
+	}
+	return out, ss.Err()
+}
+
+// seriesIDs maps each selected series' labels to its series ID in upper-case
+// hex, OpenTSDB's TSUID form.
+func (s *otsdbSource) seriesIDs(ctx context.Context, mint, maxt int64, ms ...*labels.Matcher) (map[string]string, error) {
+	rd, err := s.q.QueryReader()
+	if err != nil || rd == nil {
+		return map[string]string{}, err
+	}
+	refs, err := rd.SeriesRefs(ctx, mint, maxt, ms...)
+	if err != nil {
+		return nil, err
+	}
+	ids := make(map[string]string, len(refs))
+	for _, ref := range refs {
+		ids[ref.Labels.String()] = fmt.Sprintf("%016X", ref.ID)
+	}
+	return ids, nil
+}
