@@ -53,6 +53,8 @@ type Options struct {
 	Export ExportOptions
 	// OpenTSDBQuery bounds OpenTSDB's /api/query (otsdbquery.go).
 	OpenTSDBQuery OpenTSDBQueryOptions
+	// Version is hbtsdb's version, which OpenTSDB's /api/version answers (opentsdb.go).
+	Version string
 }
 
 // NewRouter returns the handler of every endpoint hbtsdb serves. It fails only on
@@ -102,6 +104,7 @@ func NewRouter(opts Options) (http.Handler, error) {
 	registerAdmin(r, opts.Admin, opts.Logger)
 	registerVM(r, wh, q, opts, metrics, guard, storeErr)
 	registerOpenTSDBQuery(r, q, opts, metrics, guard, storeErr)
+	registerOpenTSDB(r, q, opts)
 	registerPrometheusAPI(r, q, engine, opts.Query, opts.BuildInfo, storeErr, guard, metrics, opts.Logger)
 	// The query page (web/ui) at / and its assets; every other path stays 404.
 	page := ui.Handler()

@@ -191,6 +191,7 @@ func serve(ctx context.Context, c *commonFlags, o *serveOptions, logger *slog.Lo
 	ingest := &promapi.IngestStats{}
 	reg := newMetricsRegistry(rdb)
 	httpOpts.DB, httpOpts.Logger, httpOpts.BuildInfo, httpOpts.Ingest = rdb.DB, logger, buildInfo(), ingest
+	httpOpts.Version = version
 	httpOpts.Registerer, httpOpts.Gatherer = reg, reg
 	httpOpts.Admin = o.admin(rdb, logger)
 	o.storageMetrics = kvmetrics.New(string(addr.Kind), reg)
