@@ -101,49 +101,13 @@ zk_session=${HBASE_ZK_SESSION_TIMEOUT:-20000}
 log() { echo "hbase.sh: $*" >&2; }
 die() { log "$*"; exit 1; }
 
-# classpath_ok succeeds when the cached classpath exists and every jar on it is present,
-# so a second start needs no network.
-classpath_ok() {
-  [ -s "$cpfile" ] || return 1
-  local jar
-  while IFS= read -r jar; do
-    [ -f "$jar" ] || return 1
-  done < <(tr ':' '\n' < "$cpfile")
-}
+# shellcheck source=../lib/jvm.sh
+. "$here/../lib/jvm.sh"
 
 resolve_classpath() {
-  if classpath_ok; then return 0; fi
-  command -v mvn >/dev/null || die "mvn not found: install Maven (Debian: apt-get install maven)"
-  mkdir -p "$cache"
-  log "resolving org.apache.hbase:hbase-server:$version from Maven Central into $m2 (first run only)"
-  local t0=$SECONDS tmp="$cpfile.tmp.$$"
-  if ! mvn -B -q -f "$here/pom.xml" -Dmaven.repo.local="$m2" -Dhbase.version="$version" \
-      dependency:build-classpath -Dmdep.outputFile="$tmp" >"$cache/mvn-$version.log" 2>&1; then
-    tail -30 "$cache/mvn-$version.log" >&2
-    die "Maven could not resolve HBase $version (full log: $cache/mvn-$version.log)"
-  fi
-  mv "$tmp" "$cpfile"
-  log "classpath cached in $cpfile ($((SECONDS - t0))s)"
+  resolve_maven_classpath "$cpfile" "$here/pom.xml" -Dhbase.version="$version" "org.apache.hbase:hbase-server:$version"
 }
 
-# free_port prints a TCP port on 127.0.0.1 that nothing listens on, below the
-# kernel's ephemeral range: a port from inside it can be taken by any outgoing
-# connection between this check and the JVM's bind (a CI run lost its ZooKeeper port
-# that way), one below it only by another listener.
-free_port() {
-  local p lo=20000 hi=40000 eph_lo
-  if read -r eph_lo _ </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null && [ "$eph_lo" -gt 12000 ]; then
-    lo=10000 hi=$eph_lo
-  fi
-  for _ in $(seq 1 200); do
-    p=$((lo + RANDOM % (hi - lo)))
-    if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
-      echo "$p"
-      return 0
-    fi
-  done
-  die "no free port found on 127.0.0.1"
-}
 
 # site_properties prints HBASE_SITE_PROPERTIES' name=value words as properties.
 site_properties() {

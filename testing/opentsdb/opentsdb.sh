@@ -50,47 +50,13 @@ timeout=${OPENTSDB_START_TIMEOUT:-120}
 log() { echo "opentsdb.sh: $*" >&2; }
 die() { log "$*"; exit 1; }
 
-# classpath_ok succeeds when the cached classpath exists and every jar on it is
-# present, so a second start needs no network.
-classpath_ok() {
-  [ -s "$cpfile" ] || return 1
-  local jar
-  while IFS= read -r jar; do
-    [ -f "$jar" ] || return 1
-  done < <(tr ':' '\n' < "$cpfile")
-}
+# shellcheck source=../lib/jvm.sh
+. "$here/../lib/jvm.sh"
 
 resolve_classpath() {
-  if classpath_ok; then return 0; fi
-  command -v mvn >/dev/null || die "mvn not found: install Maven (Debian: apt-get install maven)"
-  mkdir -p "$cache"
-  log "resolving net.opentsdb:opentsdb:$version from Maven Central into $m2 (first run only)"
-  local t0=$SECONDS tmp="$cpfile.tmp.$$"
-  if ! mvn -B -q -f "$here/pom.xml" -Dmaven.repo.local="$m2" -Dopentsdb.version="$version" \
-      dependency:build-classpath -Dmdep.outputFile="$tmp" >"$cache/mvn-opentsdb-$version.log" 2>&1; then
-    tail -30 "$cache/mvn-opentsdb-$version.log" >&2
-    die "Maven could not resolve OpenTSDB $version (full log: $cache/mvn-opentsdb-$version.log)"
-  fi
-  mv "$tmp" "$cpfile"
-  log "classpath cached in $cpfile ($((SECONDS - t0))s)"
+  resolve_maven_classpath "$cpfile" "$here/pom.xml" -Dopentsdb.version="$version" "net.opentsdb:opentsdb:$version"
 }
 
-# free_port prints a TCP port on 127.0.0.1 that nothing listens on, below the
-# kernel's ephemeral range (see testing/hbase/hbase.sh).
-free_port() {
-  local p lo=20000 hi=40000 eph_lo
-  if read -r eph_lo _ </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null && [ "$eph_lo" -gt 12000 ]; then
-    lo=10000 hi=$eph_lo
-  fi
-  for _ in $(seq 1 200); do
-    p=$((lo + RANDOM % (hi - lo)))
-    if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
-      echo "$p"
-      return 0
-    fi
-  done
-  die "no free port found on 127.0.0.1"
-}
 
 running() {
   [ -f "$run/pid" ] && kill -0 "$(cat "$run/pid")" 2>/dev/null
