@@ -53,7 +53,7 @@ func putBuffer(b *[]byte) {
 func (h *writeHandler) readBody(w http.ResponseWriter, r *http.Request, buf *[]byte, res *reservation) error {
 	limit := h.limits.MaxBodyBytes
 	if r.ContentLength > limit {
-		closeConnection(w)
+		closeConnection(w, r)
 		return fmt.Errorf("%w: Content-Length %d bytes is over the limit of %d bytes (--write.max-body-bytes)",
 			errContentTooLarge, r.ContentLength, limit)
 	}
@@ -88,9 +88,13 @@ func readBodyWithin(w http.ResponseWriter, r *http.Request, buf []byte, limit in
 	res *reservation) (_ []byte, over bool, _ error) {
 	lift := bodyDeadline(w, timeout)
 	data, over, err := readGrowing(r.Body, buf, limit, r.ContentLength, res)
-	if err != nil || over {
-		closeConnection(w)
-	} else {
+	switch {
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		// Too slow a sender: no more time for the rest.
+		w.Header().Set("Connection", "close")
+	case err != nil || over:
+		closeConnection(w, r)
+	default:
 		lift()
 	}
 	return data, over, err
@@ -109,12 +113,33 @@ func bodyDeadline(w http.ResponseWriter, timeout time.Duration) (lift func()) {
 	return func() { _ = rc.SetReadDeadline(time.Time{}) }
 }
 
-// closeConnection asks net/http to close the connection after the answer
-// instead of reading what is left of the request body to keep it alive: for
-// requests answered before their body was read to its end.
-func closeConnection(w http.ResponseWriter) {
+// closeConnection answers a request before its body was read to its end: it
+// reads and discards what is left of the body (at most lingerBytes, within
+// lingerTime), then asks net/http to close the connection after the answer
+// instead of keeping it alive. Discarding first is the lingering close of
+// nginx and Apache: a sender still writing its body when the server closes
+// would get a connection reset instead of the answer (seen as a "connection
+// reset by peer" in place of a 413), and a remote-write sender retries a
+// reset but not a 4xx. A sender slower than lingerTime, or with more left than
+// lingerBytes, gets the reset.
+func closeConnection(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Connection", "close")
+	if r.Body == nil || r.Body == http.NoBody {
+		return
+	}
+	rc := http.NewResponseController(w)
+	if err := rc.SetReadDeadline(time.Now().Add(lingerTime)); err != nil {
+		return
+	}
+	_, _ = io.CopyN(io.Discard, r.Body, lingerBytes)
 }
+
+// lingerBytes and lingerTime bound what closeConnection discards of an unread
+// body before the answer.
+const (
+	lingerBytes = 64 << 20
+	lingerTime  = 5 * time.Second
+)
 
 // readGrowing reads src to its end into buf[:0], growing buf only as bytes
 // arrive: by doubling, from at most initialBodyBuffer, never past expected (a

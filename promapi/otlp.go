@@ -172,7 +172,7 @@ func (h *writeHandler) otlpMiddleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		format, err := negotiateOTLP(r)
 		if err != nil {
-			closeConnection(w)
+			closeConnection(w, r)
 			h.failOTLP(w, r, format, err)
 			return
 		}

@@ -138,7 +138,7 @@ func (h *writeHandler) readPutBody(w http.ResponseWriter, r *http.Request, raw, 
 func (h *writeHandler) readGzipBody(w http.ResponseWriter, r *http.Request, raw, decoded *[]byte, res *reservation) (_ []byte, release func(), _ error) {
 	enc := contentEncoding(r)
 	if enc != "" && enc != "identity" && enc != "gzip" {
-		closeConnection(w)
+		closeConnection(w, r)
 		return nil, nil, fmt.Errorf("%w: Content-Encoding %q is not accepted; %s takes gzip or none", errUnsupportedMedia, enc, r.URL.Path)
 	}
 	if err := h.readBody(w, r, raw, res); err != nil {

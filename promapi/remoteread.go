@@ -131,7 +131,7 @@ func remoteRead(q storage.SampleAndChunkQueryable, opts QueryOptions, ready func
 // before anything is allocated for it.
 func readRemoteReadBody(w http.ResponseWriter, r *http.Request, timeout time.Duration, res *reservation) ([]byte, error) {
 	if r.ContentLength > maxReadRequestBytes {
-		closeConnection(w)
+		closeConnection(w, r)
 		return nil, fmt.Errorf("%w: Content-Length %d bytes is over the remote-read limit of %d bytes",
 			errContentTooLarge, r.ContentLength, maxReadRequestBytes)
 	}

@@ -78,7 +78,7 @@ func (h *writeHandler) snappyMiddleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		msgType, err := negotiate(r)
 		if err != nil {
-			closeConnection(w)
+			closeConnection(w, r)
 			h.failRemote(w, r, msgType, err)
 			return
 		}

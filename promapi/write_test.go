@@ -748,3 +748,28 @@ func TestOneLogLinePerRejectedRequest(t *testing.T) {
 		}
 	}
 }
+
+// TestOversizedBodyGetsTheAnswerNotAReset: a sender that writes a whole body
+// far over --write.max-body-bytes (8 MiB, more than loopback's socket buffers
+// hold) reads the 413, on every write endpoint: the server discards the body
+// before closing (closeConnection), where closing on the unread bytes would
+// reset the connection under the sender's write.
+func TestOversizedBodyGetsTheAnswerNotAReset(t *testing.T) {
+	e := newEnv(t, schematest.Backends()[0], testLimits, testHTTPLimits)
+	body := make([]byte, 8<<20)
+	for _, tc := range []struct {
+		path   string
+		header map[string]string
+		want   string
+	}{
+		{"/api/v1/write", remoteHeaders(ctV1), "request body too large: Content-Length 8388608 bytes is over the limit of 65536 bytes (--write.max-body-bytes)\n"},
+		{"/api/v1/import", nil, "request body too large: Content-Length 8388608 bytes is over the limit of 65536 bytes (--write.max-body-bytes)\n"},
+	} {
+		t.Run(tc.path, func(t *testing.T) {
+			resp := post(t, e.srv.URL+tc.path, tc.header, body)
+			if resp.status != http.StatusRequestEntityTooLarge || resp.body != tc.want {
+				t.Errorf("got %d %q, want 413 %q", resp.status, resp.body, tc.want)
+			}
+		})
+	}
+}
