@@ -20,7 +20,10 @@
 # tsd.storage.hbase.{data,uid,tree,meta}_table, so several instances share one HBase
 # without seeing each other's data. Metrics are created on first use
 # (tsd.core.auto_create_metrics); timestamps in seconds or milliseconds are accepted
-# (OpenTSDB 2.x's /api/put tells them apart by their number of digits).
+# (OpenTSDB 2.x's /api/put tells them apart by their number of digits). Every
+# datapoint also marks its series in <prefix>tsdb-meta
+# (tsd.core.meta.enable_tsuid_tracking), which /api/search/lookup and
+# /api/query/last without back_scan read.
 #
 # Several instances can run at once, one per run directory (HBTSDB_OPENTSDB_RUN): each
 # picks its own port and, unless OPENTSDB_TABLE_PREFIX says otherwise, its own prefix.
@@ -42,7 +45,9 @@ repo=$(cd "$here/../.." && pwd)
 version=${OPENTSDB_VERSION:-2.4.1}
 cache=${HBTSDB_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/hbtsdb}
 m2="$cache/m2"
-cpfile="$cache/opentsdb-$version.classpath"
+# The classpath is cached per version and per pom, so that a dependency added to
+# the pom is resolved on the next start.
+cpfile="$cache/opentsdb-$version-$(sha256sum "$here/pom.xml" | cut -c1-12).classpath"
 run=${HBTSDB_OPENTSDB_RUN:-${TMPDIR:-/tmp}/hbtsdb-opentsdb-$(id -u)}
 heap=${OPENTSDB_HEAP:-256m}
 timeout=${OPENTSDB_START_TIMEOUT:-120}
@@ -92,6 +97,7 @@ tsd.storage.hbase.uid_table = ${prefix}tsdb-uid
 tsd.storage.hbase.tree_table = ${prefix}tsdb-tree
 tsd.storage.hbase.meta_table = ${prefix}tsdb-meta
 tsd.core.auto_create_metrics = true
+tsd.core.meta.enable_tsuid_tracking = true
 tsd.core.enable_ui = false
 tsd.http.request.enable_chunked = true
 tsd.http.request.max_chunk = 1048576
