@@ -12,27 +12,36 @@ import "math"
 //     (never before, never after: no extrapolation); between two of its
 //     points it takes the aggregator's interpolation of them (LERP: linear,
 //     ZIM: 0, MAX/MIN: ±Double.MAX_VALUE, PREV: the earlier point).
+//   - When every current and next value of the group is an integer (raw
+//     samples with integral values, neither downsampled nor turned into
+//     rates), the step is computed in int64 arithmetic (runLong, integer
+//     interpolation); otherwise in doubles (runDouble).
 //   - With rate, each series' first rate (RateSpan's rate from (0, 0)) is
 //     loaded as its current value but its timestamp is never emitted; a
 //     series takes part with its latest rate at or before x, without
 //     interpolation, and with that first rate even at timestamps before it;
 //     a series with a single rate takes no part.
-func aggregate(series [][]Point, startTime, endTime int64, agg *Aggregator, isRate bool) []Point {
+//
+// raw says the points are stored samples, whose integral values are
+// OpenTSDB's integers (see isInteger). The second result says which points are
+// integers (nil when none is), which OpenTSDB writes without a fraction.
+func aggregate(series [][]Point, startTime, endTime int64, agg *Aggregator, isRate, raw bool) ([]Point, []bool) {
 	n := len(series)
 	type slot struct {
-		t   int64
-		v   float64
-		set bool
+		t     int64
+		v     float64
+		set   bool
+		isInt bool
 	}
 	cur := make([]slot, n)
 	nxt := make([]slot, n)
 	ended := make([]bool, n)
 	pos := make([]int, n)
+	point := func(p Point) slot { return slot{p.T, p.V, true, raw && isInteger(p.V)} }
 	moveToNext := func(i int) {
-		cur[i] = slot{nxt[i].t, nxt[i].v, true}
+		cur[i] = nxt[i]
 		if pos[i] < len(series[i]) {
-			p := series[i][pos[i]]
-			nxt[i] = slot{p.T, p.V, true}
+			nxt[i] = point(series[i][pos[i]])
 			pos[i]++
 		} else {
 			ended[i] = true
@@ -47,7 +56,7 @@ func aggregate(series [][]Point, startTime, endTime int64, agg *Aggregator, isRa
 			ended[i] = true
 			continue
 		}
-		nxt[i] = slot{pts[k].T, pts[k].V, true}
+		nxt[i] = point(pts[k])
 		pos[i] = k + 1
 		if isRate {
 			if pos[i] < len(pts) {
@@ -58,7 +67,9 @@ func aggregate(series [][]Point, startTime, endTime int64, agg *Aggregator, isRa
 		}
 	}
 	var out []Point
+	var ints []bool
 	vals := make([]float64, 0, n)
+	longs := make([]int64, 0, n)
 	current := 0
 	for {
 		// next(): the current values of series that ended are cleared, from
@@ -82,7 +93,7 @@ func aggregate(series [][]Point, startTime, endTime int64, agg *Aggregator, isRa
 			}
 		}
 		if current < 0 {
-			return out
+			return out, ints
 		}
 		moveToNext(current)
 		if multiple {
@@ -93,6 +104,26 @@ func aggregate(series [][]Point, startTime, endTime int64, agg *Aggregator, isRa
 			}
 		}
 		x := cur[current].t
+		// isInteger(): no current or next value is a double (AggregationIterator
+		// checks both halves of its timestamps for FLAG_FLOAT).
+		integers := !isRate
+		for i := 0; i < n && integers; i++ {
+			integers = (!cur[i].set || cur[i].isInt) && (ended[i] || nxt[i].isInt)
+		}
+		if integers {
+			longs = longs[:0]
+			for i := 0; i < n; i++ {
+				if cur[i].set {
+					longs = append(longs, longAt(x, i == current, cur[i].t, int64(cur[i].v), nxt[i].t, int64(nxt[i].v), ended[i], agg.Interp))
+				}
+			}
+			if ints == nil {
+				ints = make([]bool, len(out), len(out)+1)
+			}
+			out = append(out, Point{x, float64(agg.runLong(longs))})
+			ints = append(ints, true)
+			continue
+		}
 		vals = vals[:0]
 		for i := 0; i < n; i++ {
 			if !cur[i].set {
@@ -101,7 +132,45 @@ func aggregate(series [][]Point, startTime, endTime int64, agg *Aggregator, isRa
 			vals = append(vals, valueAt(x, i == current, isRate, cur[i].t, cur[i].v, nxt[i].t, nxt[i].v, ended[i], agg.Interp))
 		}
 		out = append(out, Point{x, agg.Run(vals)})
+		if ints != nil {
+			ints = append(ints, false)
+		}
 	}
+}
+
+// isInteger reports whether a stored sample is one of OpenTSDB's integers:
+// hbtsdb keeps every value as a double, so a value is taken for the integer
+// OpenTSDB would have stored when it is integral and fits a long (a float
+// sent as "2.0" is an integer here; see the package doc).
+func isInteger(v float64) bool {
+	return v == math.Trunc(v) && v >= math.MinInt64 && v < math.MaxInt64
+}
+
+// longAt is AggregationIterator.nextLongValue: series i's value at x in
+// integer arithmetic, given its current point (x0, y0) and next (x1, y1).
+func longAt(x int64, isCurrent bool, x0, y0, x1, y1 int64, ended bool, interp Interpolation) int64 {
+	if isCurrent || x == x0 {
+		return y0
+	}
+	if ended {
+		// The next slot of a series that ended holds its last value at
+		// TIME_MASK.
+		x1, y1 = math.MaxInt64, y0
+	}
+	if x == x1 {
+		return y1
+	}
+	switch interp {
+	case ZIM:
+		return 0
+	case MAX:
+		return math.MaxInt64
+	case MIN:
+		return math.MinInt64
+	case PREV:
+		return y0
+	}
+	return y0 + (x-x0)*(y1-y0)/(x1-x0)
 }
 
 // valueAt is AggregationIterator.nextDoubleValue: series i's value at x given
@@ -111,8 +180,9 @@ func valueAt(x int64, isCurrent, isRate bool, x0 int64, y0 float64, x1 int64, y1
 		return y0
 	}
 	if ended {
-		// Unreachable: a series that ended was cleared above unless it ended at
-		// x. OpenTSDB's next timestamp is then Long.MAX_VALUE.
+		// A series that ended keeps taking part while the iterator has not
+		// cleared it (next() clears from the previous current series on); its
+		// next slot holds its last value at TIME_MASK.
 		x1, y1 = math.MaxInt64, y0
 	}
 	if x == x1 {

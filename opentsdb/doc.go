@@ -36,19 +36,50 @@
 //   - Series are selected by equality of the metric and tag filters that do
 //     not need the tag index (they are applied to each series of the metric).
 //
+// Followed from OpenTSDB, and checked against a real OpenTSDB 2.4.1 by
+// promapi's TestOpenTSDBCompare:
+//   - Integers: a series' samples with integral values are OpenTSDB's longs
+//     (see below), so a group whose current values are all integers
+//     aggregates in integer arithmetic (runLong: avg truncates, the linear
+//     interpolation rounds toward zero, the ep*r3/ep*r7 percentiles use
+//     their estimation types) and is written without ".0"; downsampled
+//     values and rates are doubles.
+//   - Names: a sub-query naming a metric, a filter's tag key or a
+//     case-sensitive literal_or value that was never written is 400 "No such
+//     name for 'metrics': 'x'", as OpenTSDB's UID look-up (a Source that
+//     implements Names says what exists).
+//   - JSON: of a sub-query's "filters" and "tags", the one that comes last
+//     in the body wins (TSSubQuery's setters replace each other's filters);
+//     identical sub-queries are answered once (TSQuery's LinkedHashSet), as
+//     in m=; a filter that cannot be built makes the body unreadable ("Unable
+//     to parse the given JSON", the cause in "details").
+//   - Filters: the types OpenTSDB 2.4.1 loads; its not_key filter is not one
+//     of them (commented out in TagVFilter), so not_key is refused with
+//     OpenTSDB's message.
+//
 // Where it differs from OpenTSDB 2.4.1:
-//   - Every value is a double: OpenTSDB keeps integers as longs and then
-//     aggregates them in integer arithmetic (avg truncates, LERP rounds
-//     toward zero) and writes them without ".0"; here the double path is
-//     taken for all (and ep*r3/ep*r7 equal p*, as they do for doubles there).
+//   - hbtsdb keeps every sample as a double, so an integral value (that
+//     fits a long) is taken for the integer OpenTSDB would have stored: a
+//     float sent as "2.0", which OpenTSDB keeps a float, aggregates as an
+//     integer here (avg of 2.0 and 3.0 is 2, not 2.5).
+//   - The series of a group are in tag order; OpenTSDB takes them in the
+//     order of their UIDs, that is of when their tag values were first
+//     written. first, last and diff across several series depend on it (and
+//     mult and dev in their last bits).
+//   - A malformed tag part of m= (an unknown filter type, "host" without a
+//     value, an unclosed "literal_or(") is 400 with OpenTSDB's message, where
+//     OpenTSDB answers 500 (its parser's exception escapes unwrapped); a
+//     JSON body without "queries" is 400 ("Missing start time" or "Missing
+//     queries") where OpenTSDB fails with a NullPointerException (500).
+//   - regexp filters are Go's RE2 syntax (no look-around, no
+//     back-references), and a bad pattern's message is Go's.
 //   - Calendar downsampling ("1dc", timezone, useCalendar), the "scalar"
 //     fill policy, tsuid sub-queries, expressions, rollup and histogram
 //     options, annotations and show_query/show_stats are refused (400) or
-//     not written.
-//   - A metric or tag value that was never written gives no series (an
-//     empty answer), where OpenTSDB answers 400 "No such name for 'metrics'"
-//     from its UID table.
-//   - Groups are ordered by their group-by tag values (OpenTSDB orders them
-//     by tag value UIDs), tags and aggregateTags by name; tsuids are hbtsdb's
-//     8-byte series IDs in hex, not OpenTSDB's UID concatenations.
+//     not written. Absolute dates are UTC, where OpenTSDB takes the TSD's
+//     time zone.
+//   - Groups are ordered by their group-by tag values (OpenTSDB's order is
+//     that of its asynchronous UID look-ups), tags and aggregateTags by
+//     name; tsuids are hbtsdb's 8-byte series IDs in hex, not OpenTSDB's UID
+//     concatenations.
 package opentsdb

@@ -3,6 +3,7 @@ package opentsdb
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -14,23 +15,38 @@ type Filter struct {
 	Filter  string `json:"filter"`
 	GroupBy bool   `json:"groupBy"`
 
-	match func(tagv string, ok bool) bool
+	match    func(tagv string, ok bool) bool
+	literals []string // a literal filter's values, sorted (lower-cased when case-insensitive)
 }
 
-// FilterTypes are the filter types NewFilter knows, OpenTSDB 2.4.1's built-in ones.
+// FilterTypes are the filter types OpenTSDB 2.4.1 loads (TagVFilter's
+// tagv_filter_map; its not_key filter is left out there), and NewFilter
+// knows.
 var FilterTypes = []string{"literal_or", "iliteral_or", "not_literal_or", "not_iliteral_or",
 	"wildcard", "iwildcard", "regexp"}
 
-// NewFilter builds a filter of a type of FilterTypes (lower case, as
-// TagVFilter.Builder lowercases it) with OpenTSDB's checks and messages.
+// NewFilter builds a filter of a type of FilterTypes, as
+// TagVFilter.Builder.build does, with its checks and messages: the type and
+// tag key must be given, the type must be one of FilterTypes (as given,
+// case-sensitive), and the filter must suit the type.
 func NewFilter(typ, tagk, filter string, groupBy bool) (*Filter, error) {
-	if tagk == "" {
-		return nil, fmt.Errorf("Tagk cannot be null or empty")
+	return buildFilter(typ, tagk, filter, groupBy)
+}
+
+func buildFilter(typ, tagk, filter string, groupBy bool) (*Filter, error) {
+	if typ == "" {
+		return nil, fmt.Errorf("The filter type cannot be null or empty")
 	}
+	if tagk == "" {
+		return nil, fmt.Errorf("The tagk cannot be null or empty")
+	}
+	if !slices.Contains(FilterTypes, typ) {
+		return nil, fmt.Errorf("Could not find a tag value filter of the type: %s", typ)
+	}
+	f := &Filter{Type: typ, Tagk: tagk, Filter: filter, GroupBy: groupBy}
 	if filter == "" {
 		return nil, fmt.Errorf("Filter cannot be null or empty")
 	}
-	f := &Filter{Type: strings.ToLower(typ), Tagk: tagk, Filter: filter, GroupBy: groupBy}
 	switch f.Type {
 	case "literal_or", "iliteral_or", "not_literal_or", "not_iliteral_or":
 		if filter == "|" {
@@ -45,6 +61,7 @@ func NewFilter(typ, tagk, filter string, groupBy bool) (*Filter, error) {
 			}
 			set[s] = true
 		}
+		f.literals = sortedKeys(set)
 		f.match = func(v string, ok bool) bool {
 			if !ok {
 				return not
@@ -66,10 +83,17 @@ func NewFilter(typ, tagk, filter string, groupBy bool) (*Filter, error) {
 			return nil, fmt.Errorf("invalid regexp %q: %w", filter, err)
 		}
 		f.match = func(v string, ok bool) bool { return ok && re.MatchString(v) }
-	default:
-		return nil, fmt.Errorf("Could not find a filter of type: %s", typ)
 	}
 	return f, nil
+}
+
+// identity is what the filter's equals compares: its kind, tag key and
+// values (a literal filter's set of literals), not its group-by.
+func (f *Filter) identity() string {
+	if f.literals != nil {
+		return fmt.Sprintf("%s:%q=%q", f.Type, f.Tagk, f.literals)
+	}
+	return fmt.Sprintf("%s:%q=%q", f.Type, f.Tagk, f.Filter)
 }
 
 // Match reports whether a series with these tags passes the filter.
@@ -227,37 +251,45 @@ func parseTag(s string) (string, string, error) {
 	return k, v, nil
 }
 
-// addFilter is TagVFilter.mapToFilters for one tag: "*" is a wildcard,
-// "type(x)" a filter of that type, a value with an asterisk a
-// case-insensitive wildcard, anything else a literal_or; a group-by filter
-// equal to one already there marks that one group-by instead.
+// addFilter is TagVFilter.mapToFilters for one tag (getFilter): "*" is a
+// wildcard, "type(x)" a filter of that type (lower-cased), a value with an
+// asterisk a case-insensitive wildcard, anything else a literal_or; a
+// group-by filter equal to one already there marks that one group-by
+// instead.
 func addFilter(filters []*Filter, tagk, v string, groupBy bool) ([]*Filter, error) {
+	if tagk == "" {
+		return nil, fmt.Errorf("Tagk cannot be null or empty")
+	}
+	if v == "" {
+		return nil, fmt.Errorf("Filter cannot be null or empty")
+	}
 	var f *Filter
 	var err error
 	switch paren := strings.IndexByte(v, '('); {
 	case v == "*":
-		f, err = NewFilter("iwildcard", tagk, "*", groupBy)
+		f, err = buildFilter("iwildcard", tagk, "*", groupBy)
 		if f != nil {
 			f.Type = "wildcard" // TagVWildcardFilter(tagk, "*", true) reports "wildcard"
 		}
 	case paren > -1:
-		inner := v[paren+1:]
-		inner = strings.TrimSuffix(inner, ")")
-		f, err = NewFilter(v[:paren], tagk, inner, groupBy)
+		if v[len(v)-1] != ')' {
+			return nil, fmt.Errorf("Filter must end with a ')': %s", v)
+		}
+		f, err = buildFilter(strings.ToLower(v[:paren]), tagk, v[paren+1:len(v)-1], groupBy)
 	case strings.Contains(v, "*"):
-		f, err = NewFilter("iwildcard", tagk, v, groupBy)
+		f, err = buildFilter("iwildcard", tagk, v, groupBy)
 		if f != nil {
 			f.Type = "wildcard"
 		}
 	default:
-		f, err = NewFilter("literal_or", tagk, v, groupBy)
+		f, err = buildFilter("literal_or", tagk, v, groupBy)
 	}
 	if err != nil {
 		return nil, err
 	}
 	if groupBy {
 		for _, e := range filters {
-			if e.Type == f.Type && e.Tagk == f.Tagk && e.Filter == f.Filter {
+			if e.identity() == f.identity() {
 				e.GroupBy = true
 				return filters, nil
 			}

@@ -105,12 +105,12 @@ func TestBadRequestsNameTheProblem(t *testing.T) {
 		{"no m", url.Values{"start": {"1h-ago"}}, "Missing sub queries"},
 		{"one part", url.Values{"start": {"1h-ago"}, "m": {"sum"}}, "Invalid parameter m=sum (not enough :-separated parts)"},
 		{"six parts", url.Values{"start": {"1h-ago"}, "m": {"a:b:c:d:e:f"}}, "Invalid parameter m=a:b:c:d:e:f (too many :-separated parts)"},
-		{"unknown aggregator", url.Values{"start": {"1h-ago"}, "m": {"total:m"}}, "queries[0]: No such aggregation function: total"},
+		{"unknown aggregator", url.Values{"start": {"1h-ago"}, "m": {"total:m"}}, "No such aggregation function: total"},
 		{"bad downsampler", url.Values{"start": {"1h-ago"}, "m": {"sum:1m:m"}},
-			"queries[0]: Invalid downsampling specifier '1m': must provide at least interval and function"},
+			"Invalid downsampling specifier '1m': must provide at least interval and function"},
 		{"unknown fill", url.Values{"start": {"1h-ago"}, "m": {"sum:1m-avg-fuzzy:m"}},
-			"queries[0]: No such fill policy: 'fuzzy': must be one of: none nan null zero"},
-		{"bad duration unit", url.Values{"start": {"1h-ago"}, "m": {"sum:1q-avg:m"}}, "queries[0]: Invalid duration (suffix): 1q"},
+			"Unrecognized fill policy: fuzzy"},
+		{"bad duration unit", url.Values{"start": {"1h-ago"}, "m": {"sum:1q-avg:m"}}, "Invalid duration (suffix): 1q"},
 		{"bad rate options", url.Values{"start": {"1h-ago"}, "m": {"sum:rate{counter,,,}:m"}},
 			"Incorrect number of values in rate options specification, must be counter[,counter max value,reset value], recieved: 4 parts"},
 		{"counter max not a number", url.Values{"start": {"1h-ago"}, "m": {"sum:rate{counter,x}:m"}},
@@ -121,9 +121,9 @@ func TestBadRequestsNameTheProblem(t *testing.T) {
 			"Invalid time: 1356998400.1234. Millisecond timestamps must be in the format <seconds>.<ms> where the milliseconds are limited to 3 digits"},
 		{"missing closing brace", url.Values{"start": {"1h-ago"}, "m": {"sum:m{host=a"}}, "Missing '}' at the end of: m{host=a"},
 		{"unknown filter type", url.Values{"start": {"1h-ago"}, "m": {"sum:m{host=fuzzy(a)}"}},
-			"When parsing tag 'host=fuzzy(a)': Could not find a filter of type: fuzzy"},
+			"When parsing tag 'host=fuzzy(a)': Could not find a tag value filter of the type: fuzzy"},
 		{"calendar downsampling", url.Values{"start": {"1h-ago"}, "m": {"sum:1dc-avg:m"}},
-			"queries[0]: Invalid downsampling specifier '1dc-avg': calendar intervals are not supported by hbtsdb"},
+			"Invalid downsampling specifier '1dc-avg': calendar intervals are not supported by hbtsdb"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -155,21 +155,44 @@ func TestJSONBodyParsesAsTSQuery(t *testing.T) {
 	if want := (RateOptions{Counter: true, CounterMax: 1<<63 - 1, DropResets: true}); q.RateOptions != want {
 		t.Fatalf("rate options %+v, want %+v (counterMax defaults to Long.MAX_VALUE)", q.RateOptions, want)
 	}
-	if q.Fill != FillNull || q.Downsample.Interval != 10000 || len(q.Filters) != 2 ||
-		q.Filters[0].Type != "regexp" || q.Filters[1].Type != "wildcard" || !q.Filters[1].GroupBy {
-		t.Fatalf("sub-query %+v filters %+v %+v", q, q.Filters[0], q.Filters[1])
+	if q.Fill != FillNull || q.Downsample.Interval != 10000 || len(q.Filters) != 1 || q.Filters[0].Type != "regexp" {
+		t.Fatalf("sub-query %+v filters %+v: want the regexp only, as filters come after tags", q, q.Filters)
 	}
-	_, err = ParseJSON([]byte(`{"start":"1h-ago","queries":[{"aggregator":"sum"}]}`), now)
-	if err == nil || err.Error() != "queries[0]: Missing the metric or tsuids, provide at least one" {
-		t.Fatalf("error %v", err)
-	}
-	_, err = ParseJSON([]byte(`{"start":"1h-ago","queries":[]}`), now)
-	if err == nil || err.Error() != "Missing queries" {
-		t.Fatalf("error %v", err)
-	}
-	_, err = ParseJSON([]byte(`{"start":`), now)
-	if err == nil || err.Error() != "Unable to parse the given JSON: unexpected end of JSON input" {
-		t.Fatalf("error %v", err)
+	t.Run("tags after filters replace them, as TSSubQuery.setTags does", func(t *testing.T) {
+		req, err := ParseJSON([]byte(`{"start":1356998400,"queries":[{"aggregator":"sum","metric":"m",
+			"filters":[{"type":"regexp","tagk":"dc","filter":"^eu","groupBy":true}],"tags":{"host":"web*"}}]}`), now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fs := req.Queries[0].Filters; len(fs) != 1 || fs[0].Type != "wildcard" || !fs[0].GroupBy {
+			t.Fatalf("filters %+v, want the tags' group-by wildcard only", fs)
+		}
+	})
+	t.Run("identical sub-queries are answered once, as through parseQueryV1's LinkedHashSet", func(t *testing.T) {
+		req, err := ParseJSON([]byte(`{"start":1356998400,"queries":[{"aggregator":"sum","metric":"m","tags":{"host":"a|b"}},
+			{"aggregator":"sum","metric":"m","tags":{"host":"b|a"}},{"aggregator":"sum","metric":"m","tags":{"host":"c"}}]}`), now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := len(req.Queries); n != 2 {
+			t.Fatalf("%d sub-queries, want 2: a|b and b|a are one literal set", n)
+		}
+	})
+	for _, c := range []struct{ body, want, details string }{
+		{`{"start":"1h-ago","queries":[{"aggregator":"sum"}]}`, "Missing the metric or tsuids, provide at least one", ""},
+		{`{"start":"1h-ago","queries":[]}`, "Missing queries", ""},
+		{``, "Missing message content", ""},
+		{`{"start":`, "Unable to parse the given JSON", "unexpected end of JSON input"},
+		{`{"start":"1h-ago","queries":[{"aggregator":"sum","metric":"m","filters":[{"type":"Regexp","tagk":"h","filter":"x"}]}]}`,
+			"Unable to parse the given JSON", "Could not find a tag value filter of the type: Regexp"},
+		{`{"start":"1h-ago","queries":[{"aggregator":"sum","metric":"m","rateOptions":{"counterMax":"x"}}]}`,
+			"Unable to parse the given JSON", `cannot read "x" as a long`},
+	} {
+		_, err = ParseJSON([]byte(c.body), now)
+		e, ok := err.(*Error)
+		if !ok || e.Status != 400 || e.Message != c.want || e.Details != c.details {
+			t.Errorf("%s: error %#v, want 400 %q (details %q)", c.body, err, c.want, c.details)
+		}
 	}
 }
 

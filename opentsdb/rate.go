@@ -24,25 +24,38 @@ func DefaultRateOptions() RateOptions { return RateOptions{CounterMax: math.MaxI
 // seconds; AggregationIterator keeps that first rate out of the timestamps it
 // emits (see aggregate). A counter's drop is wrapped through CounterMax, or
 // dropped with DropResets (the next rate is then taken from the point after
-// the drop).
-func rate(pts []Point, o RateOptions) []Point {
+// the drop). raw says the points are stored samples: between two integers
+// (isInteger) the differences are taken in int64 arithmetic, as RateSpan
+// takes them between two longs.
+func rate(pts []Point, o RateOptions, raw bool) []Point {
 	out := make([]Point, 0, len(pts))
-	prev := Point{}
+	prev, prevInt := Point{}, true // RateSpan's first previous point is the long 0 at 0
 	for _, p := range pts {
+		pInt := raw && isInteger(p.V)
 		if p.T <= prev.T {
 			// RateSpan throws IllegalStateException; only a point at time 0 can
 			// get here, as the points are sorted and unique.
-			prev = p
+			prev, prevInt = p, pInt
 			continue
 		}
 		dt := float64(p.T-prev.T) / 1000
-		diff := p.V - prev.V
+		longs := prevInt && pInt
+		var diff float64
+		if longs {
+			diff = float64(int64(p.V) - int64(prev.V))
+		} else {
+			diff = p.V - prev.V
+		}
 		if o.Counter && diff < 0 {
 			if o.DropResets {
-				prev = p
+				prev, prevInt = p, pInt
 				continue
 			}
-			diff = float64(o.CounterMax) - prev.V + p.V
+			if longs {
+				diff = float64(o.CounterMax - int64(prev.V) + int64(p.V))
+			} else {
+				diff = float64(o.CounterMax) - prev.V + p.V
+			}
 			r := diff / dt
 			if o.ResetValue > 0 && r > float64(o.ResetValue) {
 				r = 0
@@ -51,7 +64,7 @@ func rate(pts []Point, o RateOptions) []Point {
 		} else {
 			out = append(out, Point{p.T, diff / dt})
 		}
-		prev = p
+		prev, prevInt = p, pInt
 	}
 	return out
 }

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Request is one /api/query request, validated: times resolved to
@@ -20,6 +22,9 @@ type Request struct {
 	MsResolution bool
 	// ShowTSUIDs adds each group's series IDs ("tsuids").
 	ShowTSUIDs bool
+	// Arrays writes dps as [[timestamp, value], ...] instead of an object
+	// (the "arrays" query string parameter, GET or POST).
+	Arrays bool
 	// Queries are the sub-queries, each answered with its own groups.
 	Queries []SubQuery
 }
@@ -49,12 +54,21 @@ type SubQuery struct {
 type Error struct {
 	Status  int
 	Message string
+	// Details, when not empty, is OpenTSDB's "details" of the error: the
+	// cause the message sums up.
+	Details string
 }
 
 func (e *Error) Error() string { return e.Message }
 
 func badRequest(format string, args ...any) error {
 	return &Error{Status: 400, Message: fmt.Sprintf(format, args...)}
+}
+
+// badJSON is HttpJsonSerializer's answer to a body Jackson cannot map onto
+// TSQuery: "Unable to parse the given JSON", the cause in the details.
+func badJSON(cause error) error {
+	return &Error{Status: 400, Message: "Unable to parse the given JSON", Details: cause.Error()}
 }
 
 // ParseForm reads a GET query string's parameters (url.Values) as QueryRpc's
@@ -76,6 +90,7 @@ func ParseForm(form map[string][]string, now time.Time) (*Request, error) {
 	req := &Request{}
 	_, req.MsResolution = form["ms"]
 	_, req.ShowTSUIDs = form["show_tsuids"]
+	_, req.Arrays = form["arrays"]
 	for _, k := range []string{"tsuid", "exp", "timezone", "use_calendar"} {
 		if _, ok := form[k]; ok {
 			return nil, badRequest("parameter %s is not supported by hbtsdb's /api/query", k)
@@ -92,7 +107,7 @@ func ParseForm(form map[string][]string, now time.Time) (*Request, error) {
 	if len(subs) == 0 {
 		return nil, badRequest("Missing sub queries")
 	}
-	return req.finish(jsonTime(start), jsonTime(end), subs, now)
+	return req.finish(jsonTime(start), jsonTime(end), dedupe(subs), now)
 }
 
 // jsonQuery is TSQuery's JSON form (the fields hbtsdb reads).
@@ -118,26 +133,126 @@ type jsonSubQuery struct {
 	Filters      []jsonFilter      `json:"filters"`
 	ExplicitTags bool              `json:"explicitTags"`
 
-	filters []*Filter // from m=, already built
+	// filters are the sub-query's filters, built: from m=, or from the JSON
+	// "filters" or "tags", whichever comes last (TSSubQuery.setTags replaces
+	// the filters, setFilters the tags' filters, as Jackson calls them in
+	// the body's order).
+	filters []*Filter
 }
 
-type jsonFilter struct {
-	Type    string `json:"type"`
-	Tagk    string `json:"tagk"`
-	Filter  string `json:"filter"`
-	GroupBy bool   `json:"groupBy"`
-}
-
-// jsonRateOptions takes RateOptions' defaults for missing fields.
-type jsonRateOptions RateOptions
-
-func (o *jsonRateOptions) UnmarshalJSON(b []byte) error {
-	type plain RateOptions
-	p := plain(DefaultRateOptions())
+// UnmarshalJSON reads a sub-query and builds its filters, as Jackson's
+// TSSubQuery does while it reads: a filter it cannot build makes the body
+// unreadable.
+func (s *jsonSubQuery) UnmarshalJSON(b []byte) error {
+	type plain jsonSubQuery
+	var p plain
 	if err := json.Unmarshal(b, &p); err != nil {
 		return err
 	}
-	*o = jsonRateOptions(p)
+	*s = jsonSubQuery(p)
+	var fromFilters, fromTags []*Filter
+	for _, f := range s.Filters {
+		nf, err := buildFilter(f.Type, f.Tagk, f.Filter, f.GroupBy || f.GroupBySnake)
+		if err != nil {
+			return err
+		}
+		fromFilters = append(fromFilters, nf)
+	}
+	var err error
+	for _, k := range sortedKeys(s.Tags) {
+		if fromTags, err = addFilter(fromTags, k, s.Tags[k], true); err != nil {
+			return err
+		}
+	}
+	switch last := lastKey(b, "filters", "tags"); {
+	case last == "tags" && s.Tags != nil:
+		s.filters = fromTags
+	case last == "filters" && s.Filters != nil:
+		s.filters = fromFilters
+	}
+	return nil
+}
+
+// lastKey returns which of the keys comes last among the top-level keys of
+// the JSON object b ("" for none).
+func lastKey(b []byte, keys ...string) string {
+	d := json.NewDecoder(bytes.NewReader(b))
+	if t, err := d.Token(); err != nil || t != json.Delim('{') {
+		return ""
+	}
+	last := ""
+	for d.More() {
+		t, err := d.Token()
+		if err != nil {
+			return last
+		}
+		if k, ok := t.(string); ok && slices.Contains(keys, k) {
+			last = k
+		}
+		var skip json.RawMessage
+		if err := d.Decode(&skip); err != nil {
+			return last
+		}
+	}
+	return last
+}
+
+// jsonFilter is TagVFilter.Builder's JSON form.
+type jsonFilter struct {
+	Type         string `json:"type"`
+	Tagk         string `json:"tagk"`
+	Filter       string `json:"filter"`
+	GroupBy      bool   `json:"groupBy"`
+	GroupBySnake bool   `json:"group_by"`
+}
+
+// jsonRateOptions takes RateOptions' defaults for missing fields and, as
+// Jackson does for RateOptions' longs, takes counterMax and resetValue as
+// integers, numbers with a fraction (truncated) or numeric strings.
+type jsonRateOptions RateOptions
+
+func (o *jsonRateOptions) UnmarshalJSON(b []byte) error {
+	var p struct {
+		Counter    bool      `json:"counter"`
+		CounterMax *jsonLong `json:"counterMax"`
+		ResetValue *jsonLong `json:"resetValue"`
+		DropResets bool      `json:"dropResets"`
+	}
+	if err := json.Unmarshal(b, &p); err != nil {
+		return err
+	}
+	r := DefaultRateOptions()
+	r.Counter, r.DropResets = p.Counter, p.DropResets
+	if p.CounterMax != nil {
+		r.CounterMax = int64(*p.CounterMax)
+	}
+	if p.ResetValue != nil {
+		r.ResetValue = int64(*p.ResetValue)
+	}
+	*o = jsonRateOptions(r)
+	return nil
+}
+
+// jsonLong is a Java long as Jackson reads one: a JSON integer, a number
+// with a fraction (truncated toward zero) or a string holding either.
+type jsonLong int64
+
+func (l *jsonLong) UnmarshalJSON(b []byte) error {
+	text := string(b)
+	if len(b) > 0 && b[0] == '"' {
+		if err := json.Unmarshal(b, &text); err != nil {
+			return err
+		}
+	}
+	if v, err := strconv.ParseInt(text, 10, 64); err == nil {
+		*l = jsonLong(v)
+		return nil
+	}
+	f, err := strconv.ParseFloat(text, 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+		return fmt.Errorf("cannot read %s as a long", b)
+	}
+	*l = jsonLong(javaLong(f))
 	return nil
 }
 
@@ -166,17 +281,53 @@ func (t *jsonTime) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// ParseJSON reads a POST body: TSQuery's JSON form.
+// ParseJSON reads a POST body: TSQuery's JSON form, as
+// HttpJsonSerializer.parseQueryV1 reads it (identical sub-queries once).
 func ParseJSON(body []byte, now time.Time) (*Request, error) {
+	if len(body) == 0 {
+		return nil, badRequest("Missing message content")
+	}
 	var q jsonQuery
 	if err := json.Unmarshal(body, &q); err != nil {
-		return nil, badRequest("Unable to parse the given JSON: %v", err)
+		return nil, badJSON(err)
 	}
 	if q.Timezone != "" || q.UseCalendar {
 		return nil, badRequest("timezone and useCalendar (calendar downsampling) are not supported by hbtsdb's /api/query")
 	}
 	req := &Request{MsResolution: q.MsResolution, ShowTSUIDs: q.ShowTSUIDs}
-	return req.finish(q.Start, q.End, q.Queries, now)
+	return req.finish(q.Start, q.End, dedupe(q.Queries), now)
+}
+
+// dedupe keeps the first of identical sub-queries, as parseQuery and
+// parseQueryV1 put them through a LinkedHashSet: TSSubQuery.equals compares
+// the aggregator, metric, tsuids, downsampler, rate and its options, the
+// filters (each by its type, tag key and values, not its group-by) and
+// explicitTags.
+func dedupe(subs []jsonSubQuery) []jsonSubQuery {
+	seen := map[string]bool{}
+	out := subs[:0:0]
+	for _, s := range subs {
+		k := s.identity()
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// identity is what TSSubQuery.equals compares, as a string.
+func (s *jsonSubQuery) identity() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%q %q %q %q %t %t", s.Aggregator, s.Metric, s.TSUIDs, s.Downsample, s.Rate, s.ExplicitTags)
+	if s.RateOptions != nil {
+		fmt.Fprintf(&b, " %+v", *s.RateOptions)
+	}
+	for _, f := range s.filters {
+		b.WriteByte(' ')
+		b.WriteString(f.identity())
+	}
+	return b.String()
 }
 
 // finish is TSQuery.validateAndSetQuery.
@@ -201,26 +352,14 @@ func (req *Request) finish(start, end jsonTime, subs []jsonSubQuery, now time.Ti
 	if len(subs) == 0 {
 		return nil, badRequest("Missing queries")
 	}
-	for i, s := range subs {
+	for _, s := range subs {
 		sq, err := s.build()
 		if err != nil {
-			var e *Error
-			if asError(err, &e) {
-				e.Message = fmt.Sprintf("queries[%d]: %s", i, e.Message)
-			}
 			return nil, err
 		}
 		req.Queries = append(req.Queries, *sq)
 	}
 	return req, nil
-}
-
-func asError(err error, e **Error) bool {
-	x, ok := err.(*Error)
-	if ok {
-		*e = x
-	}
-	return ok
 }
 
 // build is TSSubQuery.validateAndSetQuery.
@@ -243,20 +382,7 @@ func (s jsonSubQuery) build() (*SubQuery, error) {
 	if s.RateOptions != nil {
 		sq.RateOptions = RateOptions(*s.RateOptions)
 	}
-	for _, f := range s.Filters {
-		nf, err := NewFilter(f.Type, f.Tagk, f.Filter, f.GroupBy)
-		if err != nil {
-			return nil, badRequest("Invalid filter %s=%s(%s): %v", f.Tagk, f.Type, f.Filter, err)
-		}
-		sq.Filters = append(sq.Filters, nf)
-	}
-	// Legacy "tags" are group-by filters (TSSubQuery.transferTags).
 	var err error
-	for _, k := range sortedKeys(s.Tags) {
-		if sq.Filters, err = addFilter(sq.Filters, k, s.Tags[k], true); err != nil {
-			return nil, badRequest("When parsing tag '%s=%s': %v", k, s.Tags[k], err)
-		}
-	}
 	if s.Downsample != "" {
 		if sq.Downsample, err = ParseDownsample(s.Downsample); err != nil {
 			return nil, err
@@ -384,7 +510,7 @@ func ParseDownsample(spec string) (*Downsample, error) {
 			if strings.EqualFold(parts[2], "scalar") {
 				return nil, badRequest("fill policy scalar is not supported by hbtsdb")
 			}
-			return nil, badRequest("No such fill policy: '%s': must be one of: none nan null zero", parts[2])
+			return nil, badRequest("Unrecognized fill policy: %s", parts[2]) // FillPolicy.fromString
 		}
 		d.Fill = f
 	}
@@ -457,7 +583,7 @@ func ParseTime(s string, now time.Time) (int64, error) {
 	ls := strings.ToLower(s)
 	switch {
 	case msSuffix.MatchString(s):
-		v, err := strconv.ParseInt(strings.TrimSuffix(s, "ms"), 10, 64)
+		v, err := javaParseLong(strings.TrimSuffix(s, "ms"))
 		if err != nil {
 			return 0, badRequest("Invalid time: %s. %v", s, err)
 		}
@@ -493,9 +619,9 @@ func ParseTime(s string, now time.Time) (int64, error) {
 		}
 		digits = strings.Replace(s, ".", "", 1)
 	}
-	v, err := strconv.ParseInt(digits, 10, 64)
+	v, err := javaParseLong(digits)
 	if err != nil {
-		return 0, badRequest("Invalid time: %s. not a number", s)
+		return 0, badRequest("Invalid time: %s. %v", s, err)
 	}
 	if v < 0 {
 		return 0, badRequest("Invalid time: %s. Negative timestamps are not supported.", s)
@@ -504,4 +630,44 @@ func ParseTime(s string, now time.Time) (int64, error) {
 		v *= 1000
 	}
 	return v, nil
+}
+
+// javaParseLong is OpenTSDB's Tags.parseLong, with its messages: an optional
+// sign and decimal digits that fit a long.
+func javaParseLong(s string) (int64, error) {
+	n := len(s)
+	if n == 0 {
+		return 0, fmt.Errorf("Empty string")
+	}
+	i := 0
+	if s[0] == '+' || s[0] == '-' {
+		if n == 1 {
+			return 0, fmt.Errorf("Just a sign, no value: %s", s)
+		} else if n > 20 {
+			return 0, fmt.Errorf("Value too long: %s", s)
+		}
+		i = 1
+	} else if n > 19 {
+		return 0, fmt.Errorf("Value too long: %s", s)
+	}
+	var v int64 // negated, to reach MinInt64
+	for ; i < n; i++ {
+		c := s[i]
+		if c < '0' || c > '9' {
+			r, _ := utf8.DecodeRuneInString(s[i:])
+			return 0, fmt.Errorf("Invalid character '%c' in %s", r, s)
+		}
+		next := v*10 - int64(c-'0')
+		if v < math.MinInt64/10 || next > v*10 {
+			return 0, fmt.Errorf("Overflow in %s", s)
+		}
+		v = next
+	}
+	switch {
+	case s[0] == '-':
+		return v, nil
+	case v == math.MinInt64:
+		return 0, fmt.Errorf("Overflow in %s", s)
+	}
+	return -v, nil
 }

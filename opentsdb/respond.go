@@ -12,10 +12,11 @@ import (
 // [{"metric","tags","aggregateTags"[,"tsuids"],"dps":{"<ts>":v,...}}], the
 // dps keys in seconds (a millisecond timestamp divided down, so that two
 // samples in one second write one key twice, as OpenTSDB does) or, with
-// msResolution, in milliseconds. Values are written as Java's Double.toString
-// writes them ("1.0", "1.5E7"), NaN as "NaN" (Jackson quotes non-numeric
-// numbers) or, with fill policy null, as null.
-func WriteJSON(w io.Writer, results []Result, msResolution, showTSUIDs bool) error {
+// req.MsResolution, in milliseconds; with req.Arrays dps is
+// [[<ts>,v],...]. Integers are written as such ("5"), doubles as Java's
+// Double.toString writes them ("1.0", "1.5E7"), NaN as "NaN" (Jackson quotes
+// non-numeric numbers) or, with fill policy null, as null.
+func WriteJSON(w io.Writer, results []Result, req *Request) error {
 	b := make([]byte, 0, 4096)
 	b = append(b, '[')
 	for i, r := range results {
@@ -41,7 +42,7 @@ func WriteJSON(w io.Writer, results []Result, msResolution, showTSUIDs bool) err
 			b = appendString(b, k)
 		}
 		b = append(b, ']')
-		if showTSUIDs {
+		if req.ShowTSUIDs {
 			b = append(b, `,"tsuids":[`...)
 			for j, id := range r.TSUIDs {
 				if j > 0 {
@@ -51,25 +52,42 @@ func WriteJSON(w io.Writer, results []Result, msResolution, showTSUIDs bool) err
 			}
 			b = append(b, ']')
 		}
-		b = append(b, `,"dps":{`...)
+		open, end := byte('{'), byte('}')
+		if req.Arrays {
+			open, end = '[', ']'
+		}
+		b = append(b, `,"dps":`...)
+		b = append(b, open)
 		for j, p := range r.Points {
 			if j > 0 {
 				b = append(b, ',')
 			}
 			ts := p.T
-			if !msResolution {
+			if !req.MsResolution {
 				ts /= 1000
 			}
-			b = append(b, '"')
-			b = strconv.AppendInt(b, ts, 10)
-			b = append(b, `":`...)
-			if math.IsNaN(p.V) && r.Fill == FillNull {
-				b = append(b, "null"...)
+			if req.Arrays {
+				b = append(b, '[')
+				b = strconv.AppendInt(b, ts, 10)
+				b = append(b, ',')
 			} else {
+				b = append(b, '"')
+				b = strconv.AppendInt(b, ts, 10)
+				b = append(b, `":`...)
+			}
+			switch {
+			case r.Ints != nil && r.Ints[j]:
+				b = strconv.AppendInt(b, int64(p.V), 10)
+			case math.IsNaN(p.V) && r.Fill == FillNull:
+				b = append(b, "null"...)
+			default:
 				b = AppendJavaDouble(b, p.V)
 			}
+			if req.Arrays {
+				b = append(b, ']')
+			}
 		}
-		b = append(b, "}}"...)
+		b = append(b, end, '}')
 		if len(b) > 64<<10 {
 			if _, err := w.Write(b); err != nil {
 				return err
@@ -82,12 +100,19 @@ func WriteJSON(w io.Writer, results []Result, msResolution, showTSUIDs bool) err
 	return err
 }
 
-// WriteError writes OpenTSDB's error body: {"error":{"code":N,"message":"..."}}.
-func WriteError(w io.Writer, code int, message string) error {
+// WriteError writes OpenTSDB's error body,
+// {"error":{"code":N,"message":"...","details":"..."}}, as
+// HttpJsonSerializer.formatErrorV1 does (details only when not empty; the
+// Java stack trace OpenTSDB adds is left out).
+func WriteError(w io.Writer, code int, message, details string) error {
 	b := []byte(`{"error":{"code":`)
 	b = strconv.AppendInt(b, int64(code), 10)
 	b = append(b, `,"message":`...)
 	b = appendString(b, message)
+	if details != "" {
+		b = append(b, `,"details":`...)
+		b = appendString(b, details)
+	}
 	b = append(b, "}}"...)
 	_, err := w.Write(b)
 	return err

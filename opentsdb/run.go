@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -37,6 +38,9 @@ type Result struct {
 	TSUIDs []string
 	// Points are the aggregated values within the query's [Start, End].
 	Points []Point
+	// Ints says which Points are integers, which OpenTSDB writes without a
+	// fraction ("5", not "5.0"); nil when none is.
+	Ints []bool
 	// Fill is the sub-query's fill policy (null writes NaN as null).
 	Fill FillPolicy
 }
@@ -97,6 +101,11 @@ func runSub(ctx context.Context, src Source, req *Request, q *SubQuery) ([]Resul
 	if err != nil {
 		return nil, fmt.Errorf("opentsdb: read metric %s: %w", q.Metric, err)
 	}
+	if names, ok := src.(Names); ok {
+		if err := q.checkNames(ctx, names, series); err != nil {
+			return nil, err
+		}
+	}
 	var groupKeys []string
 	for _, f := range q.Filters {
 		if f.GroupBy && !slices.Contains(groupKeys, f.Tagk) {
@@ -110,7 +119,7 @@ func runSub(ctx context.Context, src Source, req *Request, q *SubQuery) ([]Resul
 		if !q.matches(s.Tags) {
 			continue
 		}
-		key := groupKey(s, groupKeys, q.Agg.Name == "none")
+		key := groupKey(s, i, groupKeys, q.Agg.Name == "none")
 		groups[key] = append(groups[key], s)
 	}
 	keys := make([]string, 0, len(groups))
@@ -130,20 +139,23 @@ func runSub(ctx context.Context, src Source, req *Request, q *SubQuery) ([]Resul
 				p = from(p, startTime)
 			}
 			if q.Rate {
-				p = rate(p, q.RateOptions)
+				p = rate(p, q.RateOptions, q.Downsample == nil)
 			}
 			pts[i] = p
 		}
-		agg := aggregate(pts, startTime, endTime, q.Agg, q.Rate)
+		agg, ints := aggregate(pts, startTime, endTime, q.Agg, q.Rate, q.Downsample == nil)
 		r := Result{Metric: q.Metric, Fill: q.Fill}
 		r.Tags, r.AggregateTags = groupTags(g)
 		for _, s := range g {
 			r.TSUIDs = append(r.TSUIDs, s.ID)
 		}
 		sort.Strings(r.TSUIDs)
-		for _, p := range agg {
+		for i, p := range agg {
 			if p.T >= req.Start && p.T <= req.End {
 				r.Points = append(r.Points, p)
+				if ints != nil {
+					r.Ints = append(r.Ints, ints[i])
+				}
 			}
 		}
 		out = append(out, r)
@@ -174,11 +186,11 @@ func (q *SubQuery) matches(tags map[string]string) bool {
 	return !q.ExplicitTags || len(keys) == len(tags)
 }
 
-// groupKey names a series' group: its group-by tag values (each series alone
-// with the "none" aggregator).
-func groupKey(s *Series, groupKeys []string, alone bool) string {
+// groupKey names a series' group: its group-by tag values (each series, the
+// i-th of the source's, alone with the "none" aggregator).
+func groupKey(s *Series, i int, groupKeys []string, alone bool) string {
 	if alone {
-		return s.ID
+		return strconv.Itoa(i)
 	}
 	var b strings.Builder
 	for _, k := range groupKeys {

@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"testing"
+	"time"
 )
 
 func mustAgg(t *testing.T, name string) *Aggregator {
@@ -110,7 +111,7 @@ func TestAggregationInterpolatesAsOpenTSDB(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got := aggregate([][]Point{a, b}, base, base+100000, mustAgg(t, c.agg), false)
+			got := points(aggregate([][]Point{a, b}, base, base+100000, mustAgg(t, c.agg), false, false))
 			if !samePoints(got, c.want) {
 				t.Fatalf("got %v, want %v", got, c.want)
 			}
@@ -118,14 +119,14 @@ func TestAggregationInterpolatesAsOpenTSDB(t *testing.T) {
 	}
 	t.Run("pfsum as OpenTSDB's test has it: a without its 10s point (pfsum)", func(t *testing.T) {
 		a := []Point{{base, 40}, {base + 30000, 70}}
-		got := aggregate([][]Point{a, b}, base, base+100000, mustAgg(t, "pfsum"), false)
+		got := points(aggregate([][]Point{a, b}, base, base+100000, mustAgg(t, "pfsum"), false, false))
 		want := []Point{{base, 40}, {base + 10000, 77}, {base + 20000, 88}, {base + 30000, 70}}
 		if !samePoints(got, want) {
 			t.Fatalf("got %v, want %v", got, want)
 		}
 	})
 	t.Run("points before start and after end are left out (testAggregate_seek)", func(t *testing.T) {
-		got := aggregate([][]Point{a, b}, base+10000, base+20000, mustAgg(t, "sum"), false)
+		got := points(aggregate([][]Point{a, b}, base+10000, base+20000, mustAgg(t, "sum"), false, false))
 		want := []Point{{base + 10000, 87}, {base + 20000, 108}}
 		if !samePoints(got, want) {
 			t.Fatalf("got %v, want %v", got, want)
@@ -139,7 +140,7 @@ func TestAggregationInterpolatesAsOpenTSDB(t *testing.T) {
 		for i := range series {
 			series[i] = ds.downsample(data, base+1000, base+100000, 0, 0)
 		}
-		got := aggregate(series, base+1000, base+100000, mustAgg(t, "sum"), false)
+		got := points(aggregate(series, base+1000, base+100000, mustAgg(t, "sum"), false, false))
 		want := []Point{{base + 10000, 7}, {base + 20000, 7}, {base + 30000, 7}, {base + 40000, 7}, {base + 50000, 7}}
 		if !samePoints(got, want) {
 			t.Fatalf("got %v, want %v", got, want)
@@ -180,7 +181,7 @@ func TestRateAsOpenTSDB(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got := rate(c.pts, c.opts)
+			got := rate(c.pts, c.opts, false)
 			if len(got) != len(c.want) {
 				t.Fatalf("got %v, want %v", got, c.want)
 			}
@@ -192,9 +193,9 @@ func TestRateAsOpenTSDB(t *testing.T) {
 		})
 	}
 	t.Run("aggregation emits no timestamp of a series' first rate, and uses it before the second", func(t *testing.T) {
-		a := rate([]Point{{10000, 10}, {20000, 30}, {30000, 40}}, DefaultRateOptions()) // 1@10, 2@20, 1@30
-		b := rate([]Point{{25000, 50}, {35000, 60}}, DefaultRateOptions())              // 2@25, 1@35
-		got := aggregate([][]Point{a, b}, 0, 100000, mustAgg(t, "sum"), true)
+		a := rate([]Point{{10000, 10}, {20000, 30}, {30000, 40}}, DefaultRateOptions(), false) // 1@10, 2@20, 1@30
+		b := rate([]Point{{25000, 50}, {35000, 60}}, DefaultRateOptions(), false)              // 2@25, 1@35
+		got := points(aggregate([][]Point{a, b}, 0, 100000, mustAgg(t, "sum"), true, false))
 		want := []Point{{20000, 2 + 2}, {30000, 1 + 2}, {35000, 1}}
 		if !samePoints(got, want) {
 			t.Fatalf("got %v, want %v", got, want)
@@ -250,4 +251,61 @@ func TestDownsampleAsOpenTSDB(t *testing.T) {
 			t.Fatalf("got %v, want %v", got, want)
 		}
 	})
+}
+
+// points is aggregate's points without their integer marks.
+func points(p []Point, _ []bool) []Point { return p }
+
+func TestIntegersAggregateAsOpenTSDBsLongs(t *testing.T) {
+	// Stored samples with integral values are OpenTSDB's longs.
+	a := []Point{{base, 40}, {base + 10000, 50}, {base + 30000, 71}}
+	b := []Point{{base + 10000, 37}, {base + 20000, 48}}
+	cases := []struct {
+		agg  string
+		want []Point
+	}{
+		{"avg", []Point{{base, 40}, {base + 10000, 43}, {base + 20000, 54}, {base + 30000, 71}}}, // (50+37)/2 truncated; a's 60.5 at 20s is 60
+		{"sum", []Point{{base, 40}, {base + 10000, 87}, {base + 20000, 108}, {base + 30000, 71}}},
+		{"dev", []Point{{base, 0}, {base + 10000, 6}, {base + 20000, 6}, {base + 30000, 0}}}, // sqrt(42.25) truncated
+		{"ep50r3", []Point{{base, 40}, {base + 10000, 37}, {base + 20000, 48}, {base + 30000, 71}}},
+		{"ep50r7", []Point{{base, 40}, {base + 10000, 43}, {base + 20000, 54}, {base + 30000, 71}}},
+	}
+	for _, c := range cases {
+		t.Run(c.agg, func(t *testing.T) {
+			got, ints := aggregate([][]Point{a, b}, base, base+100000, mustAgg(t, c.agg), false, true)
+			if !samePoints(got, c.want) {
+				t.Fatalf("got %v, want %v", got, c.want)
+			}
+			for i, isInt := range ints {
+				if !isInt {
+					t.Fatalf("point %d is not an integer: %v", i, ints)
+				}
+			}
+		})
+	}
+	t.Run("one double among the current and next values makes the step a double", func(t *testing.T) {
+		// At base b's next value 37.5 is a double; at +20s b's 48 is current
+		// and its next slot empty, so the step is integers again (a's 60.5
+		// interpolated in longs is 60).
+		b := []Point{{base + 10000, 37.5}, {base + 20000, 48}}
+		got, ints := aggregate([][]Point{a, b}, base, base+100000, mustAgg(t, "avg"), false, true)
+		want := []Point{{base, 40}, {base + 10000, 43.75}, {base + 20000, 54}, {base + 30000, 71}}
+		if !samePoints(got, want) || !slices.Equal(ints, []bool{false, false, true, true}) {
+			t.Fatalf("got %v %v, want %v, integers from +20s on", got, ints, want)
+		}
+	})
+}
+
+func TestParseTimeSaysWhatTagsParseLongSays(t *testing.T) {
+	now := time.UnixMilli(1700000000000)
+	for in, want := range map[string]string{
+		"yesterday":            "Invalid time: yesterday. Invalid character 'y' in yesterday",
+		"12345678901234567890": "Invalid time: 12345678901234567890. Value too long: 12345678901234567890",
+		"9999999999999999999":  "Invalid time: 9999999999999999999. Overflow in 9999999999999999999",
+	} {
+		_, err := ParseTime(in, now)
+		if err == nil || err.Error() != want {
+			t.Errorf("ParseTime(%q) = %v, want %q", in, err, want)
+		}
+	}
 }

@@ -18,10 +18,36 @@ import (
 
 // TestOpenTSDBCompare puts the same datapoints into a real OpenTSDB 2.4.1 and
 // into hbtsdb (on the test HBase), both through POST /api/put, and asks both
-// the same /api/suggest and /api/aggregators questions: the answers must be the
-// same bytes, and the errors the same code and message (OpenTSDB adds a stack
-// trace, which hbtsdb leaves out).
+// the same questions: /api/suggest and /api/aggregators (the same bytes),
+// /api/query (the same groups and values), /api/query/last, /api/search/lookup
+// and /api/config/filters, and the requests Grafana's OpenTSDB data source
+// sends. Errors must have the same code and message (OpenTSDB adds a stack
+// trace, which hbtsdb leaves out). One OpenTSDB serves every subtest.
 func TestOpenTSDBCompare(t *testing.T) {
+	p := startOpenTSDBPair(t)
+	t.Run("suggest", p.compareSuggest)
+	t.Run("last", p.compareLast)
+	t.Run("query", p.compareQueries)
+	t.Run("lookup", p.compareLookup)
+	t.Run("filters", p.compareFilters)
+	t.Run("grafana", p.compareGrafana)
+	t.Logf("%d requests answered by both", p.asked)
+}
+
+// openTSDBPair is a real OpenTSDB and an hbtsdb that hold the same datapoints.
+type openTSDBPair struct {
+	otsdb, hbtsdb string
+	// base is where queryDataset starts (seconds, an hour's start), hour the
+	// start of the hour the datapoints were put in (seconds).
+	base, hour int64
+	// asked counts the requests both answered.
+	asked int
+}
+
+// startOpenTSDBPair starts OpenTSDB and hbtsdb on the test HBase and puts the
+// datapoints of every comparison into both: compareDatapoints (suggest),
+// queryDataset and lastDataset.
+func startOpenTSDBPair(t *testing.T) *openTSDBPair {
 	tsd := opentsdbtest.Start(t)
 	b := schematest.Backends()[1]
 	st := b.Store(t)
@@ -35,23 +61,51 @@ func TestOpenTSDBCompare(t *testing.T) {
 	srv := httptest.NewServer(mustRouter(t, Options{DB: StaticDB(d)}))
 	t.Cleanup(srv.Close)
 
-	points := compareDatapoints(time.Now().Add(-time.Hour).Unix())
+	now := waitOutHourEnd(t, time.Now())
+	p := &openTSDBPair{otsdb: tsd.URL, hbtsdb: srv.URL, hour: now.Unix() - now.Unix()%3600}
+	p.base = p.hour - 4*3600
+	bodies := []string{compareDatapoints(now.Add(-time.Hour).Unix())}
+	points := append(queryDataset(p.base), lastDataset(p.hour)...)
+	bodies = append(bodies, putBodies(points, 500)...)
 	for _, target := range []struct{ name, url string }{{"OpenTSDB", tsd.URL + "/api/put?sync&details"}, {"hbtsdb", srv.URL + "/api/put?details"}} {
-		status, _, body := openTSDBAsk(t, target.url, "POST", "", points)
-		var res struct{ Success, Failed int }
-		if err := json.Unmarshal([]byte(body), &res); err != nil || status != 200 || res.Success != 12 || res.Failed != 0 {
-			t.Fatalf("%s /api/put = %d %s, want 200 with 12 stored and none failed", target.name, status, body)
+		for _, body := range bodies {
+			status, _, answer := openTSDBAsk(t, target.url, "POST", "", body)
+			var res struct{ Success, Failed int }
+			want := strings.Count(body, `"metric"`)
+			if err := json.Unmarshal([]byte(answer), &res); err != nil || status != 200 || res.Success != want || res.Failed != 0 {
+				t.Fatalf("%s /api/put = %d %s, want 200 with %d stored and none failed", target.name, status, answer, want)
+			}
 		}
 	}
+	p.waitForTracking(t, len(qLastSeries))
+	return p
+}
 
+// waitOutHourEnd returns now, or, in the last 20 seconds of an hour, the time
+// once the next hour has begun: /api/query/last reads the hour the datapoints
+// were put in, which must still be the current hour when it is asked.
+func waitOutHourEnd(t *testing.T, now time.Time) time.Time {
+	t.Helper()
+	if left := time.Duration(3600-now.Unix()%3600) * time.Second; left <= 20*time.Second {
+		t.Logf("%v before the hour ends: waiting for the next one", left)
+		<-time.After(left - time.Duration(now.Nanosecond()))
+		return time.Now()
+	}
+	return now
+}
+
+// compareSuggest asks both 297 /api/suggest questions (three types, a dozen
+// prefixes, four max, GET and POST, and the bad requests) and
+// /api/aggregators: the answers must be the same bytes.
+func (p *openTSDBPair) compareSuggest(t *testing.T) {
 	// Both must know every name, or the comparisons below could pass on two empty lists.
-	for _, base := range []string{tsd.URL, srv.URL} {
-		const want = `["0metric","Sys.Upper","a","app.latency-p99","app.requests","app_errors","sys.cpu.idle","sys.cpu.nice","sys.cpu.user","sys.if.bytes_in","sys.mem.free"]`
+	for _, base := range []string{p.otsdb, p.hbtsdb} {
+		const want = `["0metric","Sys.Upper","a","app.latency-p99","app.requests","app_errors","q.cpu","q.floatint","q.last",` +
+			`"q.mixed","q.requests","sys.cpu.idle","sys.cpu.nice","sys.cpu.user","sys.if.bytes_in","sys.mem.free"]`
 		if status, _, got := openTSDBAsk(t, base, "GET", "/api/suggest", "type=metrics"); status != 200 || got != want {
 			t.Fatalf("%s/api/suggest?type=metrics = %d %s, want 200 %s", base, status, got, want)
 		}
 	}
-	var asked int
 	for _, typ := range []string{"metrics", "tagk", "tagv"} {
 		for _, q := range []string{"", "s", "sys.", "sys.cpu.", "S", "w", "web0", "a", "app.", "0", "nothing", "h"} {
 			for _, max := range []string{"", "1", "2", "-1"} {
@@ -62,10 +116,9 @@ func TestOpenTSDBCompare(t *testing.T) {
 				if max != "" {
 					v.Set("max", max)
 				}
-				compareOpenTSDB(t, tsd.URL, srv.URL, "GET", "/api/suggest", v.Encode())
+				p.compare(t, "GET", "/api/suggest", v.Encode())
 				body, _ := json.Marshal(map[string]string{"type": typ, "q": q, "max": max})
-				compareOpenTSDB(t, tsd.URL, srv.URL, "POST", "/api/suggest", string(body))
-				asked += 2
+				p.compare(t, "POST", "/api/suggest", string(body))
 			}
 		}
 	}
@@ -74,12 +127,18 @@ func TestOpenTSDBCompare(t *testing.T) {
 		{"GET", "type=tagv&max=9999999999"}, {"POST", `{"q":"sys"}`}, {"POST", `{"type":"tags"}`}, {"POST", ``},
 		{"POST", `{"type":"tagk","max":"x"}`},
 	} {
-		compareOpenTSDB(t, tsd.URL, srv.URL, bad.method, "/api/suggest", bad.query)
-		asked++
+		p.compare(t, bad.method, "/api/suggest", bad.query)
 	}
-	compareOpenTSDB(t, tsd.URL, srv.URL, "GET", "/api/aggregators", "")
-	compareOpenTSDB(t, tsd.URL, srv.URL, "POST", "/api/aggregators", "")
-	t.Logf("%d questions answered alike", asked+2)
+	p.compare(t, "GET", "/api/aggregators", "")
+	p.compare(t, "POST", "/api/aggregators", "")
+}
+
+// compare asks OpenTSDB and hbtsdb one question and fails the test when the
+// answers differ: status and body, or for an error the code and message.
+func (p *openTSDBPair) compare(t *testing.T, method, path, query string) {
+	t.Helper()
+	p.asked++
+	compareOpenTSDB(t, p.otsdb, p.hbtsdb, method, path, query)
 }
 
 // compareOpenTSDB asks OpenTSDB and hbtsdb one question and fails the test when

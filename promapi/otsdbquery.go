@@ -92,14 +92,18 @@ func (h *otsdbQuery) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, http.StatusServiceUnavailable, err)
 		return
 	}
-	src := &otsdbSource{q: h.q, withIDs: req.ShowTSUIDs}
+	src := &otsdbSource{q: h.q, withIDs: req.ShowTSUIDs, names: newNameIndex(h.q)}
 	results, err := opentsdb.Run(r.Context(), src, req)
 	if err != nil {
-		h.fail(w, r, readStatus(err), err)
+		status := readStatus(err)
+		if e, ok := errors.AsType[*opentsdb.Error](err); ok {
+			status = e.Status // a name that does not exist
+		}
+		h.fail(w, r, status, err)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
-	if err := opentsdb.WriteJSON(w, results, req.MsResolution, req.ShowTSUIDs); err != nil && r.Context().Err() == nil {
+	if err := opentsdb.WriteJSON(w, results, req); err != nil && r.Context().Err() == nil {
 		h.logger.Error("opentsdb query: write answer", "remote", r.RemoteAddr, "err", err)
 	}
 }
@@ -117,6 +121,10 @@ func (h *otsdbQuery) parse(r *http.Request) (*opentsdb.Request, int, error) {
 			return nil, http.StatusBadRequest, fmt.Errorf("read request body: %w", rerr)
 		}
 		req, err = opentsdb.ParseJSON(body, h.now())
+		if err == nil {
+			// Query string parameters of a POST (HttpJsonSerializer reads them too).
+			req.Arrays = r.URL.Query().Has("arrays")
+		}
 	} else {
 		req, err = opentsdb.ParseForm(r.URL.Query(), h.now())
 	}
@@ -151,9 +159,19 @@ func (h *otsdbQuery) fail(w http.ResponseWriter, r *http.Request, status int, er
 	if status >= 500 && status != statusClientClosedRequest {
 		h.logger.Error("opentsdb query failed", "status", status, "remote", r.RemoteAddr, "err", err)
 	}
+	writeOpenTSDBError(w, status, err)
+}
+
+// writeOpenTSDBError answers OpenTSDB's error JSON with the status, the
+// error's message and, for an opentsdb.Error that has them, its details.
+func writeOpenTSDBError(w http.ResponseWriter, status int, err error) {
+	var details string
+	if e, ok := errors.AsType[*opentsdb.Error](err); ok {
+		details = e.Details
+	}
 	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
 	w.WriteHeader(status)
-	_ = opentsdb.WriteError(w, status, err.Error())
+	_ = opentsdb.WriteError(w, status, err.Error(), details)
 }
 
 // otsdbSource reads a metric's series for package opentsdb: one Select of
@@ -162,6 +180,7 @@ func (h *otsdbQuery) fail(w http.ResponseWriter, r *http.Request, status int, er
 type otsdbSource struct {
 	q       queryable
 	withIDs bool
+	*names
 }
 
 func (s *otsdbSource) Series(ctx context.Context, metric string, mint, maxt int64) ([]opentsdb.Series, error) {

@@ -72,26 +72,26 @@ func TestOpenTSDBQueryAnswersWhatAPIPutStored(t *testing.T) {
 				args url.Values
 				want string
 			}{
-				{"sum over dc=eu interpolates web01's 60 at +20s, leaves web02 out outside its points",
+				{"sum over dc=eu interpolates web01's 60 at +20s, leaves web02 out outside its points; integers stay integers",
 					window("sum:sys.cpu{dc=eu}"),
-					`[{"metric":"sys.cpu","tags":{"dc":"eu"},"aggregateTags":["host"],"dps":{"` + s(0) + `":40.0,"` + s(10) + `":87.0,"` +
-						s(20) + `":108.0,"` + s(30) + `":70.0}}]`},
+					`[{"metric":"sys.cpu","tags":{"dc":"eu"},"aggregateTags":["host"],"dps":{"` + s(0) + `":40,"` + s(10) + `":87,"` +
+						s(20) + `":108,"` + s(30) + `":70}}]`},
 				{"group by dc=* with count, groups in tag-value order",
 					window("count:sys.cpu{dc=*}"),
-					`[{"metric":"sys.cpu","tags":{"dc":"eu"},"aggregateTags":["host"],"dps":{"` + s(0) + `":1.0,"` + s(10) + `":2.0,"` +
-						s(20) + `":2.0,"` + s(30) + `":1.0}},` +
-						`{"metric":"sys.cpu","tags":{"dc":"us","host":"db01"},"aggregateTags":[],"dps":{"` + s(10) + `":1.0}}]`},
+					`[{"metric":"sys.cpu","tags":{"dc":"eu"},"aggregateTags":["host"],"dps":{"` + s(0) + `":1,"` + s(10) + `":2,"` +
+						s(20) + `":2,"` + s(30) + `":1}},` +
+						`{"metric":"sys.cpu","tags":{"dc":"us","host":"db01"},"aggregateTags":[],"dps":{"` + s(10) + `":1}}]`},
 				{"literal_or of two hosts in the group-by braces groups by host, with ms keys",
 					url.Values{"start": {s(0)}, "end": {s(15)}, "ms": {""}, "m": {"max:sys.cpu{host=web01|db01}"}},
-					`[{"metric":"sys.cpu","tags":{"dc":"us","host":"db01"},"aggregateTags":[],"dps":{"` + s(10) + `000":5.0}},` +
-						`{"metric":"sys.cpu","tags":{"dc":"eu","host":"web01"},"aggregateTags":[],"dps":{"` + s(0) + `000":40.0,"` + s(10) + `000":50.0}}]`},
+					`[{"metric":"sys.cpu","tags":{"dc":"us","host":"db01"},"aggregateTags":[],"dps":{"` + s(10) + `000":5}},` +
+						`{"metric":"sys.cpu","tags":{"dc":"eu","host":"web01"},"aggregateTags":[],"dps":{"` + s(0) + `000":40,"` + s(10) + `000":50}}]`},
 				{"literal_or of two hosts in the filter braces aggregates them",
 					url.Values{"start": {s(0)}, "end": {s(15)}, "m": {"max:sys.cpu{}{host=web01|db01}"}},
-					`[{"metric":"sys.cpu","tags":{},"aggregateTags":["dc","host"],"dps":{"` + s(0) + `":40.0,"` + s(10) + `":50.0}}]`},
-				{"wildcard host=web* in the filter braces (no grouping), avg",
+					`[{"metric":"sys.cpu","tags":{},"aggregateTags":["dc","host"],"dps":{"` + s(0) + `":40,"` + s(10) + `":50}}]`},
+				{"wildcard host=web* in the filter braces (no grouping), avg of integers truncated as OpenTSDB's long division",
 					window("avg:sys.cpu{}{host=web*}"),
-					`[{"metric":"sys.cpu","tags":{"dc":"eu"},"aggregateTags":["host"],"dps":{"` + s(0) + `":40.0,"` + s(10) + `":43.5,"` +
-						s(20) + `":54.0,"` + s(30) + `":70.0}}]`},
+					`[{"metric":"sys.cpu","tags":{"dc":"eu"},"aggregateTags":["host"],"dps":{"` + s(0) + `":40,"` + s(10) + `":43,"` +
+						s(20) + `":54,"` + s(30) + `":70}}]`},
 				{"20s-sum-zero downsampling fills the empty intervals to the end of the hour row, cut at end",
 					url.Values{"start": {s(0)}, "end": {s(80)}, "m": {"sum:20s-sum-zero:sys.cpu{host=web01}"}},
 					`[{"metric":"sys.cpu","tags":{"dc":"eu","host":"web01"},"aggregateTags":[],"dps":{"` + s(0) + `":90.0,"` + s(20) + `":70.0,"` +
@@ -105,9 +105,13 @@ func TestOpenTSDBQueryAnswersWhatAPIPutStored(t *testing.T) {
 					`[{"metric":"net.bytes","tags":{"host":"web01"},"aggregateTags":[],"dps":{"` + s(10) + `":10.0,"` + s(20) + `":-15.0,"` +
 						s(30) + `":10.0}},{"metric":"net.bytes","tags":{"host":"web01"},"aggregateTags":[],"dps":{"` + s(10) + `":10.0,"` +
 						s(20) + `":10.0,"` + s(30) + `":10.0}}]`},
-				{"no series: an empty array", window("sum:no.such.metric"), `[]`},
+				{"no series in the range: an empty array", url.Values{"start": {s(3600)}, "end": {s(3660)}, "m": {"sum:sys.cpu"}}, `[]`},
+				{"a metric never written: 400, as OpenTSDB's UID look-up", window("sum:no.such.metric"),
+					`{"error":{"code":400,"message":"No such name for 'metrics': 'no.such.metric'","details":"No such name for 'metrics': 'no.such.metric'"}}`},
+				{"a tag value never written: 400", window("sum:sys.cpu{host=web01|web99}"),
+					`{"error":{"code":400,"message":"No such name for 'tagv': 'web99'","details":"No such name for 'tagv': 'web99'"}}`},
 				{"bad aggregator: 400 in OpenTSDB's error JSON", window("total:sys.cpu"),
-					`{"error":{"code":400,"message":"queries[0]: No such aggregation function: total"}}`},
+					`{"error":{"code":400,"message":"No such aggregation function: total"}}`},
 				{"bad m: 400", window("sys.cpu"),
 					`{"error":{"code":400,"message":"Invalid parameter m=sys.cpu (not enough :-separated parts)"}}`},
 			}
@@ -132,7 +136,7 @@ func TestOpenTSDBQueryAnswersWhatAPIPutStored(t *testing.T) {
 					t.Fatalf("%d %s", r.status, r.body)
 				}
 				prefix := `[{"metric":"sys.cpu","tags":{"dc":"eu"},"aggregateTags":["host"],"tsuids":["`
-				suffix := `"],"dps":{"` + s(0) + `000":40.0,"` + s(10) + `000":87.0,"` + s(20) + `000":48.0,"` + s(30) + `000":70.0}}]`
+				suffix := `"],"dps":{"` + s(0) + `000":40,"` + s(10) + `000":87,"` + s(20) + `000":48,"` + s(30) + `000":70}}]`
 				if !strings.HasPrefix(r.body, prefix) || !strings.HasSuffix(r.body, suffix) {
 					t.Fatalf("body %s\nwant %s<2 ids>%s", r.body, prefix, suffix)
 				}
@@ -143,7 +147,7 @@ func TestOpenTSDBQueryAnswersWhatAPIPutStored(t *testing.T) {
 			})
 			t.Run("POST of bad JSON: 400", func(t *testing.T) {
 				r := post(t, e.srv.URL+"/api/query", nil, []byte(`{"start":`))
-				want := `{"error":{"code":400,"message":"Unable to parse the given JSON: unexpected end of JSON input"}}`
+				want := `{"error":{"code":400,"message":"Unable to parse the given JSON","details":"unexpected end of JSON input"}}`
 				if r.status != 400 || r.body != want {
 					t.Fatalf("%d %s, want 400 %s", r.status, r.body, want)
 				}
@@ -191,7 +195,7 @@ func TestOpenTSDBQueryLeavesOutStalenessMarkers(t *testing.T) {
 		t.Fatalf("remote write: %d %s", r.status, r.body)
 	}
 	code, body := otsdbGet(t, e.srv.URL, url.Values{"start": {fmt.Sprint(bs.Unix())}, "end": {fmt.Sprint(bs.Unix() + 60)}, "m": {"sum:up"}})
-	want := fmt.Sprintf(`[{"metric":"up","tags":{"host":"a"},"aggregateTags":[],"dps":{"%d":1.0,"%d":0.0}}]`, bs.Unix(), bs.Unix()+15)
+	want := fmt.Sprintf(`[{"metric":"up","tags":{"host":"a"},"aggregateTags":[],"dps":{"%d":1,"%d":0}}]`, bs.Unix(), bs.Unix()+15)
 	if code != 200 || body != want {
 		t.Fatalf("%d %s\nwant 200 %s", code, body, want)
 	}
