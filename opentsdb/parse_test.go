@@ -181,7 +181,7 @@ func TestJSONBodyParsesAsTSQuery(t *testing.T) {
 	for _, c := range []struct{ body, want, details string }{
 		{`{"start":"1h-ago","queries":[{"aggregator":"sum"}]}`, "Missing the metric or tsuids, provide at least one", ""},
 		{`{"start":"1h-ago","queries":[]}`, "Missing queries", ""},
-		{``, "Missing message content", ""},
+		{``, "Missing message content", "Supply valid JSON formatted data in the body of your request"},
 		{`{"start":`, "Unable to parse the given JSON", "unexpected end of JSON input"},
 		{`{"start":"1h-ago","queries":[{"aggregator":"sum","metric":"m","filters":[{"type":"Regexp","tagk":"h","filter":"x"}]}]}`,
 			"Unable to parse the given JSON", "Could not find a tag value filter of the type: Regexp"},

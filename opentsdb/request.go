@@ -65,6 +65,12 @@ func badRequest(format string, args ...any) error {
 	return &Error{Status: 400, Message: fmt.Sprintf(format, args...)}
 }
 
+// errMissingContent is HttpJsonSerializer's answer to a POST without a body.
+func errMissingContent() error {
+	return &Error{Status: 400, Message: "Missing message content",
+		Details: "Supply valid JSON formatted data in the body of your request"}
+}
+
 // badJSON is HttpJsonSerializer's answer to a body Jackson cannot map onto
 // TSQuery: "Unable to parse the given JSON", the cause in the details.
 func badJSON(cause error) error {
@@ -285,7 +291,7 @@ func (t *jsonTime) UnmarshalJSON(b []byte) error {
 // HttpJsonSerializer.parseQueryV1 reads it (identical sub-queries once).
 func ParseJSON(body []byte, now time.Time) (*Request, error) {
 	if len(body) == 0 {
-		return nil, badRequest("Missing message content")
+		return nil, errMissingContent()
 	}
 	var q jsonQuery
 	if err := json.Unmarshal(body, &q); err != nil {

@@ -77,7 +77,7 @@ func startOpenTSDBPair(t *testing.T) *openTSDBPair {
 			}
 		}
 	}
-	p.waitForTracking(t, len(qLastSeries))
+	p.waitForTracking(t, points)
 	return p
 }
 

@@ -60,12 +60,14 @@ func (o OpenTSDBQueryOptions) Validate() error {
 	)
 }
 
-// registerOpenTSDBQuery adds OpenTSDB 2.x's GET|POST /api/query, a read
-// endpoint (the memory guard and read statistics of remote read, the read
+// registerOpenTSDBQuery adds OpenTSDB 2.x's GET|POST /api/query and
+// /api/query/last (opentsdb_last.go), read endpoints (the memory guard and read statistics of remote read, the read
 // role of --web.read-only-users; write-only users get 403).
 func registerOpenTSDBQuery(r *mux.Router, q queryable, opts Options, metrics *httpMetrics, guard *memoryGuard, ready func() error) {
 	h := &otsdbQuery{q: q, opts: opts.OpenTSDBQuery.withDefaults(), ready: ready, logger: opts.Logger, now: time.Now}
 	r.Handle("/api/query", guard.guardReads(false, withReadStats(metrics, h))).Methods(http.MethodGet, http.MethodPost)
+	last := &otsdbLast{q: q, opts: h.opts, ready: ready, logger: opts.Logger, now: time.Now}
+	r.Handle("/api/query/last", guard.guardReads(false, withReadStats(metrics, last))).Methods(http.MethodGet, http.MethodPost)
 }
 
 // otsdbQuery serves /api/query (https://opentsdb.net/docs/build/html/api_http/query/index.html):
