@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"net/http"
 	"slices"
@@ -15,10 +16,13 @@ import (
 
 	"github.com/gorilla/mux"
 	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/hbtsdb/hbtsdb/opentsdb"
 )
 
 // OpenTSDB's small read endpoints (http://opentsdb.net/docs/build/html/api_http/):
-// GET /api/version, GET|POST /api/aggregators and GET|POST /api/suggest,
+// GET /api/version, GET|POST /api/aggregators, GET|POST /api/suggest,
+// /api/search/lookup (opentsdb_lookup.go) and /api/config/filters,
 // answered as OpenTSDB 2.4.1 answers them, so that OpenTSDB clients and
 // Grafana's OpenTSDB data source find what they expect. /api/put is put.go.
 // A metric is the series' __name__, a tag key any other label name, a tag value
@@ -54,6 +58,7 @@ type openTSDBHandler struct {
 	q       queryable
 	version openTSDBVersion
 	limits  QueryOptions
+	logger  *slog.Logger
 	fail    func(w http.ResponseWriter, r *http.Request, err error)
 }
 
@@ -65,22 +70,33 @@ func registerOpenTSDB(r *mux.Router, q queryable, opts Options) {
 		ShortRevision: rev[:min(len(rev), 9)], Repo: "github.com/hbtsdb/hbtsdb", Version: opts.Version,
 		FullRevision: rev, User: opts.BuildInfo.BuildUser, Branch: opts.BuildInfo.Branch,
 		Timestamp: buildTimestamp(opts.BuildInfo.BuildDate)}}
+	h.logger = opts.Logger
 	h.fail = func(w http.ResponseWriter, req *http.Request, err error) {
-		status := http.StatusInternalServerError
-		switch {
+		status, details := readStatus(err), ""
+		switch e, ok := errors.AsType[*opentsdb.Error](err); {
+		case ok:
+			status, details = e.Status, e.Details
 		case errors.As(err, new(*suggestError)):
 			status = http.StatusBadRequest
-		case unavailable(err), errors.Is(err, context.DeadlineExceeded):
-			status = http.StatusServiceUnavailable
 		}
-		if status >= 500 {
+		if status >= 500 && status != statusClientClosedRequest {
 			opts.Logger.Error("read request failed", "path", req.URL.Path, "status", status, "remote", req.RemoteAddr, "err", err)
 		}
-		writePutJSON(w, status, openTSDBError(status, err.Error(), ""))
+		writePutJSON(w, status, openTSDBError(status, err.Error(), details))
 	}
 	r.HandleFunc("/api/version", h.serveVersion).Methods(http.MethodGet, http.MethodPost)
 	r.HandleFunc("/api/aggregators", serveAggregators).Methods(http.MethodGet, http.MethodPost)
 	r.HandleFunc("/api/suggest", h.serveSuggest).Methods(http.MethodGet, http.MethodPost)
+	r.HandleFunc("/api/search/lookup", h.serveLookup).Methods(http.MethodGet, http.MethodPost)
+	r.HandleFunc("/api/config/filters", serveFilterConfig).Methods(http.MethodGet, http.MethodPost)
+}
+
+// serveFilterConfig answers /api/config/filters: the tag value filters
+// OpenTSDB 2.4.1 loads, with its descriptions and examples, in its order
+// (Grafana's OpenTSDB data source lists the filter types from it).
+func serveFilterConfig(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
+	_, _ = io.WriteString(w, opentsdb.FilterConfigJSON)
 }
 
 // buildTimestamp is OpenTSDB's "timestamp" of a build: Unix seconds, from the

@@ -249,7 +249,3 @@ func (p *openTSDBPair) waitForTracking(t *testing.T, points []compareDatapoint) 
 		}
 	}
 }
-
-func (p *openTSDBPair) compareLookup(t *testing.T)  {}
-func (p *openTSDBPair) compareFilters(t *testing.T) {}
-func (p *openTSDBPair) compareGrafana(t *testing.T) {}
