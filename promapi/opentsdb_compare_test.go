@@ -3,11 +3,14 @@ package promapi
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -31,7 +34,7 @@ func TestOpenTSDBCompare(t *testing.T) {
 	t.Run("lookup", p.compareLookup)
 	t.Run("filters", p.compareFilters)
 	t.Run("grafana", p.compareGrafana)
-	t.Logf("%d requests answered by both", p.asked)
+	t.Logf("%d requests answered by both", p.asked.Load())
 }
 
 // openTSDBPair is a real OpenTSDB and an hbtsdb that hold the same datapoints.
@@ -41,7 +44,40 @@ type openTSDBPair struct {
 	// start of the hour the datapoints were put in (seconds).
 	base, hour int64
 	// asked counts the requests both answered.
-	asked int
+	asked atomic.Int64
+}
+
+// askBoth asks OpenTSDB and hbtsdb one question at once (so that "now" is
+// the same to both, to a few milliseconds) and counts it; ok is false, and
+// the test failed, when either did not answer.
+func (p *openTSDBPair) askBoth(t *testing.T, method, path, query string) (wantStatus int, want string, gotStatus int, got string, ok bool) {
+	t.Helper()
+	p.asked.Add(1)
+	var wg sync.WaitGroup
+	var werr, gerr error
+	wg.Go(func() { wantStatus, _, want, werr = openTSDBDo(p.otsdb, method, path, query) })
+	wg.Go(func() { gotStatus, _, got, gerr = openTSDBDo(p.hbtsdb, method, path, query) })
+	wg.Wait()
+	if err := errors.Join(werr, gerr); err != nil {
+		t.Error(err)
+		return 0, "", 0, "", false
+	}
+	return wantStatus, want, gotStatus, got, true
+}
+
+// each runs fn for 0..n-1, eight at a time: the TSD and hbtsdb each answer
+// several requests at once. fn must not call t.Fatal.
+func each(n int, fn func(i int)) {
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 8)
+	for i := range n {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			fn(i)
+		})
+	}
+	wg.Wait()
 }
 
 // startOpenTSDBPair starts OpenTSDB and hbtsdb on the test HBase and puts the
@@ -66,16 +102,19 @@ func startOpenTSDBPair(t *testing.T) *openTSDBPair {
 	p.base = p.hour - 4*3600
 	bodies := []string{compareDatapoints(now.Add(-time.Hour).Unix())}
 	points := append(queryDataset(p.base), lastDataset(p.hour)...)
-	bodies = append(bodies, putBodies(points, 500)...)
-	for _, target := range []struct{ name, url string }{{"OpenTSDB", tsd.URL + "/api/put?sync&details"}, {"hbtsdb", srv.URL + "/api/put?details"}} {
-		for _, body := range bodies {
-			status, _, answer := openTSDBAsk(t, target.url, "POST", "", body)
-			var res struct{ Success, Failed int }
-			want := strings.Count(body, `"metric"`)
-			if err := json.Unmarshal([]byte(answer), &res); err != nil || status != 200 || res.Success != want || res.Failed != 0 {
-				t.Fatalf("%s /api/put = %d %s, want 200 with %d stored and none failed", target.name, status, answer, want)
-			}
+	bodies = append(bodies, putBodies(points, 1000)...)
+	targets := []struct{ name, url string }{{"OpenTSDB", tsd.URL + "/api/put?sync&details"}, {"hbtsdb", srv.URL + "/api/put?details"}}
+	each(2*len(bodies), func(i int) {
+		target, body := targets[i%2], bodies[i/2]
+		status, _, answer, err := openTSDBDo(target.url, "POST", "", body)
+		var res struct{ Success, Failed int }
+		want := strings.Count(body, `"metric"`)
+		if err != nil || json.Unmarshal([]byte(answer), &res) != nil || status != 200 || res.Success != want || res.Failed != 0 {
+			t.Errorf("%s /api/put = %d %s (%v), want 200 with %d stored and none failed", target.name, status, answer, err, want)
 		}
+	})
+	if t.Failed() {
+		t.FailNow()
 	}
 	p.waitForTracking(t, points)
 	return p
@@ -106,6 +145,8 @@ func (p *openTSDBPair) compareSuggest(t *testing.T) {
 			t.Fatalf("%s/api/suggest?type=metrics = %d %s, want 200 %s", base, status, got, want)
 		}
 	}
+	type question struct{ method, path, query string }
+	var qs []question
 	for _, typ := range []string{"metrics", "tagk", "tagv"} {
 		for _, q := range []string{"", "s", "sys.", "sys.cpu.", "S", "w", "web0", "a", "app.", "0", "nothing", "h"} {
 			for _, max := range []string{"", "1", "2", "-1"} {
@@ -116,9 +157,8 @@ func (p *openTSDBPair) compareSuggest(t *testing.T) {
 				if max != "" {
 					v.Set("max", max)
 				}
-				p.compare(t, "GET", "/api/suggest", v.Encode())
 				body, _ := json.Marshal(map[string]string{"type": typ, "q": q, "max": max})
-				p.compare(t, "POST", "/api/suggest", string(body))
+				qs = append(qs, question{"GET", "/api/suggest", v.Encode()}, question{"POST", "/api/suggest", string(body)})
 			}
 		}
 	}
@@ -127,26 +167,20 @@ func (p *openTSDBPair) compareSuggest(t *testing.T) {
 		{"GET", "type=tagv&max=9999999999"}, {"POST", `{"q":"sys"}`}, {"POST", `{"type":"tags"}`}, {"POST", ``},
 		{"POST", `{"type":"tagk","max":"x"}`},
 	} {
-		p.compare(t, bad.method, "/api/suggest", bad.query)
+		qs = append(qs, question{bad.method, "/api/suggest", bad.query})
 	}
-	p.compare(t, "GET", "/api/aggregators", "")
-	p.compare(t, "POST", "/api/aggregators", "")
+	qs = append(qs, question{"GET", "/api/aggregators", ""}, question{"POST", "/api/aggregators", ""})
+	each(len(qs), func(i int) { p.compare(t, qs[i].method, qs[i].path, qs[i].query) })
 }
 
 // compare asks OpenTSDB and hbtsdb one question and fails the test when the
 // answers differ: status and body, or for an error the code and message.
 func (p *openTSDBPair) compare(t *testing.T, method, path, query string) {
 	t.Helper()
-	p.asked++
-	compareOpenTSDB(t, p.otsdb, p.hbtsdb, method, path, query)
-}
-
-// compareOpenTSDB asks OpenTSDB and hbtsdb one question and fails the test when
-// the answers differ: status and body, or for an error the code and message.
-func compareOpenTSDB(t *testing.T, otsdb, hbtsdb, method, path, query string) {
-	t.Helper()
-	wantStatus, _, want := openTSDBAsk(t, otsdb, method, path, query)
-	gotStatus, _, got := openTSDBAsk(t, hbtsdb, method, path, query)
+	wantStatus, want, gotStatus, got, ok := p.askBoth(t, method, path, query)
+	if !ok {
+		return
+	}
 	if wantStatus >= 400 {
 		want, got = errorCodeAndMessage(t, want), errorCodeAndMessage(t, got)
 	}
@@ -165,7 +199,8 @@ func errorCodeAndMessage(t *testing.T, body string) string {
 		} `json:"error"`
 	}
 	if err := json.Unmarshal([]byte(body), &e); err != nil {
-		t.Fatalf("not an OpenTSDB error body: %v: %s", err, body)
+		t.Errorf("not an OpenTSDB error body: %v: %s", err, body)
+		return "unreadable " + body
 	}
 	return fmt.Sprintf("%d %q", e.Error.Code, e.Error.Message)
 }

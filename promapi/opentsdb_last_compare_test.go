@@ -108,45 +108,48 @@ func (p *openTSDBPair) compareLast(t *testing.T) {
 		{method: "POST", query: `{"queries":[{"metric":"q.last","tags":{"host":"h3"},"x":1}]}`},
 		{method: "POST", query: `{"queries":[{"tags":{"host":"h3"}}]}`},
 	}
-	for _, c := range cases {
-		p.asked++
-		if c.viaQuery != "" {
-			p.compareLastViaQuery(t, c)
+	each(len(cases), func(i int) { p.compareLastCase(t, cases[i]) })
+}
+
+func (p *openTSDBPair) compareLastCase(t *testing.T, c lastCase) {
+	if c.viaQuery != "" {
+		p.compareLastViaQuery(t, c)
+		return
+	}
+	wantStatus, want, gotStatus, got, ok := p.askBoth(t, c.method, "/api/query/last", lastQuery(c))
+	if !ok {
+		return
+	}
+	if c.otsdb500 {
+		w, g := errorCodeAndMessage(t, want), errorCodeAndMessage(t, got)
+		if wantStatus != 500 || gotStatus != 400 || strings.TrimPrefix(w, "500") != strings.TrimPrefix(g, "400") {
+			t.Errorf("%s /api/query/last %s: hbtsdb answers %d %s, OpenTSDB %d %s; want 400 where OpenTSDB answers 500, with the same message",
+				c.method, c.query, gotStatus, g, wantStatus, w)
+		}
+		return
+	}
+	if wantStatus != gotStatus || wantStatus >= 400 {
+		if wantStatus != gotStatus || errorCodeAndMessage(t, want) != errorCodeAndMessage(t, got) {
+			t.Errorf("%s /api/query/last %s: hbtsdb answers %d %s\nOpenTSDB %d %s", c.method, c.query, gotStatus, got, wantStatus, want)
+		}
+		return
+	}
+	w, g := lastPoints(t, want), lastPoints(t, got)
+	for _, extra := range c.extra {
+		i := slices.IndexFunc(g, func(p lastAnswer) bool { return maps.Equal(p.Tags, extra) })
+		if i < 0 {
+			t.Errorf("%s /api/query/last %s: hbtsdb's answer %s lacks the series %v it answers on purpose (%s)", c.method, c.query, got, extra, c.differs)
 			continue
 		}
-		wantStatus, _, want := openTSDBAsk(t, p.otsdb, c.method, "/api/query/last", lastQuery(c))
-		gotStatus, _, got := openTSDBAsk(t, p.hbtsdb, c.method, "/api/query/last", lastQuery(c))
-		if c.otsdb500 {
-			w, g := errorCodeAndMessage(t, want), errorCodeAndMessage(t, got)
-			if wantStatus != 500 || gotStatus != 400 || strings.TrimPrefix(w, "500") != strings.TrimPrefix(g, "400") {
-				t.Errorf("%s /api/query/last %s: hbtsdb answers %d %s, OpenTSDB %d %s; want 400 where OpenTSDB answers 500, with the same message",
-					c.method, c.query, gotStatus, g, wantStatus, w)
-			}
-			continue
-		}
-		if wantStatus != gotStatus || wantStatus >= 400 {
-			if wantStatus != gotStatus || errorCodeAndMessage(t, want) != errorCodeAndMessage(t, got) {
-				t.Errorf("%s /api/query/last %s: hbtsdb answers %d %s\nOpenTSDB %d %s", c.method, c.query, gotStatus, got, wantStatus, want)
-			}
-			continue
-		}
-		w, g := lastPoints(t, want), lastPoints(t, got)
-		for _, extra := range c.extra {
-			i := slices.IndexFunc(g, func(p lastAnswer) bool { return maps.Equal(p.Tags, extra) })
-			if i < 0 {
-				t.Errorf("%s /api/query/last %s: hbtsdb's answer %s lacks the series %v it answers on purpose (%s)", c.method, c.query, got, extra, c.differs)
-				continue
-			}
-			g = slices.Delete(g, i, i+1)
-		}
-		switch {
-		case c.differs != "" && len(c.extra) == 0:
-			t.Logf("%s /api/query/last %s differs on purpose (%s): hbtsdb answers %s, OpenTSDB %s", c.method, c.query, c.differs, got, want)
-		case !slices.EqualFunc(w, g, lastAnswer.equal):
-			t.Errorf("%s /api/query/last %s: hbtsdb answers %s\nOpenTSDB %s", c.method, c.query, got, want)
-		case c.differs != "":
-			t.Logf("%s /api/query/last %s differs on purpose (%s): hbtsdb adds %v", c.method, c.query, c.differs, c.extra)
-		}
+		g = slices.Delete(g, i, i+1)
+	}
+	switch {
+	case c.differs != "" && len(c.extra) == 0:
+		t.Logf("%s /api/query/last %s differs on purpose (%s): hbtsdb answers %s, OpenTSDB %s", c.method, c.query, c.differs, got, want)
+	case !slices.EqualFunc(w, g, lastAnswer.equal):
+		t.Errorf("%s /api/query/last %s: hbtsdb answers %s\nOpenTSDB %s", c.method, c.query, got, want)
+	case c.differs != "":
+		t.Logf("%s /api/query/last %s differs on purpose (%s): hbtsdb adds %v", c.method, c.query, c.differs, c.extra)
 	}
 }
 
@@ -155,26 +158,31 @@ func (p *openTSDBPair) compareLast(t *testing.T) {
 // answers for c.viaQuery over the back scan's hours.
 func (p *openTSDBPair) compareLastViaQuery(t *testing.T, c lastCase) {
 	t.Helper()
-	form, err := url.ParseQuery(c.query)
-	if err != nil {
-		t.Fatal(err)
-	}
-	scan, err := strconv.ParseInt(form.Get("back_scan"), 10, 64)
-	if err != nil {
-		t.Fatal(err)
+	form, err := url.ParseQuery(lastQuery(c))
+	scan, serr := strconv.ParseInt(form.Get("back_scan"), 10, 64)
+	if err != nil || serr != nil {
+		t.Errorf("case %s: %v %v", c.query, err, serr)
+		return
 	}
 	q := url.Values{"m": {c.viaQuery}, "ms": {""}, "start": {fmt.Sprint(p.hour - scan*3600)}, "end": {fmt.Sprint(p.hour + 3599)}}
-	status, _, body := openTSDBAsk(t, p.otsdb, "GET", "/api/query", q.Encode())
-	gs, err := parseGroups(body)
-	if err != nil || status != 200 || len(gs) != 1 || len(gs[0].points) == 0 {
-		t.Fatalf("OpenTSDB's /api/query %s = %d %s (%v), want one series with points", q.Encode(), status, shorten(body), err)
+	p.asked.Add(1)
+	status, _, body, err := openTSDBDo(p.otsdb, "GET", "/api/query", q.Encode())
+	gs, perr := parseGroups(body)
+	if err != nil || perr != nil || status != 200 || len(gs) != 1 || len(gs[0].points) == 0 {
+		t.Errorf("OpenTSDB's /api/query %s = %d %s (%v %v), want one series with points", q.Encode(), status, shorten(body), err, perr)
+		return
 	}
 	newest := gs[0].points[len(gs[0].points)-1]
-	gotStatus, _, got := openTSDBAsk(t, p.hbtsdb, c.method, "/api/query/last", lastQuery(c))
+	gotStatus, _, got, err := openTSDBDo(p.hbtsdb, c.method, "/api/query/last", lastQuery(c))
+	if err != nil {
+		t.Error(err)
+		return
+	}
 	ps := lastPoints(t, got)
 	if gotStatus != 200 || len(ps) != 1 || fmt.Sprint(ps[0].Timestamp) != newest.ts || !sameValue(json.Number(ps[0].Value), newest.value) {
 		t.Errorf("GET /api/query/last %s: hbtsdb answers %d %s, want the newest point OpenTSDB's /api/query has, %s=%v",
 			c.query, gotStatus, got, newest.ts, newest.value)
+		return
 	}
 	if _, resolve := form["resolve"]; resolve && (ps[0].Metric != gs[0].Metric || !maps.Equal(ps[0].Tags, gs[0].Tags)) {
 		t.Errorf("GET /api/query/last %s: hbtsdb answers %s, want metric %s and tags %v", c.query, got, gs[0].Metric, gs[0].Tags)
@@ -211,7 +219,7 @@ func lastPoints(t *testing.T, body string) []lastAnswer {
 	t.Helper()
 	var ps []lastAnswer
 	if err := json.Unmarshal([]byte(body), &ps); err != nil {
-		t.Fatalf("not an /api/query/last answer: %v: %s", err, body)
+		t.Errorf("not an /api/query/last answer: %v: %s", err, body)
 	}
 	key := func(p lastAnswer) string {
 		tags, _ := json.Marshal(p.Tags)

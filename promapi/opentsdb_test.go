@@ -1,6 +1,7 @@
 package promapi
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -124,6 +125,15 @@ const openTSDBAskTimeout = 2 * time.Minute
 // the body without its trailing newline.
 func openTSDBAsk(t testing.TB, base, method, path, query string) (int, string, string) {
 	t.Helper()
+	status, ctype, body, err := openTSDBDo(base, method, path, query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return status, ctype, body
+}
+
+// openTSDBDo is openTSDBAsk that returns its failure, for goroutines.
+func openTSDBDo(base, method, path, query string) (int, string, string, error) {
 	u := base + path
 	var body io.Reader
 	if method == "GET" {
@@ -135,16 +145,16 @@ func openTSDBAsk(t testing.TB, base, method, path, query string) (int, string, s
 	}
 	req, err := http.NewRequest(method, u, body)
 	if err != nil {
-		t.Fatal(err)
+		return 0, "", "", err
 	}
 	resp, err := (&http.Client{Timeout: openTSDBAskTimeout}).Do(req)
 	if err != nil {
-		t.Fatalf("%s %s: %v (no answer within %v: is the server's store down?)", method, u, err, openTSDBAskTimeout)
+		return 0, "", "", fmt.Errorf("%s %s: %w (no answer within %v: is the server's store down?)", method, u, err, openTSDBAskTimeout)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		t.Fatal(err)
+		return 0, "", "", fmt.Errorf("%s %s: read the answer: %w", method, u, err)
 	}
-	return resp.StatusCode, resp.Header.Get("Content-Type"), strings.TrimSuffix(string(b), "\n")
+	return resp.StatusCode, resp.Header.Get("Content-Type"), strings.TrimSuffix(string(b), "\n"), nil
 }
