@@ -148,7 +148,8 @@ func readEndpoint(path string) bool {
 		"/", // the query page (web/ui), whose assets are below
 		"/api/v1/read", "/api/v1/last", "/api/v1/metadata",
 		"/health", "/api/v1/export", // VictoriaMetrics' (promapi/vmroutes.go)
-		"/api/query", "/api/version", "/api/aggregators", "/api/suggest", // OpenTSDB's (promapi/otsdbquery.go, opentsdb.go)
+		"/api/query", "/api/query/last", "/api/version", "/api/aggregators", "/api/suggest", // OpenTSDB's (promapi/otsdbquery.go, opentsdb.go)
+		"/api/search/lookup", "/api/config/filters", // OpenTSDB's (promapi/opentsdb_lookup.go, opentsdb.go)
 		"/api/v1/query", "/api/v1/query_range", "/api/v1/query_exemplars",
 		"/api/v1/series", "/api/v1/labels", "/api/v1/format_query", "/api/v1/parse_query":
 		return true
