@@ -11,6 +11,13 @@
 // compares with a real OpenTSDB drive it the same way. It imports nothing of
 // hbtsdb.
 //
+// It also holds the pure parts of OpenTSDB's other read endpoints that
+// promapi serves: /api/query/last (last.go: QueryRpc's LastPointQuery and
+// TSUIDQuery's rules, the IncomingDataPoint answer with Java's number
+// strings), /api/search/lookup (lookup.go: SearchRpc's and
+// TimeSeriesLookup's pairs and their matching, the SearchQuery answer) and
+// /api/config/filters (filterconfig.go: OpenTSDB 2.4.1's answer).
+//
 // The pipeline, per sub-query: the series of the metric in the scanned
 // range — the query's range widened to OpenTSDB's hour rows (and to whole
 // downsampling intervals), so that points just outside the range take part as

@@ -28,12 +28,17 @@ import (
 // trace, which hbtsdb leaves out). One OpenTSDB serves every subtest.
 func TestOpenTSDBCompare(t *testing.T) {
 	p := startOpenTSDBPair(t)
-	t.Run("suggest", p.compareSuggest)
-	t.Run("last", p.compareLast)
-	t.Run("query", p.compareQueries)
-	t.Run("lookup", p.compareLookup)
-	t.Run("filters", p.compareFilters)
-	t.Run("grafana", p.compareGrafana)
+	for _, sub := range []struct {
+		name string
+		run  func(*testing.T)
+	}{
+		{"suggest", p.compareSuggest}, {"last", p.compareLast}, {"query", p.compareQueries},
+		{"lookup", p.compareLookup}, {"filters", p.compareFilters}, {"grafana", p.compareGrafana},
+	} {
+		before := p.asked.Load()
+		t.Run(sub.name, sub.run)
+		t.Logf("%s: %d requests answered by both", sub.name, p.asked.Load()-before)
+	}
 	t.Logf("%d requests answered by both", p.asked.Load())
 }
 

@@ -100,6 +100,9 @@ func (p *openTSDBPair) compareGrafana(t *testing.T) {
 			grafanaRequest{what: "panel query", method: "POST", path: "/api/query", query: body, read: grafanaFrames(false)},
 			grafanaRequest{what: "panel query, tsdbVersion 4", method: "POST", path: "/api/query?arrays=true", query: body, read: grafanaFrames(true)})
 	}
+	reqs = append(reqs, grafanaRequest{what: "fill policy nan: the backend cannot read OpenTSDB's \"NaN\" either (utils.go:256-259)",
+		method: "POST", path: "/api/query", query: panel(`{"aggregator":"sum","downsample":"1m-avg-nan","metric":"q.cpu","tags":{"host":"db01"}}`),
+		read: grafanaFrames(false)})
 	reqs = append(reqs, grafanaRequest{what: "a panel of a metric never written: the data source shows OpenTSDB's failure (utils.go:238-241)",
 		method: "POST", path: "/api/query", query: panel(`{"aggregator":"sum","downsample":"1m-avg","metric":"q.nosuch"}`), read: grafanaStatus})
 
