@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"sort"
 	"strconv"
 	"strings"
 )
@@ -33,16 +32,10 @@ type LastSubQuery struct {
 func ParseLastForm(form map[string][]string) (*LastRequest, error) {
 	req := &LastRequest{}
 	_, req.Resolve = form["resolve"]
-	if v, ok := form["back_scan"]; ok {
-		s := ""
-		if len(v) > 0 {
-			s = v[0]
-		}
-		n, err := strconv.ParseInt(s, 10, 32)
-		if err != nil {
-			return nil, badRequest("Unable to parse back_scan parameter")
-		}
-		req.BackScan = int(n)
+	if n, ok, err := formInt(form, "back_scan"); err != nil {
+		return nil, badRequest("Unable to parse back_scan parameter")
+	} else if ok {
+		req.BackScan = n
 	}
 	if _, ok := form["tsuids"]; ok {
 		return nil, badRequest("tsuids queries are not supported by hbtsdb's /api/query/last: give timeseries=metric{tags}")
@@ -173,21 +166,8 @@ func WriteLastJSON(w io.Writer, points []LastPoint, resolve bool) error {
 		b = append(b, `,"value":`...)
 		b = appendString(b, JavaNumber(p.V))
 		if resolve {
-			b = append(b, `,"tags":{`...)
-			keys := make([]string, 0, len(p.Tags))
-			for k := range p.Tags {
-				keys = append(keys, k)
-			}
-			sort.Strings(keys)
-			for j, k := range keys {
-				if j > 0 {
-					b = append(b, ',')
-				}
-				b = appendString(b, k)
-				b = append(b, ':')
-				b = appendString(b, p.Tags[k])
-			}
-			b = append(b, '}')
+			b = append(b, `,"tags":`...)
+			b = appendTags(b, p.Tags)
 		}
 		b = append(b, `,"tsuid":`...)
 		b = appendString(b, p.TSUID)
@@ -207,4 +187,19 @@ func JavaNumber(v float64) string {
 	}
 	s := string(AppendJavaDouble(nil, v))
 	return strings.Trim(s, `"`) // NaN and the infinities unquoted
+}
+
+// formInt is a query string parameter as Java's Integer.parseInt reads it:
+// its first value, present or not, or an error when it is no 32-bit integer.
+func formInt(form map[string][]string, key string) (int, bool, error) {
+	v, ok := form[key]
+	if !ok {
+		return 0, false, nil
+	}
+	s := ""
+	if len(v) > 0 {
+		s = v[0]
+	}
+	n, err := strconv.ParseInt(s, 10, 32)
+	return int(n), true, err
 }

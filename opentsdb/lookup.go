@@ -60,16 +60,10 @@ func ParseLookupForm(form map[string][]string) (*LookupRequest, error) {
 	if metric != nil {
 		req.Metric, req.HasMetric = *metric, true
 	}
-	if v, ok := form["limit"]; ok {
-		s := ""
-		if len(v) > 0 {
-			s = v[0]
-		}
-		n, err := strconv.ParseInt(s, 10, 32)
-		if err != nil {
-			return nil, badRequest("Unable to convert 'limit' to a valid number")
-		}
-		req.Limit = int(n)
+	if n, ok, err := formInt(form, "limit"); err != nil {
+		return nil, badRequest("Unable to convert 'limit' to a valid number")
+	} else if ok {
+		req.Limit = n
 	}
 	return req, req.validate()
 }
@@ -289,16 +283,9 @@ func WriteLookupJSON(w io.Writer, req *LookupRequest, results []LookupSeries, ti
 		b = appendString(b, r.TSUID)
 		b = append(b, `,"metric":`...)
 		b = appendString(b, r.Metric)
-		b = append(b, `,"tags":{`...)
-		for j, k := range sortedKeys(r.Tags) {
-			if j > 0 {
-				b = append(b, ',')
-			}
-			b = appendString(b, k)
-			b = append(b, ':')
-			b = appendString(b, r.Tags[k])
-		}
-		b = append(b, "}}"...)
+		b = append(b, `,"tags":`...)
+		b = appendTags(b, r.Tags)
+		b = append(b, '}')
 	}
 	b = append(b, `],"startIndex":`...)
 	b = strconv.AppendInt(b, int64(req.StartIndex), 10)

@@ -25,16 +25,9 @@ func WriteJSON(w io.Writer, results []Result, req *Request) error {
 		}
 		b = append(b, `{"metric":`...)
 		b = appendString(b, r.Metric)
-		b = append(b, `,"tags":{`...)
-		for j, k := range sortedKeys(r.Tags) {
-			if j > 0 {
-				b = append(b, ',')
-			}
-			b = appendString(b, k)
-			b = append(b, ':')
-			b = appendString(b, r.Tags[k])
-		}
-		b = append(b, `},"aggregateTags":[`...)
+		b = append(b, `,"tags":`...)
+		b = appendTags(b, r.Tags)
+		b = append(b, `,"aggregateTags":[`...)
 		for j, k := range r.AggregateTags {
 			if j > 0 {
 				b = append(b, ',')
@@ -116,6 +109,20 @@ func WriteError(w io.Writer, code int, message, details string) error {
 	b = append(b, "}}"...)
 	_, err := w.Write(b)
 	return err
+}
+
+// appendTags writes tags as a JSON object, keys sorted.
+func appendTags(b []byte, tags map[string]string) []byte {
+	b = append(b, '{')
+	for j, k := range sortedKeys(tags) {
+		if j > 0 {
+			b = append(b, ',')
+		}
+		b = appendString(b, k)
+		b = append(b, ':')
+		b = appendString(b, tags[k])
+	}
+	return append(b, '}')
 }
 
 func appendString(b []byte, s string) []byte {

@@ -194,6 +194,31 @@ func (p *openTSDBPair) compare(t *testing.T, method, path, query string) {
 	}
 }
 
+// checkErrors compares the answers of a request when either is an error,
+// and says whether either was: the same status, code and message.
+func checkErrors(t *testing.T, request string, wantStatus int, want string, gotStatus int, got string) bool {
+	t.Helper()
+	if wantStatus == gotStatus && wantStatus < 400 {
+		return false
+	}
+	if wantStatus != gotStatus || errorCodeAndMessage(t, want) != errorCodeAndMessage(t, got) {
+		t.Errorf("%s: hbtsdb answers %d %s\nOpenTSDB %d %s", request, gotStatus, got, wantStatus, shorten(want))
+	}
+	return true
+}
+
+// checkOpenTSDB500 checks the answers of a bad request that OpenTSDB answers
+// 500 (its parser's exception escapes unwrapped) and hbtsdb 400, with the
+// same message.
+func checkOpenTSDB500(t *testing.T, request string, wantStatus int, want string, gotStatus int, got string) {
+	t.Helper()
+	w, g := errorCodeAndMessage(t, want), errorCodeAndMessage(t, got)
+	if wantStatus != 500 || gotStatus != 400 || strings.TrimPrefix(w, "500") != strings.TrimPrefix(g, "400") {
+		t.Errorf("%s: hbtsdb answers %d %s, OpenTSDB %d %s; want 400 where OpenTSDB answers 500, with the same message",
+			request, gotStatus, g, wantStatus, w)
+	}
+}
+
 // errorCodeAndMessage is the code and message of an OpenTSDB error body.
 func errorCodeAndMessage(t *testing.T, body string) string {
 	t.Helper()

@@ -4,13 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"math"
 	"net/http"
 	"slices"
 	"sort"
-	"time"
 
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/value"
@@ -40,13 +37,7 @@ import (
 // markers; tsuids are hbtsdb's series IDs in hex. A metric, tag key or tag
 // value never written is 400 "No such name for ..." as in OpenTSDB, bad
 // input 400 with OpenTSDB's messages, a store failure 500 or 503.
-type otsdbLast struct {
-	q      queryable
-	opts   OpenTSDBQueryOptions
-	ready  func() error
-	logger *slog.Logger
-	now    func() time.Time
-}
+type otsdbLast struct{ otsdbEndpoint }
 
 func (h *otsdbLast) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	req, status, err := h.parse(r)
@@ -77,11 +68,7 @@ func (h *otsdbLast) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			ps, err = h.newest(r.Context(), reader, names, sub)
 		}
 		if err != nil {
-			status := readStatus(err)
-			if e, ok := errors.AsType[*opentsdb.Error](err); ok {
-				status = e.Status
-			}
-			h.fail(w, r, status, err)
+			h.fail(w, r, failStatus(err), err)
 			return
 		}
 		points = append(points, ps...)
@@ -95,27 +82,20 @@ func (h *otsdbLast) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (h *otsdbLast) parse(r *http.Request) (*opentsdb.LastRequest, int, error) {
 	if r.Method != http.MethodPost {
 		req, err := opentsdb.ParseLastForm(r.URL.Query())
+		if err == nil {
+			err = h.subQueries(len(req.Queries))
+		}
 		return req, http.StatusBadRequest, err
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, h.opts.MaxBodyBytes))
+	body, status, err := h.body(r)
 	if err != nil {
-		if errors.As(err, new(*http.MaxBytesError)) {
-			return nil, http.StatusRequestEntityTooLarge, fmt.Errorf("request body over %d bytes (--opentsdb.query.max-body-bytes)", h.opts.MaxBodyBytes)
-		}
-		return nil, http.StatusBadRequest, fmt.Errorf("read request body: %w", err)
+		return nil, status, err
 	}
 	req, err := opentsdb.ParseLastJSON(body)
-	if err == nil && len(req.Queries) > h.opts.MaxSubQueries {
-		err = fmt.Errorf("%d sub queries, over the limit of %d (--opentsdb.query.max-sub-queries)", len(req.Queries), h.opts.MaxSubQueries)
+	if err == nil {
+		err = h.subQueries(len(req.Queries))
 	}
 	return req, http.StatusBadRequest, err
-}
-
-func (h *otsdbLast) fail(w http.ResponseWriter, r *http.Request, status int, err error) {
-	if status >= 500 && status != statusClientClosedRequest {
-		h.logger.Error("opentsdb last failed", "status", status, "remote", r.RemoteAddr, "err", err)
-	}
-	writeOpenTSDBError(w, status, err)
 }
 
 // backScan answers a sub-query with a back scan: the newest point of the one

@@ -120,18 +120,12 @@ func (p *openTSDBPair) compareLastCase(t *testing.T, c lastCase) {
 	if !ok {
 		return
 	}
+	request := fmt.Sprintf("%s /api/query/last %s", c.method, c.query)
 	if c.otsdb500 {
-		w, g := errorCodeAndMessage(t, want), errorCodeAndMessage(t, got)
-		if wantStatus != 500 || gotStatus != 400 || strings.TrimPrefix(w, "500") != strings.TrimPrefix(g, "400") {
-			t.Errorf("%s /api/query/last %s: hbtsdb answers %d %s, OpenTSDB %d %s; want 400 where OpenTSDB answers 500, with the same message",
-				c.method, c.query, gotStatus, g, wantStatus, w)
-		}
+		checkOpenTSDB500(t, request, wantStatus, want, gotStatus, got)
 		return
 	}
-	if wantStatus != gotStatus || wantStatus >= 400 {
-		if wantStatus != gotStatus || errorCodeAndMessage(t, want) != errorCodeAndMessage(t, got) {
-			t.Errorf("%s /api/query/last %s: hbtsdb answers %d %s\nOpenTSDB %d %s", c.method, c.query, gotStatus, got, wantStatus, want)
-		}
+	if checkErrors(t, request, wantStatus, want, gotStatus, got) {
 		return
 	}
 	w, g := lastPoints(t, want), lastPoints(t, got)

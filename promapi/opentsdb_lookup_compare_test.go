@@ -75,10 +75,7 @@ func (p *openTSDBPair) compareLookupCase(t *testing.T, c lookupCase) {
 	if !ok {
 		return
 	}
-	if wantStatus != gotStatus || wantStatus >= 400 {
-		if wantStatus != gotStatus || errorCodeAndMessage(t, want) != errorCodeAndMessage(t, got) {
-			t.Errorf("%s /api/search/lookup %s: hbtsdb answers %d %s\nOpenTSDB %d %s", c.method, c.query, gotStatus, got, wantStatus, shorten(want))
-		}
+	if checkErrors(t, fmt.Sprintf("%s /api/search/lookup %s", c.method, c.query), wantStatus, want, gotStatus, got) {
 		return
 	}
 	w, g := parseLookup(t, want), parseLookup(t, got)

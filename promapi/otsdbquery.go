@@ -64,10 +64,58 @@ func (o OpenTSDBQueryOptions) Validate() error {
 // /api/query/last (opentsdb_last.go), read endpoints (the memory guard and read statistics of remote read, the read
 // role of --web.read-only-users; write-only users get 403).
 func registerOpenTSDBQuery(r *mux.Router, q queryable, opts Options, metrics *httpMetrics, guard *memoryGuard, ready func() error) {
-	h := &otsdbQuery{q: q, opts: opts.OpenTSDBQuery.withDefaults(), ready: ready, logger: opts.Logger, now: time.Now}
-	r.Handle("/api/query", guard.guardReads(false, withReadStats(metrics, h))).Methods(http.MethodGet, http.MethodPost)
-	last := &otsdbLast{q: q, opts: h.opts, ready: ready, logger: opts.Logger, now: time.Now}
-	r.Handle("/api/query/last", guard.guardReads(false, withReadStats(metrics, last))).Methods(http.MethodGet, http.MethodPost)
+	e := otsdbEndpoint{q: q, opts: opts.OpenTSDBQuery.withDefaults(), ready: ready, logger: opts.Logger, now: time.Now}
+	r.Handle("/api/query", guard.guardReads(false, withReadStats(metrics, &otsdbQuery{e}))).Methods(http.MethodGet, http.MethodPost)
+	r.Handle("/api/query/last", guard.guardReads(false, withReadStats(metrics, &otsdbLast{e}))).Methods(http.MethodGet, http.MethodPost)
+}
+
+// otsdbEndpoint is what OpenTSDB's data endpoints share: the read path, the
+// bounds of their requests, the store's readiness and the clock of "now" and
+// "1h-ago".
+type otsdbEndpoint struct {
+	q      queryable
+	opts   OpenTSDBQueryOptions
+	ready  func() error
+	logger *slog.Logger
+	now    func() time.Time
+}
+
+// body reads a POST body, at most --opentsdb.query.max-body-bytes of it
+// (413 over that).
+func (h *otsdbEndpoint) body(r *http.Request) ([]byte, int, error) {
+	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, h.opts.MaxBodyBytes))
+	if err != nil {
+		if errors.As(err, new(*http.MaxBytesError)) {
+			return nil, http.StatusRequestEntityTooLarge, fmt.Errorf("request body over %d bytes (--opentsdb.query.max-body-bytes)", h.opts.MaxBodyBytes)
+		}
+		return nil, http.StatusBadRequest, fmt.Errorf("read request body: %w", err)
+	}
+	return body, 0, nil
+}
+
+// subQueries refuses more sub-queries than --opentsdb.query.max-sub-queries.
+func (h *otsdbEndpoint) subQueries(n int) error {
+	if n > h.opts.MaxSubQueries {
+		return fmt.Errorf("%d sub queries, over the limit of %d (--opentsdb.query.max-sub-queries)", n, h.opts.MaxSubQueries)
+	}
+	return nil
+}
+
+// fail answers OpenTSDB's error JSON, and logs a failure of the server.
+func (h *otsdbEndpoint) fail(w http.ResponseWriter, r *http.Request, status int, err error) {
+	if status >= 500 && status != statusClientClosedRequest {
+		h.logger.Error("opentsdb request failed", "path", r.URL.Path, "status", status, "remote", r.RemoteAddr, "err", err)
+	}
+	writeOpenTSDBError(w, status, err)
+}
+
+// failStatus is the status of a failed read: an opentsdb.Error's (a name that
+// does not exist), else readStatus.
+func failStatus(err error) int {
+	if e, ok := errors.AsType[*opentsdb.Error](err); ok {
+		return e.Status
+	}
+	return readStatus(err)
 }
 
 // otsdbQuery serves /api/query (https://opentsdb.net/docs/build/html/api_http/query/index.html):
@@ -76,13 +124,7 @@ func registerOpenTSDBQuery(r *mux.Router, q queryable, opts Options, metrics *ht
 // hbtsdb's read path (never rollups, as remote read), metric = __name__ and
 // tags = the other labels, and written in OpenTSDB 2.4.1's JSON. Bad input is
 // 400 in OpenTSDB's error JSON, a select limit 422, a store failure 503 or 500.
-type otsdbQuery struct {
-	q      queryable
-	opts   OpenTSDBQueryOptions
-	ready  func() error
-	logger *slog.Logger
-	now    func() time.Time
-}
+type otsdbQuery struct{ otsdbEndpoint }
 
 func (h *otsdbQuery) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	req, status, err := h.parse(r)
@@ -97,11 +139,7 @@ func (h *otsdbQuery) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	src := &otsdbSource{q: h.q, withIDs: req.ShowTSUIDs, names: newNameIndex(h.q)}
 	results, err := opentsdb.Run(r.Context(), src, req)
 	if err != nil {
-		status := readStatus(err)
-		if e, ok := errors.AsType[*opentsdb.Error](err); ok {
-			status = e.Status // a name that does not exist
-		}
-		h.fail(w, r, status, err)
+		h.fail(w, r, failStatus(err), err)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
@@ -114,13 +152,9 @@ func (h *otsdbQuery) parse(r *http.Request) (*opentsdb.Request, int, error) {
 	var req *opentsdb.Request
 	var err error
 	if r.Method == http.MethodPost {
-		body, rerr := io.ReadAll(http.MaxBytesReader(nil, r.Body, h.opts.MaxBodyBytes))
+		body, status, rerr := h.body(r)
 		if rerr != nil {
-			var tooBig *http.MaxBytesError
-			if errors.As(rerr, &tooBig) {
-				return nil, http.StatusRequestEntityTooLarge, fmt.Errorf("request body over %d bytes (--opentsdb.query.max-body-bytes)", h.opts.MaxBodyBytes)
-			}
-			return nil, http.StatusBadRequest, fmt.Errorf("read request body: %w", rerr)
+			return nil, status, rerr
 		}
 		req, err = opentsdb.ParseJSON(body, h.now())
 		if err == nil {
@@ -133,8 +167,8 @@ func (h *otsdbQuery) parse(r *http.Request) (*opentsdb.Request, int, error) {
 	if err != nil {
 		return nil, http.StatusBadRequest, err
 	}
-	if n := len(req.Queries); n > h.opts.MaxSubQueries {
-		return nil, http.StatusBadRequest, fmt.Errorf("%d sub queries, over the limit of %d (--opentsdb.query.max-sub-queries)", n, h.opts.MaxSubQueries)
+	if err := h.subQueries(len(req.Queries)); err != nil {
+		return nil, http.StatusBadRequest, err
 	}
 	if n := req.FillIntervals(); n > int64(h.opts.MaxFillIntervals) {
 		return nil, http.StatusBadRequest, fmt.Errorf("a filling downsampler emits %d intervals per series over this range, "+
@@ -154,14 +188,6 @@ func readStatus(err error) int {
 		return http.StatusServiceUnavailable
 	}
 	return http.StatusInternalServerError
-}
-
-// fail answers OpenTSDB's error JSON.
-func (h *otsdbQuery) fail(w http.ResponseWriter, r *http.Request, status int, err error) {
-	if status >= 500 && status != statusClientClosedRequest {
-		h.logger.Error("opentsdb query failed", "status", status, "remote", r.RemoteAddr, "err", err)
-	}
-	writeOpenTSDBError(w, status, err)
 }
 
 // writeOpenTSDBError answers OpenTSDB's error JSON with the status, the
@@ -204,13 +230,7 @@ func (s *otsdbSource) Series(ctx context.Context, metric string, mint, maxt int6
 	var it chunkenc.Iterator
 	for ss.Next() {
 		ls := ss.At().Labels()
-		tags := make(map[string]string, ls.Len())
-		ls.Range(func(l labels.Label) {
-			if l.Name != labels.MetricName {
-				tags[l.Name] = l.Value
-			}
-		})
-		series := opentsdb.Series{Tags: tags, ID: ids[ls.String()]}
+		series := opentsdb.Series{Tags: tagsOf(ls), ID: ids[ls.String()]}
 		it = ss.At().Iterator(it)
 		for vt := it.Next(); vt != chunkenc.ValNone; vt = it.Next() {
 			if vt != chunkenc.ValFloat {

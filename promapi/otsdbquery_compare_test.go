@@ -55,11 +55,7 @@ func (p *openTSDBPair) compareQuery(t *testing.T, c queryCase) {
 		return
 	}
 	if c.otsdb500 != "" {
-		w, g := errorCodeAndMessage(t, want), errorCodeAndMessage(t, got)
-		if wantStatus != 500 || gotStatus != 400 || strings.TrimPrefix(w, "500") != strings.TrimPrefix(g, "400") {
-			t.Errorf("%s /api/query %s: hbtsdb answers %d %s, OpenTSDB %d %s; want 400 where OpenTSDB answers 500, with the same message (%s)",
-				c.method, c.query, gotStatus, g, wantStatus, w, c.otsdb500)
-		}
+		checkOpenTSDB500(t, fmt.Sprintf("%s /api/query %s (%s)", c.method, c.query, c.otsdb500), wantStatus, want, gotStatus, got)
 		return
 	}
 	diff := queryAnswersDiffer(t, wantStatus, want, gotStatus, got)
