@@ -31,3 +31,34 @@ func FuzzParseForm(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseLastAndLookup: any last-point or lookup request, GET or POST,
+// parses to a request or a 400, never a panic, and a parsed lookup matches.
+func FuzzParseLastAndLookup(f *testing.F) {
+	for _, s := range []string{"m{host=a,dc=eu}", "m{host}", "{=v}", "*{k=}", "m{a=b,a=c", `{"queries":[{"metric":"m","tags":{"a":"b"}}],"backScan":"3"}`,
+		`{"metric":null,"tags":[{"key":"k"}],"limit":1.5}`, "{}"} {
+		f.Add(s, "3")
+	}
+	f.Fuzz(func(t *testing.T, s, n string) {
+		isBadRequest := func(err error) {
+			if _, ok := err.(*Error); err != nil && !ok {
+				t.Fatalf("error %T %v is not a bad request", err, err)
+			}
+		}
+		_, err := ParseLastForm(url.Values{"timeseries": {s}, "back_scan": {n}})
+		isBadRequest(err)
+		_, err = ParseLastJSON([]byte(s))
+		isBadRequest(err)
+		for _, req := range []func() (*LookupRequest, error){
+			func() (*LookupRequest, error) { return ParseLookupForm(url.Values{"m": {s}, "limit": {n}}) },
+			func() (*LookupRequest, error) { return ParseLookupJSON([]byte(s)) },
+		} {
+			r, err := req()
+			isBadRequest(err)
+			if err == nil {
+				r.Match(map[string]string{"host": "a", "k": ""})
+				r.Names()
+			}
+		}
+	})
+}

@@ -24,12 +24,13 @@ func DefaultOpenTSDBQueryOptions() OpenTSDBQueryOptions {
 	return OpenTSDBQueryOptions{MaxBodyBytes: 1 << 20, MaxSubQueries: 50, MaxFillIntervals: 1_000_000}
 }
 
-// OpenTSDBQueryOptions bound OpenTSDB's /api/query. Zero fields take the defaults.
+// OpenTSDBQueryOptions bound OpenTSDB's /api/query and /api/query/last.
+// Zero fields take the defaults.
 type OpenTSDBQueryOptions struct {
 	// MaxBodyBytes bounds a POST body [1 MiB]; over it the answer is 413.
 	MaxBodyBytes int64
-	// MaxSubQueries bounds the sub-queries (m= parameters or queries[]) of one
-	// request [50]; over it the answer is 400.
+	// MaxSubQueries bounds the sub-queries (m= or timeseries= parameters, or
+	// queries[]) of one request [50]; over it the answer is 400.
 	MaxSubQueries int
 	// MaxFillIntervals bounds the intervals a filling downsampler ("-zero",
 	// "-nan", "-null") emits for one series [1000000], which samples do not
