@@ -37,6 +37,11 @@ func Start(ctx context.Context, log *slog.Logger, root, runDir string) (*Instanc
 	log.Info("starting HBase (testing/hbase/hbase.sh start; resolves the jars once)", "run_dir", runDir)
 	zk, err := script(ctx, root, runDir, "start")
 	if err != nil {
+		// A start that failed or was cancelled (Ctrl-C) may have left the JVM
+		// running in its own session: stop whatever runs in runDir.
+		if _, serr := script(context.Background(), root, runDir, "stop"); serr != nil {
+			err = errors.Join(err, serr)
+		}
 		return nil, err
 	}
 	return &Instance{ZK: zk, RunDir: runDir, Started: true}, nil

@@ -1,15 +1,34 @@
-package main
+package figures
 
 import (
+	"math"
 	"testing"
 	"time"
 )
 
 func TestGroupThousands(t *testing.T) {
 	for in, want := range map[string]string{"654000": "654 000", "2400000": "2 400 000", "1234": "1234", "12345.67": "12 345.67", "9.5": "9.5"} {
-		if got := group(in); got != want {
-			t.Errorf("group(%q) = %q, want %q", in, got, want)
+		if got := Group(in); got != want {
+			t.Errorf("Group(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+func TestFormatGroupsAndShowsNaNAsADash(t *testing.T) {
+	if got := Format("%.1f", 123456.78); got != "123 456.8" {
+		t.Errorf("Format = %q, want 123 456.8", got)
+	}
+	if got := Format("%.1f", math.NaN()); got != "–" {
+		t.Errorf("Format(NaN) = %q, want –", got)
+	}
+}
+
+func TestPerMillion(t *testing.T) {
+	if got := PerMillion(3*time.Second, 2_000_000); got != 1.5 {
+		t.Errorf("PerMillion(3s, 2M) = %v, want 1.5", got)
+	}
+	if got := PerMillion(time.Second, 0); !math.IsNaN(got) {
+		t.Errorf("PerMillion(1s, 0) = %v, want NaN", got)
 	}
 }
 
@@ -34,8 +53,8 @@ func TestLateShare(t *testing.T) {
 		// 10:30..11:29, sent at 11:30: the 30 samples of 10:xx are late.
 		{"2026-12-03T10:30:00Z", "2026-12-03T11:29:00Z", "2026-12-03T11:30:00Z", 0.5},
 	} {
-		if got := lateShare(at(c.start), at(c.end), time.Minute, at(c.now)); got != c.want {
-			t.Errorf("lateShare(%s..%s at %s) = %v, want %v", c.start, c.end, c.now, got, c.want)
+		if got := LateShare(at(c.start), at(c.end), time.Minute, at(c.now)); got != c.want {
+			t.Errorf("LateShare(%s..%s at %s) = %v, want %v", c.start, c.end, c.now, got, c.want)
 		}
 	}
 }
