@@ -137,7 +137,7 @@ func renderTable(c config, kinds []*serverKind, results [][]roundResult, now tim
 		"remote write %s; queries: median of %d runs after a warm-up. "+
 		"Ratio: tsdb ÷ the best peer (highest samples/s, lowest of the rest): above 1 is tsdb slower/bigger, "+
 		"except for samples/s, where below 1 is tsdb slower.\n",
-		c.rounds, plural(c.rounds, "round", "rounds"), roundOrder(kinds), l.Hosts, l.SeriesPerHost, l.Samples, fmtDuration(l.Interval),
+		c.rounds, figures.Plural(c.rounds, "round", "rounds"), roundOrder(kinds), l.Hosts, l.SeriesPerHost, l.Samples, fmtDuration(l.Interval),
 		figures.Group(fmt.Sprint(l.TotalSamples())), l.SampleKind(), l.RequestSize, l.Senders, l.ProtoName(), c.queryRuns)
 	b.WriteString("Disk (apparent size of the files under the data directory): \"after ingest\" once the server went " +
 		"idle, VictoriaMetrics 11 s after /internal/force_flush (which makes the data searchable in in-memory parts; " +
@@ -233,11 +233,4 @@ func settleNote(kinds []*serverKind, results [][]roundResult, limit time.Duratio
 		return "Every server went idle (under 5 % of a core for a second) after each ingest.\n"
 	}
 	return fmt.Sprintf("Still busy %s after the ingest, so \"until idle\" stops there: %s.\n", limit, strings.Join(busy, ", "))
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }

@@ -72,3 +72,11 @@ func LateShare(start, end time.Time, interval time.Duration, now time.Time) floa
 	}
 	return float64(late) / float64(n)
 }
+
+// Plural is one when n is 1 and many otherwise.
+func Plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}

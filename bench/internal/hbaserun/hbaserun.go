@@ -12,12 +12,12 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/hbtsdb/hbtsdb/bench/internal/proc"
+	"github.com/hbtsdb/hbtsdb/bench/internal/server"
 	"github.com/hbtsdb/hbtsdb/kv/backend"
 )
 
@@ -137,15 +137,7 @@ func (h *Instance) Stop(root string) error {
 // script runs testing/hbase/hbase.sh for the instance in runDir and returns the
 // last line it printed.
 func script(ctx context.Context, root, runDir string, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, filepath.Join(root, "testing/hbase/hbase.sh"), args...)
-	cmd.Dir, cmd.Stderr = root, os.Stderr
-	cmd.Env = append(os.Environ(), "HBTSDB_HBASE_RUN="+runDir)
-	out, err := cmd.Output()
-	if err != nil {
-		return "", fmt.Errorf("testing/hbase/hbase.sh %s: %w", strings.Join(args, " "), err)
-	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	return lines[len(lines)-1], nil
+	return server.ScriptEnv(ctx, root, []string{"HBTSDB_HBASE_RUN=" + runDir}, "testing/hbase/hbase.sh", args...)
 }
 
 // Measured reports whether the JVM and the disk can be measured.

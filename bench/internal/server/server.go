@@ -264,11 +264,19 @@ func BuildTSDB(ctx context.Context, log *slog.Logger, root, out string) error {
 	return nil
 }
 
-// Script runs one of the repository's build scripts (path relative to root),
+// Script runs one of the repository's scripts (path relative to root),
 // its progress on stderr, and returns the last line it printed on stdout.
 func Script(ctx context.Context, root, path string, args ...string) (string, error) {
+	return ScriptEnv(ctx, root, nil, path, args...)
+}
+
+// ScriptEnv is Script with env ("NAME=value") added to this process'
+// environment, e.g. the run directory of testing/hbase/hbase.sh
+// (HBTSDB_HBASE_RUN) or testing/opentsdb/opentsdb.sh (HBTSDB_OPENTSDB_RUN).
+func ScriptEnv(ctx context.Context, root string, env []string, path string, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, filepath.Join(root, path), args...)
 	cmd.Dir, cmd.Stderr = root, os.Stderr
+	cmd.Env = append(os.Environ(), env...)
 	out, err := cmd.Output()
 	if err != nil {
 		return "", fmt.Errorf("%s %s: %w", path, strings.Join(args, " "), err)
