@@ -82,7 +82,7 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&c.load.Points, "points", 240, "points per series")
 	fs.DurationVar(&c.load.Interval, "interval", time.Second, "time between a series' points; the span ends when the round starts "+
 		"(whole seconds go out in seconds, as the collectors send them, anything else in milliseconds)")
-	fs.IntVar(&c.load.Senders, "senders", 8, "concurrent senders, each owning the hosts h with h mod senders == its number, one request in flight each")
+	fs.IntVar(&c.load.Senders, "senders", 32, "concurrent senders, each owning the hosts h with h mod senders == its number, one request in flight each")
 	fs.IntVar(&c.load.Batch, "batch", 500, "datapoints per request (a JSON array), as scollector batches them")
 	fs.BoolVar(&c.load.Gzip, "gzip", false, "gzip every request body (Content-Encoding: gzip), as scollector does; tcollector does not")
 	fs.IntVar(&c.warmup, "warmup", 5, "points per series sent to each target before its clock starts, on other metric names (warmup.*): "+
