@@ -133,6 +133,9 @@ func (r *Running) waitReady(ctx context.Context, timeout time.Duration) error {
 		case <-r.done:
 			return fmt.Errorf("exited before it was ready: %v", r.err)
 		case <-ctx.Done():
+			if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return ctx.Err() // the run was cancelled (Ctrl-C)
+			}
 			return fmt.Errorf("not ready at %s%s after %s", r.Base, r.Kind.Ready, timeout)
 		case <-time.After(100 * time.Millisecond):
 		}
