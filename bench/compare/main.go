@@ -194,14 +194,11 @@ func run(args []string, stdout io.Writer, log *slog.Logger) (err error) {
 		return err
 	}
 	c.root, c.runID = root, strconv.FormatInt(time.Now().Unix(), 36)
-	if c.workDir == "" {
-		if c.workDir, err = os.MkdirTemp("", "hbtsdb-bench-compare-"); err != nil {
-			return fmt.Errorf("create work directory: %w", err)
-		}
-		if !c.keep {
-			defer os.RemoveAll(c.workDir)
-		}
+	var removeWorkDir func()
+	if c.workDir, removeWorkDir, err = server.WorkDir(c.workDir, "hbtsdb-bench-compare-", c.keep); err != nil {
+		return err
 	}
+	defer removeWorkDir()
 	log.Info("work directory", "dir", c.workDir, "kept", c.keep)
 
 	c.hbase.DefaultRunDir = filepath.Join(c.workDir, "hbase")

@@ -113,23 +113,21 @@ func renderTable(c config, kinds []*serverKind, results [][]roundResult, now tim
 			values: med(func(r roundResult) float64 { return ms(r.queries[qi].median) })})
 	}
 
-	var b strings.Builder
-	b.WriteString("| |")
+	header := []string{""}
 	for _, k := range kinds {
-		b.WriteString(" " + k.Name + " |")
+		header = append(header, k.Name)
 	}
-	b.WriteString(" tsdb ÷ best peer |\n|---|")
-	for range kinds {
-		b.WriteString("---:|")
-	}
-	b.WriteString("---:|\n")
+	header = append(header, "tsdb ÷ best peer")
+	var cells [][]string
 	for _, r := range rows {
-		b.WriteString("| " + r.label + " |")
+		line := []string{r.label}
 		for _, v := range r.values {
-			b.WriteString(" " + figures.Format(r.format, v) + " |")
+			line = append(line, figures.Format(r.format, v))
 		}
-		b.WriteString(" " + ratio(r, kinds) + " |\n")
+		cells = append(cells, append(line, ratio(r, kinds)))
 	}
+	var b strings.Builder
+	b.WriteString(figures.Table(header, cells))
 
 	l := c.load
 	fmt.Fprintf(&b, "\nMedians of %d interleaved %s (%s), each server on a fresh data directory every round. "+

@@ -102,33 +102,27 @@ func renderTable(c config, hb *hbaserun.Instance, results map[string][]roundResu
 		}
 	}
 
-	var b strings.Builder
 	both := len(targets) == 2
-	b.WriteString("| |")
+	header := []string{""}
 	for _, t := range targets {
-		b.WriteString(" " + columnName(t) + " |")
+		header = append(header, columnName(t))
 	}
 	if both {
-		b.WriteString(" hbtsdb ÷ OpenTSDB |")
+		header = append(header, "hbtsdb ÷ OpenTSDB")
 	}
-	b.WriteString("\n|---|")
-	for range targets {
-		b.WriteString("---:|")
-	}
-	if both {
-		b.WriteString("---:|")
-	}
-	b.WriteString("\n")
+	var cells [][]string
 	for _, r := range rows {
-		b.WriteString("| " + r.label + " |")
+		line := []string{r.label}
 		for _, v := range r.values {
-			b.WriteString(" " + figures.Format(r.format, v) + " |")
+			line = append(line, figures.Format(r.format, v))
 		}
 		if both {
-			b.WriteString(" " + ratio(r.values[0], r.values[1]) + " |")
+			line = append(line, ratio(r.values[0], r.values[1]))
 		}
-		b.WriteString("\n")
+		cells = append(cells, line)
 	}
+	var b strings.Builder
+	b.WriteString(figures.Table(header, cells))
 	b.WriteString("\n")
 	b.WriteString(loadNote(c))
 	b.WriteString(roundsNote(c, results))

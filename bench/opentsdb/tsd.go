@@ -7,9 +7,9 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 
+	"github.com/hbtsdb/hbtsdb/bench/internal/proc"
 	"github.com/hbtsdb/hbtsdb/bench/internal/server"
 )
 
@@ -52,13 +52,9 @@ func (t *tsd) env() []string { return []string{"HBTSDB_OPENTSDB_RUN=" + t.runDir
 // the script execs setsid java in a background subshell, whose pid it
 // records; were setsid to fork, that pid would not be the JVM's.
 func (t *tsd) jvmPid() (int, error) {
-	b, err := os.ReadFile(filepath.Join(t.runDir, "pid"))
+	pid, err := proc.ReadPidFile(filepath.Join(t.runDir, "pid"))
 	if err != nil {
 		return 0, fmt.Errorf("opentsdb: TSD pid: %w", err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil {
-		return 0, fmt.Errorf("opentsdb: TSD pid file %q: %w", b, err)
 	}
 	comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
 	if err != nil {

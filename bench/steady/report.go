@@ -77,23 +77,19 @@ type tableRow struct {
 // writeTable writes header and rows, then a row of the last part's values over
 // the first's (columns whose value is NaN in either: "–").
 func writeTable(b *strings.Builder, header []string, rows []tableRow) {
-	b.WriteString("| " + strings.Join(header, " | ") + " |\n|---|")
-	for range header[1:] {
-		b.WriteString("---:|")
-	}
-	b.WriteString("\n")
+	var cells [][]string
 	for _, r := range rows {
-		b.WriteString("| " + r.label + " | " + strings.Join(r.cells, " | ") + " |\n")
+		cells = append(cells, append([]string{r.label}, r.cells...))
 	}
-	if len(rows) < 2 {
-		return
+	if len(rows) >= 2 {
+		first, last := rows[0].values, rows[len(rows)-1].values
+		ratios := []string{"last ÷ first"}
+		for i := range first {
+			ratios = append(ratios, f("%.2f×", ratio(last[i], first[i])))
+		}
+		cells = append(cells, ratios)
 	}
-	first, last := rows[0].values, rows[len(rows)-1].values
-	cells := make([]string, len(first))
-	for i := range first {
-		cells[i] = f("%.2f×", ratio(last[i], first[i]))
-	}
-	b.WriteString("| last ÷ first | " + strings.Join(cells, " | ") + " |\n")
+	b.WriteString(figures.Table(header, cells))
 }
 
 // cpuTable is the throughput and CPU per part: tsdb's CPU-seconds per million

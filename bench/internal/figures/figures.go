@@ -80,3 +80,25 @@ func Plural(n int, one, many string) string {
 	}
 	return many
 }
+
+// Table is a Markdown table of header and rows: the first column as it is,
+// the others right-aligned; an empty cell is printed as nothing ("| |").
+func Table(header []string, rows [][]string) string {
+	var b strings.Builder
+	line := func(cells []string) {
+		b.WriteString("|")
+		for _, c := range cells {
+			if c != "" {
+				b.WriteString(" " + c)
+			}
+			b.WriteString(" |")
+		}
+		b.WriteString("\n")
+	}
+	line(header)
+	b.WriteString("|---|" + strings.Repeat("---:|", len(header)-1) + "\n")
+	for _, r := range rows {
+		line(r)
+	}
+	return b.String()
+}

@@ -58,3 +58,11 @@ func TestLateShare(t *testing.T) {
 		}
 	}
 }
+
+func TestTableAlignsAllButTheFirstColumnRight(t *testing.T) {
+	got := Table([]string{"", "a", "b"}, [][]string{{"x", "1", "2"}, {"y", "–", "3"}})
+	want := "| | a | b |\n|---|---:|---:|\n| x | 1 | 2 |\n| y | – | 3 |\n"
+	if got != want {
+		t.Errorf("Table =\n%s\nwant\n%s", got, want)
+	}
+}

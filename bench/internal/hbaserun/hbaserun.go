@@ -13,7 +13,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"github.com/hbtsdb/hbtsdb/bench/internal/proc"
@@ -146,13 +145,9 @@ func (h *Instance) Measured() bool { return h.RunDir != "" }
 // JVMPid is the pid of the HBase JVM (master, region server and ZooKeeper in one
 // process), from hbase.sh's pid file.
 func (h *Instance) JVMPid() (int, error) {
-	b, err := os.ReadFile(filepath.Join(h.RunDir, "pid"))
+	pid, err := proc.ReadPidFile(filepath.Join(h.RunDir, "pid"))
 	if err != nil {
 		return 0, fmt.Errorf("hbase: JVM pid: %w", err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil {
-		return 0, fmt.Errorf("hbase: JVM pid file %q: %w", b, err)
 	}
 	return pid, nil
 }

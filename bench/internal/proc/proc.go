@@ -55,6 +55,20 @@ func parseStatCPU(b []byte) (time.Duration, error) {
 	return time.Duration(u+s) * time.Second / clockTicks, nil
 }
 
+// ReadPidFile returns the pid in the file path (a start script's pid file:
+// the number, maybe a newline).
+func ReadPidFile(path string) (int, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, fmt.Errorf("proc: pid file: %w", err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return 0, fmt.Errorf("proc: pid file %s: %q: %w", path, b, err)
+	}
+	return pid, nil
+}
+
 // PeakRSS returns VmHWM, the process' peak resident set size, in bytes.
 func PeakRSS(pid int) (int64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))

@@ -255,6 +255,23 @@ func ModuleRoot(ctx context.Context) (string, error) {
 	return filepath.Dir(gomod), nil
 }
 
+// WorkDir returns a benchmark's work directory: dir when given (-workdir),
+// else a new temporary directory named with pattern (os.MkdirTemp). remove
+// removes a new one unless keep; it leaves a given one alone.
+func WorkDir(dir, pattern string, keep bool) (_ string, remove func(), _ error) {
+	if dir != "" {
+		return dir, func() {}, nil
+	}
+	dir, err := os.MkdirTemp("", pattern)
+	if err != nil {
+		return "", nil, fmt.Errorf("create work directory: %w", err)
+	}
+	if keep {
+		return dir, func() {}, nil
+	}
+	return dir, func() { os.RemoveAll(dir) }, nil
+}
+
 // BuildTSDB builds ./cmd/tsdb of the module at root into out: a release build,
 // without -race, as users run it.
 func BuildTSDB(ctx context.Context, log *slog.Logger, root, out string) error {
