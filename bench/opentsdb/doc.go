@@ -42,8 +42,10 @@
 // tcollector and scollector send it: JSON arrays of -batch datapoints (500,
 // scollector's batch size; tcollector sends what it gathered in 5 s), timestamps
 // in seconds, fields in the order metric, timestamp, value, tags, from
-// -senders concurrent senders (8), each one request in flight like one
-// collector, each owning the hosts h with h mod senders == its number and
+// -senders concurrent senders (32), each one request in flight like one
+// collector (a TSD serves many collectors at once; under sync a request waits for
+// asynchbase to flush, every second or at 1 024 buffered puts, so too few
+// senders make OpenTSDB wait on its flush timer rather than work), each owning the hosts h with h mod senders == its number and
 // sending them in time order. -gzip gzips the bodies, as scollector does.
 // The bodies are encoded before the clock starts, once per round: both targets
 // receive the same bytes (TestBothTargetsReceiveIdenticalRequests).
