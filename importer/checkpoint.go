@@ -6,9 +6,10 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"slices"
 	"sync"
+
+	"github.com/hbtsdb/hbtsdb/internal/atomicfile"
 )
 
 // Checkpoint is the record of what an import has durably written, kept in a
@@ -111,36 +112,14 @@ func (c *Checkpoint) SetComplete() error {
 	return c.saveLocked()
 }
 
-// saveLocked replaces the file: write a temporary file in the same directory,
-// fsync it, rename it over the checkpoint, fsync the directory.
+// saveLocked replaces the file atomically (atomicfile.Write).
 func (c *Checkpoint) saveLocked() error {
 	b, err := json.Marshal(c.st)
 	if err != nil {
 		return fmt.Errorf("importer: checkpoint: %w", err)
 	}
-	dir := filepath.Dir(c.path)
-	f, err := os.CreateTemp(dir, filepath.Base(c.path)+".tmp*")
-	if err != nil {
+	if err := atomicfile.Write(c.path, append(b, '\n')); err != nil {
 		return fmt.Errorf("importer: checkpoint: %w", err)
-	}
-	tmp := f.Name()
-	_, err = f.Write(append(b, '\n'))
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, c.path)
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("importer: checkpoint %s: %w", c.path, err)
-	}
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync() // best effort: the rename is already visible
-		_ = d.Close()
 	}
 	return nil
 }
