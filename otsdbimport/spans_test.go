@@ -145,7 +145,7 @@ func TestCheckpoint(t *testing.T) {
 		t.Errorf("a checkpoint of another job: %v, want %s", err, want)
 	}
 	for content, msg := range map[string]string{
-		"not json": "is not a checkpoint (invalid character 'o' in literal null (expecting 'u')): delete it to start over",
+		"not json":                             "is not a checkpoint (invalid character 'o' in literal null (expecting 'u')): delete it to start over",
 		`{"job":"job a","done":[["0x","01"]]}`: `the span "0x".."01" is not a key range: delete it to start over`,
 		`{"job":"job a","done":[["05","01"]]}`: `the span "05".."01" is not a key range: delete it to start over`,
 	} {
