@@ -1,6 +1,7 @@
 package otsdbimport
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -239,6 +240,9 @@ type worker struct {
 	cache map[string]labels.Labels
 	key   []byte
 	b     batch
+	// lastDone is the stop of the span last recorded by this scan (nil
+	// before one); a batch within one long row records nothing new.
+	lastDone []byte
 }
 
 func newWorker(src Source, o Options, ids *uids, warned *warnings) *worker {
@@ -296,6 +300,7 @@ func (w *worker) importSpan(ctx context.Context, sp span) error {
 // done starts. It returns the key before which every row is stored.
 func (w *worker) scan(ctx context.Context, sp span, doneFrom []byte) (resume []byte, err error) {
 	w.b.reset()
+	w.lastDone = nil
 	resume = sp.start
 	sc := w.src.Store.Scan(ctx, w.src.DataTable, sp.start, sp.stop, kv.Families(otsdbformat.FamilyData))
 	defer sc.Close()
@@ -341,9 +346,10 @@ func (w *worker) flush(ctx context.Context, done span) error {
 		}
 	}
 	w.b.reset()
-	if w.o.Checkpoint == nil || w.o.Import.Sink == nil {
+	if w.o.Checkpoint == nil || w.o.Import.Sink == nil || (done.stop != nil && bytes.Equal(done.stop, w.lastDone)) {
 		return nil
 	}
+	w.lastDone = done.stop
 	return w.o.Checkpoint.addDone(done)
 }
 

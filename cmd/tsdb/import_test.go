@@ -57,11 +57,17 @@ func importFileFixture(t *testing.T, series, n int) (string, map[string]map[int6
 // of its data table, every version counted.
 func readStore(t *testing.T, dir string) (samples map[string]map[int64]float64, rawCells int) {
 	t.Helper()
-	ctx := context.Background()
-	st, err := embedded.Open(ctx, dir, embedded.Options{})
+	st, err := embedded.Open(context.Background(), dir, embedded.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return readStoreOf(t, st)
+}
+
+// readStoreOf is readStore of an open store, which it closes.
+func readStoreOf(t *testing.T, st kv.Store) (samples map[string]map[int64]float64, rawCells int) {
+	t.Helper()
+	ctx := context.Background()
 	sc := st.Scan(ctx, schema.TableData, nil, nil, kv.Families(schema.FamilyRaw), kv.MaxVersions(1000))
 	for sc.Next() {
 		rawCells += len(sc.Row().Cells)
