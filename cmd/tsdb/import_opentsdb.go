@@ -20,13 +20,13 @@ import (
 
 // opentsdbOptions are tsdb import opentsdb's settings.
 type opentsdbOptions struct {
-	source     string // the argument
-	fromFlag   string // --from-opentsdb, the spelling
-	dataTable  string
-	uidTable   string
-	layout     otsdbformat.Layout
-	keyRanges  int
-	stats      *otsdbimport.Stats
+	source    string // the argument
+	fromFlag  string // --from-opentsdb, the spelling
+	dataTable string
+	uidTable  string
+	layout    otsdbformat.Layout
+	keyRanges int
+	stats     *otsdbimport.Stats
 	// common gives the HBase timeouts (--hbase.zookeeper-timeout,
 	// --hbase.rpc-timeout), used for OpenTSDB's HBase too.
 	common *commonFlags
