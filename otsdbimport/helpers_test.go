@@ -189,7 +189,7 @@ func (c *corpus) samples() int {
 
 // openDB opens a DB with the server's write limits on a fresh store of
 // backend b (schema created); the store is counted.
-func openDB(t *testing.T, b schematest.Backend) (*db.DB, *schematest.CountingStore) {
+func openDB(t testing.TB, b schematest.Backend) (*db.DB, *schematest.CountingStore) {
 	t.Helper()
 	st := schematest.Counting(b.Store(t))
 	d, err := db.Open(context.Background(), db.Options{Store: st, Settings: b.Settings, Rollups: b.TableOptions.Rollups,
@@ -204,7 +204,7 @@ func openDB(t *testing.T, b schematest.Backend) (*db.DB, *schematest.CountingSto
 
 // putDirectly writes the corpus into d as /api/put does: wire.DecodePut, then
 // the write path.
-func putDirectly(t *testing.T, d *db.DB, c *corpus) {
+func putDirectly(t testing.TB, d *db.DB, c *corpus) {
 	t.Helper()
 	for _, body := range c.bodies(1000) {
 		put, err := wire.DecodePut(body)
@@ -329,7 +329,7 @@ type cell struct {
 }
 
 // cells reads every version of every cell of an hbtsdb table.
-func cells(t *testing.T, st kv.Store, table string) []cell {
+func cells(t testing.TB, st kv.Store, table string) []cell {
 	t.Helper()
 	sc := st.Scan(context.Background(), table, nil, nil, kv.MaxVersions(1000))
 	defer sc.Close()
@@ -347,7 +347,7 @@ func cells(t *testing.T, st kv.Store, table string) []cell {
 }
 
 // rawCells counts the raw cells (every version) of the data table.
-func rawCells(t *testing.T, st kv.Store) int {
+func rawCells(t testing.TB, st kv.Store) int {
 	t.Helper()
 	n := 0
 	for _, c := range cells(t, st, schema.TableData) {

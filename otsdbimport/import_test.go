@@ -268,7 +268,7 @@ func (s *cancellingSink) Write(ctx context.Context, req *write.Request) (write.R
 
 // openSource opens the TSD's tables by their names, as tsdb import opentsdb
 // does.
-func openSource(t *testing.T, tsd *opentsdbtest.TSD, layout otsdbformat.Layout) otsdbimport.Source {
+func openSource(t testing.TB, tsd *opentsdbtest.TSD, layout otsdbformat.Layout) otsdbimport.Source {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -315,7 +315,7 @@ func annotate(t *testing.T, tsd *opentsdbtest.TSD, src otsdbimport.Source, c *co
 
 // waitCompacted waits until OpenTSDB's compaction has written a compacted
 // column into every row, reading the data table again whenever it has not.
-func waitCompacted(t *testing.T, tsd *opentsdbtest.TSD, src otsdbimport.Source) {
+func waitCompacted(t testing.TB, tsd *opentsdbtest.TSD, src otsdbimport.Source) {
 	t.Helper()
 	deadline := time.Now().Add(3 * time.Minute)
 	for {
@@ -367,11 +367,11 @@ func statsString(s *otsdbimport.Stats) string {
 	return b.String()
 }
 
-func testLogger(t *testing.T) *slog.Logger {
+func testLogger(t testing.TB) *slog.Logger {
 	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
 }
 
-type testWriter struct{ t *testing.T }
+type testWriter struct{ t testing.TB }
 
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(p), "\n"))
