@@ -42,23 +42,55 @@ var ErrCheckpointMismatch = errors.New("checkpoint belongs to another import")
 // ErrCheckpointMismatch that names both jobs.
 func OpenCheckpoint(path, job string) (*Checkpoint, error) {
 	c := &Checkpoint{path: path, st: checkpointState{Job: job}}
+	if _, err := ReadCheckpointFile(path, job, &c.st); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// ReadCheckpointFile reads the checkpoint file at path into state, a pointer
+// to a struct whose JSON holds the job it records as "job", for an import
+// of job; found is false when there is no such file (state is then left as
+// it is). A file that is not such JSON, or of another job (an error wrapping
+// ErrCheckpointMismatch that names both), is an error that says what to do.
+// It is the file format of every import's checkpoint, importers of other
+// sources (otsdbimport) included.
+func ReadCheckpointFile(path, job string, state any) (found bool, err error) {
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return c, nil
+		return false, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("importer: checkpoint: %w", err)
+		return false, fmt.Errorf("importer: checkpoint: %w", err)
 	}
-	var st checkpointState
-	if err := json.Unmarshal(b, &st); err != nil {
-		return nil, fmt.Errorf("importer: checkpoint %s is not a checkpoint (%v): delete it to start over", path, err)
+	var head struct {
+		Job string `json:"job"`
 	}
-	if st.Job != job {
-		return nil, fmt.Errorf("importer: %w: %s records %q, this import is %q: delete it to start over, or give "+
-			"another --checkpoint", ErrCheckpointMismatch, path, st.Job, job)
+	err = json.Unmarshal(b, &head)
+	if err == nil {
+		err = json.Unmarshal(b, state)
 	}
-	c.st = st
-	return c, nil
+	if err != nil {
+		return false, fmt.Errorf("importer: checkpoint %s is not a checkpoint (%v): delete it to start over", path, err)
+	}
+	if head.Job != job {
+		return false, fmt.Errorf("importer: %w: %s records %q, this import is %q: delete it to start over, or give "+
+			"another --checkpoint", ErrCheckpointMismatch, path, head.Job, job)
+	}
+	return true, nil
+}
+
+// WriteCheckpointFile replaces the checkpoint file at path with state as
+// JSON, atomically (atomicfile.Write).
+func WriteCheckpointFile(path string, state any) error {
+	b, err := json.Marshal(state)
+	if err != nil {
+		return fmt.Errorf("importer: checkpoint: %w", err)
+	}
+	if err := atomicfile.Write(path, append(b, '\n')); err != nil {
+		return fmt.Errorf("importer: checkpoint: %w", err)
+	}
+	return nil
 }
 
 // Path is the checkpoint's file.
@@ -112,14 +144,5 @@ func (c *Checkpoint) SetComplete() error {
 	return c.saveLocked()
 }
 
-// saveLocked replaces the file atomically (atomicfile.Write).
-func (c *Checkpoint) saveLocked() error {
-	b, err := json.Marshal(c.st)
-	if err != nil {
-		return fmt.Errorf("importer: checkpoint: %w", err)
-	}
-	if err := atomicfile.Write(c.path, append(b, '\n')); err != nil {
-		return fmt.Errorf("importer: checkpoint: %w", err)
-	}
-	return nil
-}
+// saveLocked replaces the file atomically.
+func (c *Checkpoint) saveLocked() error { return WriteCheckpointFile(c.path, c.st) }

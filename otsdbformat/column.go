@@ -1,6 +1,7 @@
 package otsdbformat
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -227,7 +228,7 @@ func decodeAppended(q, v []byte, dst []Point) ([]Point, error) {
 	}
 	pts := dst[start:]
 	// Stable: of equal offsets the last appended is last, and kept.
-	slices.SortStableFunc(pts, func(a, b Point) int { return cmpOffset(a.Offset, b.Offset) })
+	slices.SortStableFunc(pts, func(a, b Point) int { return cmp.Compare(a.Offset, b.Offset) })
 	out := pts[:0]
 	for i, p := range pts {
 		if i+1 < len(pts) && pts[i+1].Offset == p.Offset {
@@ -299,14 +300,4 @@ func decodeValue(flags byte, v []byte) (Value, error) {
 		return Value{I: int64(int8(v[0]))}, nil
 	}
 	return Value{}, fmt.Errorf("an integer of %d bytes, not 1, 2, 4 or 8", len(v))
-}
-
-func cmpOffset(a, b uint32) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }

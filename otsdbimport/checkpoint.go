@@ -2,20 +2,17 @@ package otsdbimport
 
 import (
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"sync"
 
 	"github.com/hbtsdb/hbtsdb/importer"
-	"github.com/hbtsdb/hbtsdb/internal/atomicfile"
 )
 
 // Checkpoint records the key spans of OpenTSDB's data table whose points are
-// all stored, in a JSON file replaced atomically (atomicfile) at every step,
-// so that a kill at any moment leaves the previous or the next state. Its job
+// all stored, in a JSON file replaced atomically at every step,
+// so that a kill at any moment leaves the previous or the next state (the
+// file format of importer's checkpoints, with spans for slices). Its job
 // names the import (source, tables, layout): a checkpoint of another job is
 // refused. It is safe for concurrent use.
 type Checkpoint struct {
@@ -40,20 +37,9 @@ type checkpointFile struct {
 // importer.ErrCheckpointMismatch that names both jobs.
 func OpenCheckpoint(path, job string) (*Checkpoint, error) {
 	c := &Checkpoint{path: path, job: job}
-	b, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return c, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("otsdbimport: checkpoint: %w", err)
-	}
 	var f checkpointFile
-	if err := json.Unmarshal(b, &f); err != nil {
-		return nil, fmt.Errorf("otsdbimport: checkpoint %s is not a checkpoint (%v): delete it to start over", path, err)
-	}
-	if f.Job != job {
-		return nil, fmt.Errorf("otsdbimport: %w: %s records %q, this import is %q: delete it to start over, or give "+
-			"another --checkpoint", importer.ErrCheckpointMismatch, path, f.Job, job)
+	if found, err := importer.ReadCheckpointFile(path, job, &f); err != nil || !found {
+		return c, err
 	}
 	for _, d := range f.Done {
 		start, err1 := hex.DecodeString(d[0])
@@ -112,12 +98,5 @@ func (c *Checkpoint) saveLocked() error {
 	for _, d := range c.done {
 		f.Done = append(f.Done, [2]string{hex.EncodeToString(d.start), hex.EncodeToString(d.stop)})
 	}
-	b, err := json.Marshal(f)
-	if err != nil {
-		return fmt.Errorf("otsdbimport: checkpoint: %w", err)
-	}
-	if err := atomicfile.Write(c.path, append(b, '\n')); err != nil {
-		return fmt.Errorf("otsdbimport: checkpoint: %w", err)
-	}
-	return nil
+	return importer.WriteCheckpointFile(c.path, f)
 }

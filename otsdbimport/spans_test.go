@@ -139,7 +139,7 @@ func TestCheckpoint(t *testing.T) {
 	}
 
 	_, err = OpenCheckpoint(path, "job b")
-	want := fmt.Sprintf(`otsdbimport: checkpoint belongs to another import: %s records "job a", this import is "job b": `+
+	want := fmt.Sprintf(`importer: checkpoint belongs to another import: %s records "job a", this import is "job b": `+
 		"delete it to start over, or give another --checkpoint", path)
 	if !errors.Is(err, importer.ErrCheckpointMismatch) || err.Error() != want {
 		t.Errorf("a checkpoint of another job: %v, want %s", err, want)

@@ -121,16 +121,8 @@ func TestImportOpenTSDB(t *testing.T) {
 	if written := summaryField(t, out, "samples_written"); written == 0 || written >= series*n {
 		t.Fatalf("the resumed import wrote %d samples, want some of the %d and not all:\n%s", written, series*n, out)
 	}
-	got, rawCells := readStoreOf(t, hbasestore.Open(t, zk, prefix))
-	sameSamples(t, want, got)
-	if rawCells != series*n {
-		t.Fatalf("%d raw cells in the data table (every version), want one per point, %d", rawCells, series*n)
-	}
-
-	code, out, stderr = tsdb(t, args...)
-	if code != 0 || summaryField(t, out, "samples_written") != 0 || !strings.Contains(stderr, "done already") {
-		t.Fatalf("third run exited %d:\n%s%s", code, out, stderr)
-	}
+	storedOnce(t, want, series*n)(readStoreOf(t, hbasestore.Open(t, zk, prefix)))
+	runsAgainWritingNothing(t, args, "done already")
 }
 
 // TestImportOpenTSDBBadCommandLines: what is wrong is named, before anything

@@ -32,30 +32,33 @@ func (tsd *TSD) Put(t testing.TB, body []byte) {
 // status and the answer.
 func (tsd *TSD) Post(t testing.TB, path string, body []byte) (int, []byte) {
 	t.Helper()
-	resp, err := (&http.Client{Timeout: askTimeout}).Post(tsd.URL+path, "application/json", bytes.NewReader(body))
-	if err != nil {
-		t.Fatalf("POST %s%s: %v", tsd.URL, path, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(fmt.Errorf("POST %s%s: %w", tsd.URL, path, err))
-	}
-	return resp.StatusCode, b
+	return tsd.ask(t, http.MethodPost, path, body)
 }
 
 // Get asks the TSD for pathAndQuery (e.g. "/api/query?start=1h-ago&m=sum:x")
 // and returns the status and the answer.
 func (tsd *TSD) Get(t testing.TB, pathAndQuery string) (int, []byte) {
 	t.Helper()
-	resp, err := (&http.Client{Timeout: askTimeout}).Get(tsd.URL + pathAndQuery)
+	return tsd.ask(t, http.MethodGet, pathAndQuery, nil)
+}
+
+func (tsd *TSD) ask(t testing.TB, method, path string, body []byte) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, tsd.URL+path, bytes.NewReader(body))
 	if err != nil {
-		t.Fatalf("GET %s%s: %v", tsd.URL, pathAndQuery, err)
+		t.Fatal(err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := (&http.Client{Timeout: askTimeout}).Do(req)
+	if err != nil {
+		t.Fatalf("%s %s%s: %v", method, tsd.URL, path, err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		t.Fatal(fmt.Errorf("GET %s%s: %w", tsd.URL, pathAndQuery, err))
+		t.Fatal(fmt.Errorf("%s %s%s: %w", method, tsd.URL, path, err))
 	}
 	return resp.StatusCode, b
 }
