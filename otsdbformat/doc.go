@@ -32,7 +32,7 @@
 //     seconds from baseTime. Its value's length is what the value is, not
 //     what the flags say (Internal.fixQualifierFlags), and a float flagged as
 //     4 bytes stored in 8 whose first 4 are zero is the 4 last
-//     (Internal.fixFloatingPointValue: OpenTSDB before 1.2 wrote them so).
+//     (Internal.fixFloatingPointValue: early OpenTSDB versions wrote them so).
 //   - 4 bytes starting with 0xF: one point in milliseconds,
 //     `1111 offset(22 bits) reserved(2) flags(4)`.
 //   - otherwise a compacted column: qualifiers of 2 or 4 bytes one after the
