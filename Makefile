@@ -22,7 +22,7 @@ GOTESTFLAGS ?= -race -count=1 -timeout 45m
 # Runs `go test -json ...` and reports it (testing/testreport).
 TESTREPORT  := $(GO) run ./testing/testreport
 
-.PHONY: test vet unit test-with-hbase test-cluster e2e prometheus vmctl hbase-start hbase-stop build bench fuzz soak bench-compare steady dashboards ui
+.PHONY: test vet unit test-with-hbase test-cluster e2e prometheus vmctl hbase-start hbase-stop build bench fuzz soak bench-compare bench-opentsdb steady dashboards ui
 
 test: vet prometheus vmctl test-with-hbase test-cluster
 
@@ -113,6 +113,18 @@ bench:
 # written to BENCH_COMPARE_OUT when set). BENCH_COMPARE_FLAGS=-quick for a smoke run.
 bench-compare:
 	$(GO) run ./bench/compare $(if $(BENCH_COMPARE_OUT),-out $(abspath $(BENCH_COMPARE_OUT))) $(BENCH_COMPARE_FLAGS)
+
+# The OpenTSDB ingest benchmark (bench/opentsdb): the same /api/put load (100 hosts ×
+# 100 metrics × 240 points, JSON arrays of 500 datapoints from 32 senders, as
+# tcollector and scollector send them) into a real OpenTSDB 2.4.1
+# (testing/opentsdb/opentsdb.sh) and into tsdb serve on the same HBase, which
+# testing/hbase/hbase.sh starts for the run, in alternating rounds; prints a Markdown
+# table of points/s and CPU-seconds per million points of the TSD, tsdb and the HBase
+# JVM, and hbtsdb ÷ OpenTSDB (also written to BENCH_OPENTSDB_OUT when set).
+# BENCH_OPENTSDB_FLAGS=-quick for a smoke run (about 4 minutes, most of it starting
+# HBase and OpenTSDB).
+bench-opentsdb:
+	$(GO) run ./bench/opentsdb $(if $(BENCH_OPENTSDB_OUT),-out $(abspath $(BENCH_OPENTSDB_OUT))) $(BENCH_OPENTSDB_FLAGS)
 
 # The steady-state benchmark (bench/steady): tsdb serve with compaction on and
 # one-minute buckets under a real-time remote-write load (5 000 samples/s) with range

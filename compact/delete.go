@@ -90,6 +90,9 @@ type DeleteStats struct {
 	// Retries counts the rows read again because a check-and-put found them
 	// changed.
 	Retries int
+	// Unindexed is how many series-days, left without samples, lost their
+	// tag index entries: set by db.Delete, which removes them after Delete.
+	Unindexed int
 }
 
 func (s *DeleteStats) add(o DeleteStats) {
@@ -101,6 +104,7 @@ func (s *DeleteStats) add(o DeleteStats) {
 	s.RollupCells += o.RollupCells
 	s.Exemplars += o.Exemplars
 	s.Retries += o.Retries
+	s.Unindexed += o.Unindexed
 }
 
 // DefaultDeleteSalts is DeleteOptions.Salts' default: on HBase a delete's

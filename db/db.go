@@ -60,10 +60,12 @@ type DB struct {
 	writer     *write.Writer
 	reader     *query.Reader
 	registry   *index.Registry
+	postings   *index.Postings
 	now        func() time.Time
 	// settings and rollups are the store's, for Delete (delete.go).
 	settings schema.Settings
 	rollups  []schema.Rollup
+	logger   *slog.Logger
 	closed   atomic.Bool
 }
 
@@ -129,10 +131,12 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 		closeStore: opts.CloseStore,
 		writer:     w,
 		registry:   registry,
+		postings:   postings,
 		reader:     query.NewReader(opts.Store, opts.Settings, registry, postings).WithOptions(opts.Query),
 		now:        opts.Now,
 		settings:   opts.Settings,
 		rollups:    opts.Rollups,
+		logger:     opts.Logger,
 	}, nil
 }
 

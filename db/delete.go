@@ -27,7 +27,8 @@ type DeleteRequest struct {
 // DB's Options.Rollups. With opts.DryRun it only counts.
 //
 // Series are found through the tag index, on the days of the range; their rows
-// by deleteRows.
+// by deleteRows. Then the tag index entries of the series-days left without
+// samples are removed (unindex.go).
 func (db *DB) Delete(ctx context.Context, req DeleteRequest, opts compact.DeleteOptions) (compact.DeleteStats, error) {
 	var out compact.DeleteStats
 	if db.closed.Load() {
@@ -61,7 +62,27 @@ func (db *DB) Delete(ctx context.Context, req DeleteRequest, opts compact.Delete
 	if err != nil {
 		return out, fmt.Errorf("db: delete: %w", err)
 	}
+	if opts.DryRun {
+		work, err := db.emptyDays(ctx, refs, mint, maxt, true)
+		if err != nil {
+			return out, fmt.Errorf("db: delete: %w", err)
+		}
+		out, err = compact.Delete(ctx, db.st, db.settings, opts, keys, mint, maxt)
+		if err != nil {
+			return out, fmt.Errorf("db: delete: %w", err)
+		}
+		out.Unindexed = len(work)
+		return out, nil
+	}
 	out, err = compact.Delete(ctx, db.st, db.settings, opts, keys, mint, maxt)
+	if err != nil {
+		return out, fmt.Errorf("db: delete: %w", err)
+	}
+	work, err := db.emptyDays(ctx, refs, mint, maxt, false)
+	if err != nil {
+		return out, fmt.Errorf("db: delete: %w", err)
+	}
+	out.Unindexed, err = db.unindex(ctx, work)
 	if err != nil {
 		return out, fmt.Errorf("db: delete: %w", err)
 	}

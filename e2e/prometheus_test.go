@@ -220,6 +220,13 @@ func (ps *promServer) metrics(ctx context.Context, names ...string) (map[string]
 // metricsWhere is metrics over the series whose line contains match (such as
 // `remote_name="tsdb"`, to read one remote-write queue's metrics); "" matches all.
 func (ps *promServer) metricsWhere(ctx context.Context, match string, names ...string) (map[string]float64, error) {
+	return ps.metricsKept(ctx, func(line string) bool { return strings.Contains(line, match) }, names...)
+}
+
+// metricsKept is metricsWhere for the lines keep returns true for, summed
+// from one read of /metrics (so that sums over different label sets are of
+// the same moment).
+func (ps *promServer) metricsKept(ctx context.Context, keep func(line string) bool, names ...string) (map[string]float64, error) {
 	body, err := httpGet(ctx, ps.url+"/metrics")
 	if err != nil {
 		return nil, err
@@ -240,7 +247,7 @@ func (ps *promServer) metricsWhere(ctx context.Context, match string, names ...s
 		if i := strings.IndexAny(line, "{ "); i >= 0 {
 			name = line[:i]
 		}
-		if !want[name] || !strings.Contains(line, match) {
+		if !want[name] || !keep(line) {
 			continue
 		}
 		fields := strings.Fields(line[strings.LastIndexByte(line, '}')+1:])

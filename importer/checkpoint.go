@@ -6,9 +6,10 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"slices"
 	"sync"
+
+	"github.com/hbtsdb/hbtsdb/internal/atomicfile"
 )
 
 // Checkpoint is the record of what an import has durably written, kept in a
@@ -41,23 +42,55 @@ var ErrCheckpointMismatch = errors.New("checkpoint belongs to another import")
 // ErrCheckpointMismatch that names both jobs.
 func OpenCheckpoint(path, job string) (*Checkpoint, error) {
 	c := &Checkpoint{path: path, st: checkpointState{Job: job}}
+	if _, err := ReadCheckpointFile(path, job, &c.st); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// ReadCheckpointFile reads the checkpoint file at path into state, a pointer
+// to a struct whose JSON holds the job it records as "job", for an import
+// of job; found is false when there is no such file (state is then left as
+// it is). A file that is not such JSON, or of another job (an error wrapping
+// ErrCheckpointMismatch that names both), is an error that says what to do.
+// It is the file format of every import's checkpoint, importers of other
+// sources (otsdbimport) included.
+func ReadCheckpointFile(path, job string, state any) (found bool, err error) {
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return c, nil
+		return false, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("importer: checkpoint: %w", err)
+		return false, fmt.Errorf("importer: checkpoint: %w", err)
 	}
-	var st checkpointState
-	if err := json.Unmarshal(b, &st); err != nil {
-		return nil, fmt.Errorf("importer: checkpoint %s is not a checkpoint (%v): delete it to start over", path, err)
+	var head struct {
+		Job string `json:"job"`
 	}
-	if st.Job != job {
-		return nil, fmt.Errorf("importer: %w: %s records %q, this import is %q: delete it to start over, or give "+
-			"another --checkpoint", ErrCheckpointMismatch, path, st.Job, job)
+	err = json.Unmarshal(b, &head)
+	if err == nil {
+		err = json.Unmarshal(b, state)
 	}
-	c.st = st
-	return c, nil
+	if err != nil {
+		return false, fmt.Errorf("importer: checkpoint %s is not a checkpoint (%v): delete it to start over", path, err)
+	}
+	if head.Job != job {
+		return false, fmt.Errorf("importer: %w: %s records %q, this import is %q: delete it to start over, or give "+
+			"another --checkpoint", ErrCheckpointMismatch, path, head.Job, job)
+	}
+	return true, nil
+}
+
+// WriteCheckpointFile replaces the checkpoint file at path with state as
+// JSON, atomically (atomicfile.Write).
+func WriteCheckpointFile(path string, state any) error {
+	b, err := json.Marshal(state)
+	if err != nil {
+		return fmt.Errorf("importer: checkpoint: %w", err)
+	}
+	if err := atomicfile.Write(path, append(b, '\n')); err != nil {
+		return fmt.Errorf("importer: checkpoint: %w", err)
+	}
+	return nil
 }
 
 // Path is the checkpoint's file.
@@ -111,36 +144,5 @@ func (c *Checkpoint) SetComplete() error {
 	return c.saveLocked()
 }
 
-// saveLocked replaces the file: write a temporary file in the same directory,
-// fsync it, rename it over the checkpoint, fsync the directory.
-func (c *Checkpoint) saveLocked() error {
-	b, err := json.Marshal(c.st)
-	if err != nil {
-		return fmt.Errorf("importer: checkpoint: %w", err)
-	}
-	dir := filepath.Dir(c.path)
-	f, err := os.CreateTemp(dir, filepath.Base(c.path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("importer: checkpoint: %w", err)
-	}
-	tmp := f.Name()
-	_, err = f.Write(append(b, '\n'))
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, c.path)
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("importer: checkpoint %s: %w", c.path, err)
-	}
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync() // best effort: the rename is already visible
-		_ = d.Close()
-	}
-	return nil
-}
+// saveLocked replaces the file atomically.
+func (c *Checkpoint) saveLocked() error { return WriteCheckpointFile(c.path, c.st) }

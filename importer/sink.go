@@ -168,6 +168,20 @@ func (o Options) store(ctx context.Context, b *batch, where string) error {
 	return nil
 }
 
+// WriteBatch writes req, a batch of samples samples (float and histogram),
+// as this package's imports write theirs: through o.Sink (nothing on a dry
+// run, when o.Sink is nil), again while the store is unavailable
+// (o.Retryable, o.RetryFor), its samples and series counted in o.Progress,
+// samples older than the store's raw retention skipped and counted, any
+// other rejection an error wrapping ErrBadInput. where names the batch's
+// origin in errors and logs. It is for importers of other sources
+// (otsdbimport) that share this write path; set o.Progress to read the
+// counts.
+func (o Options) WriteBatch(ctx context.Context, req *write.Request, samples int, where string) error {
+	o = o.withDefaults()
+	return o.store(ctx, &batch{req: *req, samples: samples}, where)
+}
+
 // write writes req through o.Sink, again while it fails with an error
 // o.Retryable accepts, for up to o.RetryFor.
 func (o Options) write(ctx context.Context, req *write.Request, where string) (write.Result, error) {

@@ -357,6 +357,13 @@ type HeadReporter interface {
 	HeadStats() (st HeadStats, ok bool)
 }
 
+// Exclusive is implemented by stores that one process at a time has open (the
+// embedded store holds its directory's lock): what a process caches about the
+// store's contents needs no agreement with other processes.
+type Exclusive interface {
+	Exclusive() bool
+}
+
 // BatchError reports which mutations of an Apply failed. Mutations not listed may or
 // may not have been applied (HBase applies rows independently).
 type BatchError struct {

@@ -30,8 +30,9 @@ import (
 //     as absent, and such a label is never indexed.
 //   - the index family's TTL is a day longer than the longest retention of raw
 //     data and rollups (TableOptions.IndexRetention), and
-//     postings are written with a timestamp no earlier than DayStart(day), so a
-//     posting outlives every sample of its day.
+//     postings are written with a timestamp no earlier than DayStart(day)
+//     (PostingTimestamp: DayStart(day) plus the index generation, indexgen.go),
+//     so a posting outlives every sample of its day.
 
 // dayMillis is the length of a day in milliseconds.
 const dayMillis = 24 * 60 * 60 * 1000

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -11,55 +9,6 @@ import (
 	"github.com/hbtsdb/hbtsdb/bench/internal/hbaserun"
 	"github.com/hbtsdb/hbtsdb/bench/internal/server"
 )
-
-func writeFile(t *testing.T, path string, size int) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, make([]byte, size), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func TestWALFilesCountsOnlyWALDirectoriesByFileName(t *testing.T) {
-	root := t.TempDir()
-	writeFile(t, filepath.Join(root, "WALs", "localhost,1,2", "localhost%2C1%2C2.100"), 300)
-	writeFile(t, filepath.Join(root, "oldWALs", "localhost%2C1%2C2.50"), 200)
-	writeFile(t, filepath.Join(root, "MasterData", "WALs", "m,1,2", "m%2C1%2C2.7"), 10)
-	writeFile(t, filepath.Join(root, "data", "default", "tsdb-data", "abc", "r", "hfile"), 5000)
-	writeFile(t, filepath.Join(root, "hbase.version"), 7)
-	got, err := walFiles(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := map[string]int64{"localhost%2C1%2C2.100": 300, "localhost%2C1%2C2.50": 200, "m%2C1%2C2.7": 10}
-	if len(got) != len(want) {
-		t.Fatalf("walFiles = %v, want %v", got, want)
-	}
-	for name, size := range want {
-		if got[name] != size {
-			t.Errorf("walFiles[%s] = %d, want %d (all: %v)", name, got[name], size, got)
-		}
-	}
-}
-
-func TestWALGrowthFollowsArchivedFilesAndIgnoresDeletedOnes(t *testing.T) {
-	before := map[string]int64{
-		"wal.1": 1000, // grows by 500, then is archived under the same name
-		"wal.0": 800,  // archived long ago; the cleaner deletes it meanwhile
-	}
-	after := map[string]int64{
-		"wal.1": 1500,
-		"wal.2": 4000, // rolled during the ingest: counts whole
-	}
-	if got := walGrowth(before, after); got != 4500 {
-		t.Errorf("walGrowth = %d, want 4500", got)
-	}
-	if got := walGrowth(after, after); got != 0 {
-		t.Errorf("walGrowth of an unchanged snapshot = %d, want 0", got)
-	}
-}
 
 func TestSelectServers(t *testing.T) {
 	for _, tc := range []struct {

@@ -16,11 +16,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hbtsdb/hbtsdb/bench/internal/figures"
 	"github.com/hbtsdb/hbtsdb/bench/internal/hbaserun"
 	"github.com/hbtsdb/hbtsdb/bench/internal/proc"
 	"github.com/hbtsdb/hbtsdb/bench/internal/rwload"
 	"github.com/hbtsdb/hbtsdb/bench/internal/server"
-	"github.com/hbtsdb/hbtsdb/schema"
 )
 
 // config is everything a run needs, from the flags.
@@ -194,14 +194,11 @@ func run(args []string, stdout io.Writer, log *slog.Logger) (err error) {
 		return err
 	}
 	c.root, c.runID = root, strconv.FormatInt(time.Now().Unix(), 36)
-	if c.workDir == "" {
-		if c.workDir, err = os.MkdirTemp("", "hbtsdb-bench-compare-"); err != nil {
-			return fmt.Errorf("create work directory: %w", err)
-		}
-		if !c.keep {
-			defer os.RemoveAll(c.workDir)
-		}
+	var removeWorkDir func()
+	if c.workDir, removeWorkDir, err = server.WorkDir(c.workDir, "hbtsdb-bench-compare-", c.keep); err != nil {
+		return err
 	}
+	defer removeWorkDir()
 	log.Info("work directory", "dir", c.workDir, "kept", c.keep)
 
 	c.hbase.DefaultRunDir = filepath.Join(c.workDir, "hbase")
@@ -287,29 +284,8 @@ type roundResult struct {
 	// (-hbase, -hbase-run); nil otherwise.
 	hbase *hbaseRound
 	// late is the share of the load's samples that tsdb takes as late when the
-	// ingest starts (lateShare).
+	// ingest starts (figures.LateShare).
 	late float64
-}
-
-// lateShare is the share of samples, at every interval from start to end,
-// that tsdb (with its default bucket width) takes as late when sent at now:
-// their bucket ended more than its on-time window ago. Each late sample costs
-// tsdb a pending mark per request and row besides its cell
-// (schema/pending.go). The load's span ends when its round starts, so the
-// share depends on the minute of the hour.
-func lateShare(start, end time.Time, interval time.Duration, now time.Time) float64 {
-	width := schema.DefaultBucketWidth
-	var n, late int
-	for t := start; !t.After(end); t = t.Add(interval) {
-		n++
-		if !schema.IsOnTime(schema.BucketStart(t.UnixMilli(), width), width, now.UnixMilli()) {
-			late++
-		}
-	}
-	if n == 0 {
-		return 0
-	}
-	return float64(late) / float64(n)
 }
 
 // runRounds runs every server once per round, in order, each on a fresh directory, and
@@ -392,7 +368,7 @@ func runOne(ctx context.Context, log *slog.Logger, c config, client *http.Client
 
 	total := c.load.TotalSamples()
 	if jvmPid != 0 {
-		if wal0, err = walFiles(k.hbase.RootDir()); err != nil {
+		if wal0, err = hbaserun.WALFiles(k.hbase.RootDir()); err != nil {
 			return res, err
 		}
 	}
@@ -400,7 +376,7 @@ func runOne(ctx context.Context, log *slog.Logger, c config, client *http.Client
 	if err != nil {
 		return res, err
 	}
-	res.late = lateShare(el.Start, el.End, c.load.Interval, time.Now())
+	res.late = figures.LateShare(el.Start, el.End, c.load.Interval, time.Now())
 	in, err := ingest(ctx, log, client, r, el, total, jvmPid)
 	if err != nil {
 		return res, err
@@ -428,11 +404,11 @@ func runOne(ctx context.Context, log *slog.Logger, c config, client *http.Client
 		}
 		// The JVM's CPU at the start of the ingest: ingest read it just before cpu0.
 		h.jvmCPUIdle, h.jvmSettled = jvmIdle-in.jvmCPU0, jvmSettled
-		wal1, err := walFiles(k.hbase.RootDir())
+		wal1, err := hbaserun.WALFiles(k.hbase.RootDir())
 		if err != nil {
 			return res, err
 		}
-		h.walBytes = walGrowth(wal0, wal1)
+		h.walBytes = hbaserun.WALGrowth(wal0, wal1)
 		res.hbase = h
 	}
 	if wait := k.FlushDelay - time.Since(flushed); wait > 0 {
@@ -447,8 +423,8 @@ func runOne(ctx context.Context, log *slog.Logger, c config, client *http.Client
 	}
 	log.Info("ingested", "server", k.Short, "samples", in.samples, "took", in.wall.Round(time.Millisecond),
 		"samples_per_s", int(float64(in.samples)/in.wall.Seconds()),
-		"cpu_s_per_M", fmt.Sprintf("%.2f", perMillion(in.cpu, in.samples)),
-		"cpu_s_per_M_until_idle", fmt.Sprintf("%.2f", perMillion(in.cpuIdle, in.samples)), "went_idle", settled,
+		"cpu_s_per_M", fmt.Sprintf("%.2f", figures.PerMillion(in.cpu, int64(in.samples))),
+		"cpu_s_per_M_until_idle", fmt.Sprintf("%.2f", figures.PerMillion(in.cpuIdle, int64(in.samples))), "went_idle", settled,
 		"disk_MiB", fmt.Sprintf("%.1f", float64(in.diskByte)/(1<<20)))
 	res.ingest = in
 
@@ -493,8 +469,8 @@ func runOne(ctx context.Context, log *slog.Logger, c config, client *http.Client
 		}
 		res.hbase.tables = len(tables)
 		h := res.hbase
-		log.Info("hbase", "server", k.Short, "jvm_cpu_s_per_M", fmt.Sprintf("%.2f", perMillion(h.jvmCPU, in.samples)),
-			"jvm_cpu_s_per_M_until_idle", fmt.Sprintf("%.2f", perMillion(h.jvmCPUIdle, in.samples)), "jvm_went_idle", h.jvmSettled,
+		log.Info("hbase", "server", k.Short, "jvm_cpu_s_per_M", fmt.Sprintf("%.2f", figures.PerMillion(h.jvmCPU, int64(in.samples))),
+			"jvm_cpu_s_per_M_until_idle", fmt.Sprintf("%.2f", figures.PerMillion(h.jvmCPUIdle, int64(in.samples))), "jvm_went_idle", h.jvmSettled,
 			"wal_bytes_per_sample", fmt.Sprintf("%.1f", float64(h.walBytes)/float64(in.samples)),
 			"tables", len(tables), "table_bytes_per_sample", fmt.Sprintf("%.1f", float64(h.tableBytes)/float64(in.samples)))
 	}
@@ -519,10 +495,6 @@ func checkSeriesCounts(log *slog.Logger, round int, kinds []*serverKind, results
 				"round", round, "query", q.expr, "step", q.step, "series", strings.Join(counts, " "))
 		}
 	}
-}
-
-func perMillion(d time.Duration, samples int) float64 {
-	return d.Seconds() / (float64(samples) / 1e6)
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

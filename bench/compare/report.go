@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hbtsdb/hbtsdb/bench/internal/figures"
 	"github.com/hbtsdb/hbtsdb/bench/internal/promquery"
 )
 
@@ -72,9 +73,9 @@ func renderTable(c config, kinds []*serverKind, results [][]roundResult, now tim
 		{label: "samples late for tsdb when sent (their 1 h bucket ended over 3 m before), %", format: "%.0f",
 			values: tsdbOnly(med(func(r roundResult) float64 { return 100 * r.late }))},
 		{label: "server CPU-seconds per million samples, ingest", format: "%.2f",
-			values: med(func(r roundResult) float64 { return perMillion(r.ingest.cpu, r.ingest.samples) })},
+			values: med(func(r roundResult) float64 { return figures.PerMillion(r.ingest.cpu, int64(r.ingest.samples)) })},
 		{label: "same, until idle after the ingest (background work included)", format: "%.2f",
-			values: med(func(r roundResult) float64 { return perMillion(r.ingest.cpuIdle, r.ingest.samples) })},
+			values: med(func(r roundResult) float64 { return figures.PerMillion(r.ingest.cpuIdle, int64(r.ingest.samples)) })},
 		{label: "peak RSS, MiB", format: "%.0f",
 			values: med(func(r roundResult) float64 { return float64(r.peakRSS) / (1 << 20) })},
 		{label: "disk after ingest, MiB", format: "%.1f",
@@ -90,15 +91,15 @@ func renderTable(c config, kinds []*serverKind, results [][]roundResult, now tim
 	if hbaseMeasured {
 		rows = append(rows,
 			row{label: "HBase JVM CPU-seconds per million samples, ingest", format: "%.2f",
-				values: med(hb(func(h *hbaseRound, n int) float64 { return perMillion(h.jvmCPU, n) }))},
+				values: med(hb(func(h *hbaseRound, n int) float64 { return figures.PerMillion(h.jvmCPU, int64(n)) }))},
 			row{label: "same, until tsdb and then HBase went idle after the ingest", format: "%.2f",
-				values: med(hb(func(h *hbaseRound, n int) float64 { return perMillion(h.jvmCPUIdle, n) }))},
+				values: med(hb(func(h *hbaseRound, n int) float64 { return figures.PerMillion(h.jvmCPUIdle, int64(n)) }))},
 			row{label: "tsdb + HBase JVM CPU-seconds per million samples, ingest", format: "%.2f",
 				values: med(func(r roundResult) float64 {
 					if r.hbase == nil {
 						return math.NaN()
 					}
-					return perMillion(r.ingest.cpu+r.hbase.jvmCPU, r.ingest.samples)
+					return figures.PerMillion(r.ingest.cpu+r.hbase.jvmCPU, int64(r.ingest.samples))
 				})},
 			row{label: "HBase WAL written, bytes per sample", format: "%.1f",
 				values: med(hb(func(h *hbaseRound, n int) float64 { return float64(h.walBytes) / float64(n) }))},
@@ -112,23 +113,21 @@ func renderTable(c config, kinds []*serverKind, results [][]roundResult, now tim
 			values: med(func(r roundResult) float64 { return ms(r.queries[qi].median) })})
 	}
 
-	var b strings.Builder
-	b.WriteString("| |")
+	header := []string{""}
 	for _, k := range kinds {
-		b.WriteString(" " + k.Name + " |")
+		header = append(header, k.Name)
 	}
-	b.WriteString(" tsdb ÷ best peer |\n|---|")
-	for range kinds {
-		b.WriteString("---:|")
-	}
-	b.WriteString("---:|\n")
+	header = append(header, "tsdb ÷ best peer")
+	var cells [][]string
 	for _, r := range rows {
-		b.WriteString("| " + r.label + " |")
+		line := []string{r.label}
 		for _, v := range r.values {
-			b.WriteString(" " + formatValue(r.format, v) + " |")
+			line = append(line, figures.Format(r.format, v))
 		}
-		b.WriteString(" " + ratio(r, kinds) + " |\n")
+		cells = append(cells, append(line, ratio(r, kinds)))
 	}
+	var b strings.Builder
+	b.WriteString(figures.Table(header, cells))
 
 	l := c.load
 	fmt.Fprintf(&b, "\nMedians of %d interleaved %s (%s), each server on a fresh data directory every round. "+
@@ -136,8 +135,8 @@ func renderTable(c config, kinds []*serverKind, results [][]roundResult, now tim
 		"remote write %s; queries: median of %d runs after a warm-up. "+
 		"Ratio: tsdb ÷ the best peer (highest samples/s, lowest of the rest): above 1 is tsdb slower/bigger, "+
 		"except for samples/s, where below 1 is tsdb slower.\n",
-		c.rounds, plural(c.rounds, "round", "rounds"), roundOrder(kinds), l.Hosts, l.SeriesPerHost, l.Samples, fmtDuration(l.Interval),
-		group(fmt.Sprint(l.TotalSamples())), l.SampleKind(), l.RequestSize, l.Senders, l.ProtoName(), c.queryRuns)
+		c.rounds, figures.Plural(c.rounds, "round", "rounds"), roundOrder(kinds), l.Hosts, l.SeriesPerHost, l.Samples, fmtDuration(l.Interval),
+		figures.Group(fmt.Sprint(l.TotalSamples())), l.SampleKind(), l.RequestSize, l.Senders, l.ProtoName(), c.queryRuns)
 	b.WriteString("Disk (apparent size of the files under the data directory): \"after ingest\" once the server went " +
 		"idle, VictoriaMetrics 11 s after /internal/force_flush (which makes the data searchable in in-memory parts; " +
 		"those reach disk every 5 s), Prometheus and tsdb have no flush to ask for (Prometheus holds the hour in its head, on disk as " +
@@ -158,15 +157,6 @@ const hbaseNote = "tsdb (HBase) writes to a standalone HBase (testing/hbase/hbas
 	"\"until idle\" waits for tsdb, then for the JVM, to go idle. WAL written: the growth of the files under the root " +
 	"directory's WALs/ and oldWALs/ from before the ingest until idle. Tables: the apparent size of the round's tables " +
 	"(data/default/<prefix>*) after hbase.sh compact flushed and major-compacted them.\n"
-
-// formatValue prints v with format, thousands grouped; NaN (a figure the server
-// does not have) is "–".
-func formatValue(format string, v float64) string {
-	if math.IsNaN(v) {
-		return "–"
-	}
-	return group(fmt.Sprintf(format, v))
-}
 
 // ratio is tsdb's value (the first server) over the best peer's.
 func ratio(r row, kinds []*serverKind) string {
@@ -241,30 +231,4 @@ func settleNote(kinds []*serverKind, results [][]roundResult, limit time.Duratio
 		return "Every server went idle (under 5 % of a core for a second) after each ingest.\n"
 	}
 	return fmt.Sprintf("Still busy %s after the ingest, so \"until idle\" stops there: %s.\n", limit, strings.Join(busy, ", "))
-}
-
-// group puts thin spaces between thousands of the integer part: 654000 → 654 000.
-func group(s string) string {
-	intPart, frac, _ := strings.Cut(s, ".")
-	if len(intPart) <= 4 {
-		return s
-	}
-	var b strings.Builder
-	for i, ch := range intPart {
-		if i > 0 && (len(intPart)-i)%3 == 0 {
-			b.WriteString(" ")
-		}
-		b.WriteRune(ch)
-	}
-	if frac != "" {
-		b.WriteString("." + frac)
-	}
-	return b.String()
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }

@@ -76,13 +76,11 @@ func run(ctx context.Context, log *slog.Logger, c config) error {
 	if err != nil {
 		return err
 	}
-	dir := c.workDir
-	if dir == "" {
-		if dir, err = os.MkdirTemp("", "hbtsdb-otlp-bench-"); err != nil {
-			return err
-		}
-		defer os.RemoveAll(dir)
+	dir, removeDir, err := server.WorkDir(c.workDir, "hbtsdb-otlp-bench-", false)
+	if err != nil {
+		return err
 	}
+	defer removeDir()
 	tsdbBin := filepath.Join(dir, "bin", "tsdb")
 	if err := server.BuildTSDB(ctx, log, root, tsdbBin); err != nil {
 		return err

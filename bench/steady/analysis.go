@@ -144,14 +144,6 @@ func cycles(r *runResult) []part {
 	return out
 }
 
-// perMillion is d in CPU-seconds per million samples.
-func perMillion(d time.Duration, samples int64) float64 {
-	if samples <= 0 {
-		return math.NaN()
-	}
-	return d.Seconds() / (float64(samples) / 1e6)
-}
-
 // ratio is a / b, NaN when b is 0.
 func ratio(a, b float64) float64 {
 	if b == 0 {

@@ -146,14 +146,11 @@ func run(args []string, stdout io.Writer, log *slog.Logger) (err error) {
 	if err != nil {
 		return err
 	}
-	if c.workDir == "" {
-		if c.workDir, err = os.MkdirTemp("", "hbtsdb-bench-steady-"); err != nil {
-			return fmt.Errorf("create work directory: %w", err)
-		}
-		if !c.keep {
-			defer os.RemoveAll(c.workDir)
-		}
+	var removeWorkDir func()
+	if c.workDir, removeWorkDir, err = server.WorkDir(c.workDir, "hbtsdb-bench-steady-", c.keep); err != nil {
+		return err
 	}
+	defer removeWorkDir()
 	log.Info("work directory", "dir", c.workDir, "kept", c.keep)
 	c.hbase.DefaultRunDir = filepath.Join(c.workDir, "hbase")
 	var hb *hbaserun.Instance

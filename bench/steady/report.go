@@ -5,6 +5,8 @@ import (
 	"math"
 	"strings"
 	"time"
+
+	"github.com/hbtsdb/hbtsdb/bench/internal/figures"
 )
 
 // backendTitle names a backend in headings.
@@ -75,23 +77,19 @@ type tableRow struct {
 // writeTable writes header and rows, then a row of the last part's values over
 // the first's (columns whose value is NaN in either: "–").
 func writeTable(b *strings.Builder, header []string, rows []tableRow) {
-	b.WriteString("| " + strings.Join(header, " | ") + " |\n|---|")
-	for range header[1:] {
-		b.WriteString("---:|")
-	}
-	b.WriteString("\n")
+	var cells [][]string
 	for _, r := range rows {
-		b.WriteString("| " + r.label + " | " + strings.Join(r.cells, " | ") + " |\n")
+		cells = append(cells, append([]string{r.label}, r.cells...))
 	}
-	if len(rows) < 2 {
-		return
+	if len(rows) >= 2 {
+		first, last := rows[0].values, rows[len(rows)-1].values
+		ratios := []string{"last ÷ first"}
+		for i := range first {
+			ratios = append(ratios, f("%.2f×", ratio(last[i], first[i])))
+		}
+		cells = append(cells, ratios)
 	}
-	first, last := rows[0].values, rows[len(rows)-1].values
-	cells := make([]string, len(first))
-	for i := range first {
-		cells[i] = f("%.2f×", ratio(last[i], first[i]))
-	}
-	b.WriteString("| last ÷ first | " + strings.Join(cells, " | ") + " |\n")
+	b.WriteString(figures.Table(header, cells))
 }
 
 // cpuTable is the throughput and CPU per part: tsdb's CPU-seconds per million
@@ -118,23 +116,23 @@ func cpuTable(r *runResult, ps []part) string {
 		}
 		secs := p.to.Sub(p.from).Seconds()
 		add("%.0f", float64(p.samples)/secs)
-		add("%.2f", perMillion(p.cpu, p.samples))
+		add("%.2f", figures.PerMillion(p.cpu, p.samples))
 		for _, cat := range categories {
 			v := math.NaN()
 			if p.split != nil {
-				v = perMillion(p.split[cat], p.samples)
+				v = figures.PerMillion(p.split[cat], p.samples)
 			}
 			add("%.2f", v)
 		}
 		if r.hbase {
 			v := math.NaN()
 			if r.jvmMeasured {
-				v = perMillion(p.jvm, p.samples)
+				v = figures.PerMillion(p.jvm, p.samples)
 			}
 			add("%.2f", v)
 		}
 		if r.vm != nil {
-			add("%.2f", perMillion(p.vm, p.vmSamples))
+			add("%.2f", figures.PerMillion(p.vm, p.vmSamples))
 		}
 		add("%.0f", p.rows/secs)
 		add("%.2f", ratio(p.roundSeconds, p.roundCount))
@@ -245,17 +243,17 @@ func lifeTable(r *runResult, ps []part) string {
 	rows := [][]string{
 		{"samples acknowledged", fmt.Sprint(r.acked)},
 		{"CPU-s per million samples, whole life: from before the load until idle after compaction caught up, queries excepted",
-			f("%.2f", perMillion(life, r.acked))},
+			f("%.2f", figures.PerMillion(life, r.acked))},
 	}
 	if r.vm != nil {
 		rows[0] = append(rows[0], fmt.Sprint(r.vm.acked))
-		rows[1] = append(rows[1], f("%.2f", perMillion(r.vm.cpu, r.vm.acked)))
+		rows[1] = append(rows[1], f("%.2f", figures.PerMillion(r.vm.cpu, r.vm.acked)))
 	}
 	if r.hbase && r.jvmMeasured {
 		jvm := r.jvmIdleCPU - r.jvmCPU0
 		rows = append(rows,
-			[]string{"HBase JVM CPU-s per million samples, same span (its reads for the queries included)", f("%.2f", perMillion(jvm, r.acked))},
-			[]string{"tsdb + HBase JVM, whole life", f("%.2f", perMillion(life+jvm, r.acked))})
+			[]string{"HBase JVM CPU-s per million samples, same span (its reads for the queries included)", f("%.2f", figures.PerMillion(jvm, r.acked))},
+			[]string{"tsdb + HBase JVM, whole life", f("%.2f", figures.PerMillion(life+jvm, r.acked))})
 	}
 	rows = append(rows,
 		[]string{"SIGTERM to exit, s", f("%.2f", r.shutdown.Seconds())},

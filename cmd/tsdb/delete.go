@@ -163,8 +163,8 @@ func runDelete(ctx context.Context, w io.Writer, c *commonFlags, o *deleteOption
 		fmt.Fprintln(w, "dry run: nothing was deleted; a delete would remove:")
 	}
 	fmt.Fprintf(w, "series: %d\nrows: %d\nsamples: %d\nraw_cells: %d\nchunks_rewritten: %d\nrollup_cells_rewritten: %d\n"+
-		"exemplars: %d\nduration: %s\n", stats.Series, stats.Rows, stats.Samples, stats.RawCells, stats.Chunks,
-		stats.RollupCells, stats.Exemplars, time.Since(began).Round(time.Millisecond))
+		"exemplars: %d\nunindexed_series_days: %d\nduration: %s\n", stats.Series, stats.Rows, stats.Samples, stats.RawCells, stats.Chunks,
+		stats.RollupCells, stats.Exemplars, stats.Unindexed, time.Since(began).Round(time.Millisecond))
 	if err != nil {
 		return fmt.Errorf("%w (run the same tsdb delete again to finish it)", err)
 	}

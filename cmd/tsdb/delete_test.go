@@ -20,7 +20,7 @@ func TestDeleteCommand(t *testing.T) {
 	// 01:30:00..02:00:00 at 15 s: 121 samples, in the chunks of buckets 1 and
 	// 2, whose 1h rollup cells are rewritten (the 5m ones of 2024 are past
 	// their table's 90-day TTL).
-	counts := "series: 1\nrows: 2\nsamples: 121\nraw_cells: 0\nchunks_rewritten: 2\nrollup_cells_rewritten: 2\nexemplars: 0\n"
+	counts := "series: 1\nrows: 2\nsamples: 121\nraw_cells: 0\nchunks_rewritten: 2\nrollup_cells_rewritten: 2\nexemplars: 0\nunindexed_series_days: 0\n"
 	code, out, stderr := tsdb(t, append(args, "--dry-run")...)
 	if code != 0 || !strings.HasPrefix(out, "dry run: nothing was deleted; a delete would remove:\n"+counts+"duration: ") {
 		t.Fatalf("--dry-run: exit %d, stdout %q, stderr %s", code, out, stderr)

@@ -39,11 +39,16 @@ type importOptions struct {
 	startArg   string
 	endArg     string
 	frameLimit int64
+
+	opentsdb opentsdbOptions // tsdb import opentsdb
+	// summary, when set, adds the source's own lines to the summary.
+	summary func(io.Writer)
 }
 
 func registerImport(a *app, stderr io.Writer) {
 	cmd := a.kp.Command("import", "Import existing data into the store (--storage), through the write path remote write "+
-		"takes: OpenMetrics files, or any remote-read endpoint (Prometheus, another hbtsdb).\n\n"+
+		"takes: OpenMetrics files, any remote-read endpoint (Prometheus, another hbtsdb), or an OpenTSDB's own HBase "+
+		"tables.\n\n"+
 		"Old samples are stored as late cells, so the compaction worker of tsdb serve or tsdb compact folds them into "+
 		"chunks and rollups as it does any late data. An import is resumable: a checkpoint file (--checkpoint) records "+
 		"what is stored, and running the same command again after a kill skips it. It is idempotent: importing a "+
@@ -52,7 +57,9 @@ func registerImport(a *app, stderr io.Writer) {
 		"Examples:\n"+
 		"  tsdb import openmetrics metrics.om --storage=embedded:./data\n"+
 		"  tsdb import remote-read http://prometheus:9090/api/v1/read --match='{job=\"node\"}' \\\n"+
-		"      --start=2026-01-01T00:00:00Z --end=now --storage=hbase:zk1,zk2,zk3\n\n"+
+		"      --start=2026-01-01T00:00:00Z --end=now --storage=hbase:zk1,zk2,zk3\n"+
+		"  tsdb import opentsdb hbase:zk1,zk2,zk3 --storage=hbase:zk1,zk2,zk3\n"+
+		"  tsdb import --from-opentsdb hbase:zk1,zk2,zk3 --storage=hbase:zk1,zk2,zk3   (the same)\n\n"+
 		"A summary ends the import on standard output: series, samples_written (samples_read with --dry-run), "+
 		"exemplars_written, samples_skipped (before the checkpoint, or older than --retention.raw), duration, "+
 		"samples_per_second.")
@@ -63,14 +70,15 @@ func registerImport(a *app, stderr io.Writer) {
 	}
 	o.flags.flag("checkpoint", "", "The checkpoint file, created when missing and replaced atomically as the import "+
 		"goes. Default: FILE.tsdb-import.json next to an OpenMetrics file; tsdb-import-remote-read-<hash>.json in the "+
-		"working directory for a remote-read import (the hash names the URL, selectors and range). It names the "+
-		"import it belongs to: another import refuses it.").
+		"working directory for a remote-read import (the hash names the URL, selectors and range); "+
+		"tsdb-import-opentsdb-<hash>.json for an OpenTSDB import (the hash names the HBase, tables and layout). It "+
+		"names the import it belongs to: another import refuses it.").
 		StringVar(&o.checkpoint)
 	o.flags.flag("dry-run", "", "Read and parse everything, count it, write nothing (nor the checkpoint).").BoolVar(&o.dryRun)
 	o.flags.int("batch-samples", "importer: Options.BatchSamples", "Most samples one write to the store carries "+
 		"(at most the server's default --write.max-samples-per-request, 500000).", &o.importer.BatchSamples)
-	o.flags.int("concurrency", "importer: Options.Concurrency", "How many writes (OpenMetrics) or time slices "+
-		"(remote read) are in flight at once; memory grows with --concurrency × --batch-samples.", &o.importer.Concurrency)
+	o.flags.int("concurrency", "importer: Options.Concurrency", "How many writes (OpenMetrics), time slices "+
+		"(remote read) or key ranges (OpenTSDB) are in flight at once; memory grows with --concurrency × --batch-samples.", &o.importer.Concurrency)
 	o.flags.flag("progress", "", "How to show progress: bar (a progress bar with rate and ETA on standard error), log "+
 		"(a log line every --progress.interval), or auto: bar when standard output is a terminal, else log.").
 		Default("auto").EnumVar(&o.progress, "auto", "bar", "log")
@@ -78,8 +86,9 @@ func registerImport(a *app, stderr io.Writer) {
 	o.flags.duration("progress.interval", "", "How often --progress=log writes a line.", &o.progressEvery)
 	o.importer.RetryFor = importer.DefaultRetryFor
 	namedDuration(o.flags, "storage.retry-for", "importer: Options.RetryFor", "How long a write that fails because the "+
-		"store is unavailable, or a remote-read slice whose reading fails (not with a 4xx), is tried again (the wait "+
-		"doubling from 500ms to 30s) before the import fails.",
+		"store is unavailable, a remote-read slice whose reading fails (not with a 4xx), or a scan of OpenTSDB's "+
+		"table that fails because its HBase is unavailable, is tried again (the wait doubling from 500ms to 30s) "+
+		"before the import fails.",
 		&o.importer.RetryFor)
 	registerApplyFlags(o.flags, &o.apply)
 
@@ -117,6 +126,7 @@ func registerImport(a *app, stderr io.Writer) {
 	a.actions[rr.FullCommand()] = func(ctx context.Context, logger *slog.Logger) error {
 		return runImport(ctx, a.out, stderr, a.common, o, logger, importRemoteRead)
 	}
+	registerImportOpenTSDB(a, cmd, o, stderr)
 }
 
 // flagsOn is a binder for a subcommand that shares o's field names.
@@ -160,6 +170,9 @@ func runImport(ctx context.Context, w, errOut io.Writer, c *commonFlags, o *impo
 	err = run(ctx, opts)
 	stopProgress()
 	printImportSummary(w, opts.Progress, time.Since(started), o.dryRun)
+	if o.summary != nil {
+		o.summary(w)
+	}
 	if err != nil && ctx.Err() != nil {
 		return fmt.Errorf("interrupted (%w): what the checkpoint records is stored; run the same command again to "+
 			"resume", err)
@@ -208,6 +221,9 @@ func openImportDB(ctx context.Context, c *commonFlags, o *importOptions, limits 
 
 // importFile is tsdb import openmetrics.
 func importFile(o *importOptions, logger *slog.Logger) (func(context.Context, importer.Options) error, error) {
+	if err := rejectFromOpenTSDB(o, "openmetrics"); err != nil {
+		return nil, err
+	}
 	job, err := importer.FileJob(o.file, o.format)
 	if err != nil {
 		return nil, err
@@ -231,6 +247,9 @@ func importFile(o *importOptions, logger *slog.Logger) (func(context.Context, im
 
 // importRemoteRead is tsdb import remote-read.
 func importRemoteRead(o *importOptions, logger *slog.Logger) (func(context.Context, importer.Options) error, error) {
+	if err := rejectFromOpenTSDB(o, "remote-read"); err != nil {
+		return nil, err
+	}
 	now := time.Now()
 	var errs []error
 	start, err := parseImportTime(o.startArg, now)

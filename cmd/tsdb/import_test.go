@@ -57,11 +57,17 @@ func importFileFixture(t *testing.T, series, n int) (string, map[string]map[int6
 // of its data table, every version counted.
 func readStore(t *testing.T, dir string) (samples map[string]map[int64]float64, rawCells int) {
 	t.Helper()
-	ctx := context.Background()
-	st, err := embedded.Open(ctx, dir, embedded.Options{})
+	st, err := embedded.Open(context.Background(), dir, embedded.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return readStoreOf(t, st)
+}
+
+// readStoreOf is readStore of an open store, which it closes.
+func readStoreOf(t *testing.T, st kv.Store) (samples map[string]map[int64]float64, rawCells int) {
+	t.Helper()
+	ctx := context.Background()
 	sc := st.Scan(ctx, schema.TableData, nil, nil, kv.Families(schema.FamilyRaw), kv.MaxVersions(1000))
 	for sc.Next() {
 		rawCells += len(sc.Row().Cells)
@@ -215,16 +221,30 @@ func TestImportKilledAndResumed(t *testing.T) {
 		t.Fatalf("resumed import: %d written + %d skipped, want %d in all, more than 0 skipped, over %d series:\n%s",
 			written, skipped, series*n, series, out)
 	}
-	got, rawCells := readStore(t, dir)
-	sameSamples(t, want, got)
-	if rawCells != series*n {
-		t.Fatalf("%d raw cells in the data table (every version), want one per sample, %d", rawCells, series*n)
-	}
-
+	storedOnce(t, want, series*n)(readStore(t, dir))
 	// A third run finds the import complete and writes nothing.
-	code, out, stderr = tsdb(t, args...)
-	if code != 0 || summaryField(t, out, "samples_written") != 0 || !strings.Contains(stderr, "imported already") {
-		t.Fatalf("third run exited %d:\n%s%s", code, out, stderr)
+	runsAgainWritingNothing(t, args, "imported already")
+}
+
+// storedOnce returns a check that the samples read from a store (readStore)
+// are want, in one raw cell each (n in all).
+func storedOnce(t *testing.T, want map[string]map[int64]float64, n int) func(map[string]map[int64]float64, int) {
+	return func(got map[string]map[int64]float64, rawCells int) {
+		t.Helper()
+		sameSamples(t, want, got)
+		if rawCells != n {
+			t.Fatalf("%d raw cells in the data table (every version), want one per sample, %d", rawCells, n)
+		}
+	}
+}
+
+// runsAgainWritingNothing runs a finished import again: it must succeed,
+// log said and write nothing.
+func runsAgainWritingNothing(t *testing.T, args []string, said string) {
+	t.Helper()
+	code, out, stderr := tsdb(t, args...)
+	if code != 0 || summaryField(t, out, "samples_written") != 0 || !strings.Contains(stderr, said) {
+		t.Fatalf("the finished import run again exited %d:\n%s%s", code, out, stderr)
 	}
 }
 

@@ -5,7 +5,7 @@
 //	tsdb compact [--once]         compact sealed buckets into chunks and rollups, alone
 //	tsdb schema create [--print]  create the tables and the schema meta row
 //	tsdb schema check [--print]   check the tables and schema settings of a store
-//	tsdb import openmetrics|remote-read   load files or a remote-read source into the store
+//	tsdb import openmetrics|remote-read|opentsdb   load files, a remote-read source or OpenTSDB's tables into the store
 //	tsdb version, tsdb --version  print the version
 //
 // Every flag has an environment twin: --storage is TSDB_STORAGE, --schema.salts

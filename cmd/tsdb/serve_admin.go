@@ -61,6 +61,6 @@ func (a *serveAdmin) DeleteSeries(ctx context.Context, matcherSets [][]*labels.M
 		compact.DeleteOptions{Owner: fmt.Sprintf("%s-delete%d", a.opts.Owner, a.deletes.Add(1)), LeaseTTL: a.opts.LeaseTTL, Salts: a.salts, Compact: copts})
 	a.logger.Info("delete_series", "match", fmt.Sprint(matcherSets), "start", time.UnixMilli(mint).UTC(), "end", time.UnixMilli(maxt).UTC(),
 		"series", st.Series, "rows", st.Rows, "samples", st.Samples, "raw_cells", st.RawCells, "chunks", st.Chunks,
-		"rollup_cells", st.RollupCells, "exemplars", st.Exemplars, "duration", time.Since(began), "err", err)
+		"rollup_cells", st.RollupCells, "exemplars", st.Exemplars, "unindexed_series_days", st.Unindexed, "duration", time.Since(began), "err", err)
 	return err
 }

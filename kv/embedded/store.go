@@ -302,6 +302,11 @@ func (s *Store) getMeta(name string) ([]byte, error) {
 	return append([]byte(nil), v...), nil
 }
 
+// Exclusive reports true: one process at a time opens a store directory
+// (Pebble's lock file), so no other process caches anything of it
+// (kv.Exclusive).
+func (s *Store) Exclusive() bool { return true }
+
 // Dir is the absolute path of the store directory.
 func (s *Store) Dir() string { return s.dir }
 

@@ -9,6 +9,8 @@
 // A logical table "data" is the HBase table "<TablePrefix>data" ("tsdb-data") in
 // the default namespace; gohbase can neither create namespaces nor address tables
 // in other ones. ListTables reports the tables carrying the prefix, without it.
+// With Options.ExactTableNames a logical name is the HBase name itself, for
+// tables another program named (OpenTSDB's tsdb and tsdb-uid).
 // A kv.FamilySpec becomes a column family with VERSIONS, TTL (in seconds;
 // zero is FOREVER), COMPRESSION, DATA_BLOCK_ENCODING and BLOOMFILTER;
 // TableSpec.SplitKeys pre-split the table. ShellCommands prints the same schema as

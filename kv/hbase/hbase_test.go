@@ -982,3 +982,36 @@ func TestPlanReplacesAnEarlierVersionOfACellInALongRow(t *testing.T) {
 		t.Errorf("last cell = %s@%d, want newer@6", c.value, c.ts)
 	}
 }
+
+// TestExactTableNames: a store with ExactTableNames reads and writes the HBase
+// tables by their own names (as tsdb import opentsdb reads OpenTSDB's "tsdb"
+// and "tsdb-uid"), and lists every table, those of prefixed stores included.
+func TestExactTableNames(t *testing.T) {
+	s := openTestStore(t)
+	ctx := ctxT(t)
+	ensure(t, s, "tsdb", "t")
+	apply(t, s, "tsdb", kv.Put([]byte("row"), "t", []byte("q"), 1, []byte("v")))
+
+	exact, err := Open(ctx, Options{Quorum: testZK(t), ExactTableNames: true, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer exact.Close()
+	name := s.opts.TablePrefix + "tsdb"
+	row, err := exact.Get(ctx, name, []byte("row"))
+	if err != nil || cellsString(row) != "t:q@1=v" {
+		t.Fatalf("Get(%s) through the exact-name store = %s, %v; want the cell the prefixed store wrote", name, cellsString(row), err)
+	}
+	tables, err := exact.ListTables(ctx)
+	if err != nil || !slices.Contains(tables, name) {
+		t.Fatalf("ListTables of the exact-name store = %v, %v; want %s among them", tables, err, name)
+	}
+	if _, err := exact.Get(ctx, "tsdb-no-such-table", []byte("row")); !errors.Is(err, kv.ErrTableNotFound) {
+		t.Errorf("Get from a missing table: %v, want ErrTableNotFound", err)
+	}
+
+	_, err = Open(ctx, Options{Quorum: testZK(t), ExactTableNames: true, TablePrefix: "x-"})
+	if want := `hbase: table prefix "x-" with ExactTableNames: give one or the other`; err == nil || err.Error() != want {
+		t.Errorf("Open with a prefix and ExactTableNames: %v, want %q", err, want)
+	}
+}

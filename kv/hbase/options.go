@@ -37,8 +37,15 @@ type Options struct {
 	// TablePrefix is prepended to every logical table name: the table "data" is the
 	// HBase table "<prefix>data" in the default namespace (gohbase cannot use other
 	// namespaces) [tsdb-]. ListTables reports only tables carrying the prefix, so
-	// several stores (or test runs) can share one HBase. It cannot be empty.
+	// several stores (or test runs) can share one HBase. It cannot be empty;
+	// ExactTableNames drops it.
 	TablePrefix string
+	// ExactTableNames makes every logical table name the HBase table's own name,
+	// without TablePrefix, so that a store can read tables another program named,
+	// such as OpenTSDB's "tsdb" and "tsdb-uid" (tsdb import opentsdb). ListTables
+	// then reports every table of the default namespace. TablePrefix must be
+	// empty with it.
+	ExactTableNames bool
 	// ZookeeperTimeout is the ZooKeeper session timeout [30s].
 	ZookeeperTimeout time.Duration
 	// RegionLookupTimeout bounds one lookup of a region in hbase:meta or of the
@@ -85,7 +92,7 @@ func (o Options) withDefaults() Options {
 	if o.ZookeeperRoot == "" {
 		o.ZookeeperRoot = DefaultZookeeperRoot
 	}
-	if o.TablePrefix == "" {
+	if o.TablePrefix == "" && !o.ExactTableNames {
 		o.TablePrefix = DefaultTablePrefix
 	}
 	if o.ZookeeperTimeout <= 0 {
@@ -130,6 +137,9 @@ func (o Options) validate() error {
 	}
 	if !strings.HasPrefix(o.ZookeeperRoot, "/") {
 		return fmt.Errorf("hbase: ZooKeeper root %q does not start with /", o.ZookeeperRoot)
+	}
+	if o.ExactTableNames && o.TablePrefix != "" {
+		return fmt.Errorf("hbase: table prefix %q with ExactTableNames: give one or the other", o.TablePrefix)
 	}
 	for _, c := range o.TablePrefix {
 		if !isTableNameChar(c) {

@@ -37,6 +37,10 @@
 #   OPENTSDB_TABLE_PREFIX  prefix of the four table names [otsdb<random>-]
 #   OPENTSDB_HEAP      JVM heap [256m]
 #   OPENTSDB_START_TIMEOUT  seconds to wait for /api/version [120]
+#   OPENTSDB_EXTRA_CONF  more opentsdb.conf lines ("name = value", one a line),
+#                      appended after the defaults above, which they override:
+#                      e.g. tsd.storage.enable_compaction = false, or
+#                      tsd.storage.enable_appends = true
 #   TSDB_TEST_HBASE_ZK ZooKeeper address of the HBase when start has no argument
 set -euo pipefail
 
@@ -102,6 +106,9 @@ tsd.core.enable_ui = false
 tsd.http.request.enable_chunked = true
 tsd.http.request.max_chunk = 1048576
 CONF
+  if [ -n "${OPENTSDB_EXTRA_CONF:-}" ]; then
+    printf '%s\n' "$OPENTSDB_EXTRA_CONF" >>"$run/opentsdb.conf"
+  fi
   cat >"$run/logback.xml" <<XML
 <configuration>
   <appender name="FILE" class="ch.qos.logback.core.FileAppender">

@@ -42,6 +42,9 @@ type TSD struct {
 	URL string
 	// TablePrefix prefixes its four tables (<prefix>tsdb, <prefix>tsdb-uid, ...).
 	TablePrefix string
+	// Log is its log file, for tests to show when it did not do what they
+	// waited for.
+	Log string
 }
 
 // Start starts an OpenTSDB for t on the test HBase, or skips t (see the package
@@ -78,7 +81,7 @@ func Start(t testing.TB) *TSD {
 		t.Fatalf("%s start printed %q, want http://127.0.0.1:<port>\n%s", script, url, stderr.String())
 	}
 	t.Logf("OpenTSDB at %s (tables %stsdb*): %s", url, prefix, strings.TrimSpace(stderr.String()))
-	return &TSD{URL: url, TablePrefix: prefix}
+	return &TSD{URL: url, TablePrefix: prefix, Log: filepath.Join(run, "logs", "opentsdb.log")}
 }
 
 // stop stops the TSD and drops its tables; a failure fails the test, since the

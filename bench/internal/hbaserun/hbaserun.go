@@ -12,12 +12,11 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"github.com/hbtsdb/hbtsdb/bench/internal/proc"
+	"github.com/hbtsdb/hbtsdb/bench/internal/server"
 	"github.com/hbtsdb/hbtsdb/kv/backend"
 )
 
@@ -37,6 +36,11 @@ func Start(ctx context.Context, log *slog.Logger, root, runDir string) (*Instanc
 	log.Info("starting HBase (testing/hbase/hbase.sh start; resolves the jars once)", "run_dir", runDir)
 	zk, err := script(ctx, root, runDir, "start")
 	if err != nil {
+		// A start that failed or was cancelled (Ctrl-C) may have left the JVM
+		// running in its own session: stop whatever runs in runDir.
+		if _, serr := script(context.Background(), root, runDir, "stop"); serr != nil {
+			err = errors.Join(err, serr)
+		}
 		return nil, err
 	}
 	return &Instance{ZK: zk, RunDir: runDir, Started: true}, nil
@@ -132,15 +136,7 @@ func (h *Instance) Stop(root string) error {
 // script runs testing/hbase/hbase.sh for the instance in runDir and returns the
 // last line it printed.
 func script(ctx context.Context, root, runDir string, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, filepath.Join(root, "testing/hbase/hbase.sh"), args...)
-	cmd.Dir, cmd.Stderr = root, os.Stderr
-	cmd.Env = append(os.Environ(), "HBTSDB_HBASE_RUN="+runDir)
-	out, err := cmd.Output()
-	if err != nil {
-		return "", fmt.Errorf("testing/hbase/hbase.sh %s: %w", strings.Join(args, " "), err)
-	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	return lines[len(lines)-1], nil
+	return server.ScriptEnv(ctx, root, []string{"HBTSDB_HBASE_RUN=" + runDir}, "testing/hbase/hbase.sh", args...)
 }
 
 // Measured reports whether the JVM and the disk can be measured.
@@ -149,13 +145,9 @@ func (h *Instance) Measured() bool { return h.RunDir != "" }
 // JVMPid is the pid of the HBase JVM (master, region server and ZooKeeper in one
 // process), from hbase.sh's pid file.
 func (h *Instance) JVMPid() (int, error) {
-	b, err := os.ReadFile(filepath.Join(h.RunDir, "pid"))
+	pid, err := proc.ReadPidFile(filepath.Join(h.RunDir, "pid"))
 	if err != nil {
 		return 0, fmt.Errorf("hbase: JVM pid: %w", err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil {
-		return 0, fmt.Errorf("hbase: JVM pid file %q: %w", b, err)
 	}
 	return pid, nil
 }

@@ -55,6 +55,20 @@ func parseStatCPU(b []byte) (time.Duration, error) {
 	return time.Duration(u+s) * time.Second / clockTicks, nil
 }
 
+// ReadPidFile returns the pid in the file path (a start script's pid file:
+// the number, maybe a newline).
+func ReadPidFile(path string) (int, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, fmt.Errorf("proc: pid file: %w", err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return 0, fmt.Errorf("proc: pid file %s: %q: %w", path, b, err)
+	}
+	return pid, nil
+}
+
 // PeakRSS returns VmHWM, the process' peak resident set size, in bytes.
 func PeakRSS(pid int) (int64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
@@ -93,29 +107,77 @@ func truncate(b []byte) string {
 }
 
 // Settle waits until the process uses under 5 % of a core for a second, at most
-// limit, and returns its CPU time then and whether it went idle.
+// limit, and returns its CPU time when that second began (the CPU it used until
+// it went idle) and whether it went idle; at the limit, its CPU time then.
 func Settle(ctx context.Context, pid int, limit time.Duration) (time.Duration, bool, error) {
-	deadline := time.Now().Add(limit)
-	prev, err := CPUTime(pid)
+	cpu, idle, err := SettleAll(ctx, []int{pid}, time.Second, limit)
 	if err != nil {
 		return 0, false, err
 	}
+	return cpu[0], idle, nil
+}
+
+// SettleAll waits until each of the processes pids has used under 5 % of a
+// core over the last window (a JVM that wakes every few seconds for its
+// background work needs a window longer than that), at most limit, polling
+// every second (every window when shorter). It returns each one's CPU time
+// when that window began (the CPU it used until they all went idle) and
+// whether they went idle; at the limit, their CPU times then.
+func SettleAll(ctx context.Context, pids []int, window, limit time.Duration) ([]time.Duration, bool, error) {
+	step := min(window, time.Second)
+	type sample struct {
+		at  time.Time
+		cpu []time.Duration
+	}
+	read := func() (sample, error) {
+		s := sample{at: time.Now(), cpu: make([]time.Duration, len(pids))}
+		for i, pid := range pids {
+			var err error
+			if s.cpu[i], err = CPUTime(pid); err != nil {
+				return s, err
+			}
+		}
+		return s, nil
+	}
+	first, err := read()
+	if err != nil {
+		return nil, false, err
+	}
+	history := []sample{first}
+	deadline := first.at.Add(limit)
 	for time.Now().Before(deadline) {
 		select {
 		case <-ctx.Done():
-			return 0, false, ctx.Err()
-		case <-time.After(time.Second):
+			return nil, false, ctx.Err()
+		case <-time.After(step):
 		}
-		now, err := CPUTime(pid)
+		now, err := read()
 		if err != nil {
-			return 0, false, err
+			return nil, false, err
 		}
-		if now-prev < 50*time.Millisecond {
-			return now, true, nil
+		history = append(history, now)
+		// The newest sample at least a window old starts the window.
+		start := -1
+		for i, s := range history {
+			if now.at.Sub(s.at) >= window-step/10 {
+				start = i
+			}
 		}
-		prev = now
+		if start < 0 {
+			continue
+		}
+		history = history[start:]
+		idle := true
+		for i := range pids {
+			if now.cpu[i]-history[0].cpu[i] >= window/20 {
+				idle = false
+			}
+		}
+		if idle {
+			return history[0].cpu, true, nil
+		}
 	}
-	return prev, false, nil
+	return history[len(history)-1].cpu, false, nil
 }
 
 // DirBytes is the apparent size of the regular files under dir.

@@ -1,7 +1,9 @@
 package proc
 
 import (
+	"context"
 	"os"
+	"os/exec"
 	"testing"
 	"time"
 )
@@ -64,5 +66,24 @@ func TestParseStatusKB(t *testing.T) {
 	}
 	if _, err := parseStatusKB([]byte("Name:\tx\n"), "VmHWM"); err == nil {
 		t.Error("a status without VmHWM parsed, want an error")
+	}
+}
+
+func TestSettleAllReturnsOnceEveryProcessIsIdle(t *testing.T) {
+	var pids []int
+	for range 2 {
+		cmd := exec.Command("sleep", "60")
+		if err := cmd.Start(); err != nil {
+			t.Skipf("no sleep command: %v", err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		pids = append(pids, cmd.Process.Pid)
+	}
+	cpu, idle, err := SettleAll(context.Background(), pids, 200*time.Millisecond, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !idle || len(cpu) != 2 {
+		t.Errorf("SettleAll of two sleeping processes = %v, idle %v; want two CPU times, idle", cpu, idle)
 	}
 }

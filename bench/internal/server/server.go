@@ -133,6 +133,9 @@ func (r *Running) waitReady(ctx context.Context, timeout time.Duration) error {
 		case <-r.done:
 			return fmt.Errorf("exited before it was ready: %v", r.err)
 		case <-ctx.Done():
+			if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return ctx.Err() // the run was cancelled (Ctrl-C)
+			}
 			return fmt.Errorf("not ready at %s%s after %s", r.Base, r.Kind.Ready, timeout)
 		case <-time.After(100 * time.Millisecond):
 		}
@@ -252,6 +255,23 @@ func ModuleRoot(ctx context.Context) (string, error) {
 	return filepath.Dir(gomod), nil
 }
 
+// WorkDir returns a benchmark's work directory: dir when given (-workdir),
+// else a new temporary directory named with pattern (os.MkdirTemp). remove
+// removes a new one unless keep; it leaves a given one alone.
+func WorkDir(dir, pattern string, keep bool) (_ string, remove func(), _ error) {
+	if dir != "" {
+		return dir, func() {}, nil
+	}
+	dir, err := os.MkdirTemp("", pattern)
+	if err != nil {
+		return "", nil, fmt.Errorf("create work directory: %w", err)
+	}
+	if keep {
+		return dir, func() {}, nil
+	}
+	return dir, func() { os.RemoveAll(dir) }, nil
+}
+
 // BuildTSDB builds ./cmd/tsdb of the module at root into out: a release build,
 // without -race, as users run it.
 func BuildTSDB(ctx context.Context, log *slog.Logger, root, out string) error {
@@ -264,11 +284,19 @@ func BuildTSDB(ctx context.Context, log *slog.Logger, root, out string) error {
 	return nil
 }
 
-// Script runs one of the repository's build scripts (path relative to root),
+// Script runs one of the repository's scripts (path relative to root),
 // its progress on stderr, and returns the last line it printed on stdout.
 func Script(ctx context.Context, root, path string, args ...string) (string, error) {
+	return ScriptEnv(ctx, root, nil, path, args...)
+}
+
+// ScriptEnv is Script with env ("NAME=value") added to this process'
+// environment, e.g. the run directory of testing/hbase/hbase.sh
+// (HBTSDB_HBASE_RUN) or testing/opentsdb/opentsdb.sh (HBTSDB_OPENTSDB_RUN).
+func ScriptEnv(ctx context.Context, root string, env []string, path string, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, filepath.Join(root, path), args...)
 	cmd.Dir, cmd.Stderr = root, os.Stderr
+	cmd.Env = append(os.Environ(), env...)
 	out, err := cmd.Output()
 	if err != nil {
 		return "", fmt.Errorf("%s %s: %w", path, strings.Join(args, " "), err)
