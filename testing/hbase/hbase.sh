@@ -164,8 +164,13 @@ write_conf() {
   <property><name>hbase.regionserver.handler.count</name><value>16</value></property>
   <!-- A loaded 2-core CI machine can pause the JVM for seconds; with the default
        40 s ZooKeeper session a pause expires the region server's session and
-       standalone HBase shuts itself down. -->
+       standalone HBase shuts itself down. Standalone mode (HMasterCommandLine's
+       local cluster) replaces zookeeper.session.timeout with
+       zookeeper.session.timeout.localHBaseCluster, 10 s by default: a run of
+       make test beside other work saw a 19 s pause end its HBase
+       ("received expired from ZooKeeper, aborting"), so both are set. -->
   <property><name>zookeeper.session.timeout</name><value>$session</value></property>
+  <property><name>zookeeper.session.timeout.localHBaseCluster</name><value>$session</value></property>
   <property><name>hbase.zookeeper.property.maxSessionTimeout</name><value>180000</value></property>
   <property><name>hbase.hregion.memstore.flush.size</name><value>67108864</value></property>
   <!-- WAL compression, as README recommends for production: a dictionary of the
