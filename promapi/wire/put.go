@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"iter"
 	"maps"
 	"math"
 	"slices"
@@ -103,13 +104,7 @@ func DecodePut(body []byte) (*Put, error) {
 		if errMsg != "" {
 			continue
 		}
-		b.Reset()
-		b.Add(model.MetricNameLabel, dp.Metric)
-		for k, val := range dp.Tags {
-			b.Add(k, val)
-		}
-		b.Sort()
-		lbls := b.Labels()
+		lbls := PutLabels(&b, dp.Metric, maps.All(dp.Tags))
 		key := lbls.String()
 		s, ok := seriesOf[key]
 		if !ok {
@@ -122,6 +117,24 @@ func DecodePut(body []byte) (*Put, error) {
 		p.origin[s] = append(p.origin[s], i)
 	}
 	return p, nil
+}
+
+// PutLabels is the series of an OpenTSDB datapoint as /api/put stores it:
+// the metric, exactly as sent, as __name__, and each tag a label of the tag's
+// name and value, sorted by name. OpenTSDB's names keep the characters
+// Prometheus' classic label names lack (sys.cpu.user, host-name): hbtsdb
+// stores them as they are, as UTF-8 label names. b is reset and reused;
+// the labels returned do not alias it. tsdb import opentsdb maps the series
+// of OpenTSDB's tables with it too, so that a datapoint put into OpenTSDB and
+// imported is the series the same datapoint put into hbtsdb is.
+func PutLabels(b *labels.ScratchBuilder, metric string, tags iter.Seq2[string, string]) labels.Labels {
+	b.Reset()
+	b.Add(model.MetricNameLabel, metric)
+	for k, v := range tags {
+		b.Add(k, v)
+	}
+	b.Sort()
+	return b.Labels()
 }
 
 // Reject marks the datapoints behind the writer's rejections of Request as
