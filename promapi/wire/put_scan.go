@@ -297,8 +297,10 @@ func (d *putDecoder) scalar() (text string, missing, ok bool) {
 		return "", false, false
 	}
 	start := d.pos
-	ok = d.skipValue()
-	return d.text[start:d.pos], false, ok
+	if !d.skipValue() {
+		return "", false, false
+	}
+	return d.text[start:d.pos], false, true
 }
 
 // tags decodes the tags: an object, or null for none. Any other value is
@@ -675,13 +677,15 @@ func (d *putDecoder) peek() byte {
 // next is the byte at d.pos, 0 at the end, and moves past it.
 func (d *putDecoder) next() byte {
 	c := d.peek()
-	d.pos++
+	if d.pos < len(d.text) {
+		d.pos++
+	}
 	return c
 }
 
 // consume moves past c if it is at d.pos.
 func (d *putDecoder) consume(c byte) bool {
-	if d.peek() != c || d.pos >= len(d.text) {
+	if d.pos >= len(d.text) || d.text[d.pos] != c {
 		return false
 	}
 	d.pos++
