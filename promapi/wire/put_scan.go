@@ -62,14 +62,15 @@ type putDecoder struct {
 }
 
 func newPutDecoder(text string) *putDecoder {
+	// About 100 bytes a datapoint as collectors write them; the tables grow
+	// for smaller ones.
+	n := len(text)/96 + 1
 	return &putDecoder{
-		text: text,
-		// About 100 bytes a datapoint as collectors write them; append grows it
-		// for smaller ones.
-		datapoints: make([]PutDatapoint, 0, len(text)/96+1),
+		text:       text,
+		datapoints: make([]PutDatapoint, 0, n),
 		tagSets:    map[string]*putTags{},
 		noTags:     newPutTags("", nil, 0),
-		series:     newPutSeries(),
+		series:     newPutSeries(n),
 	}
 }
 
