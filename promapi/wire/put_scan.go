@@ -87,29 +87,7 @@ func (d *putDecoder) decodeBody() bool {
 	if d.text[0] == '{' {
 		return d.element() && d.atEnd()
 	}
-	if !d.open() {
-		return false
-	}
-	d.skipSpace()
-	if d.consume(']') {
-		d.depth--
-		return d.atEnd()
-	}
-	for {
-		if !d.element() {
-			return false
-		}
-		d.skipSpace()
-		switch d.next() {
-		case ',':
-			d.skipSpace()
-		case ']':
-			d.depth--
-			return d.atEnd()
-		default:
-			return false
-		}
-	}
+	return d.array(d.element) && d.atEnd()
 }
 
 // atEnd reports whether nothing but whitespace follows.
@@ -174,27 +152,23 @@ func (d *putDecoder) fail(shown any, errMsg string) {
 // skip them. It returns false for anything else, JSON or not.
 func (d *putDecoder) datapoint() (f putFields, ok bool) {
 	f = putFields{noTimestamp: true, tags: d.noTags}
-	if d.peek() != '{' || !d.open() {
+	if d.peek() != '{' {
 		return f, false
 	}
-	d.skipSpace()
-	if d.consume('}') {
-		d.depth--
-		return f, true
-	}
 	var seen putMember
-	for {
-		name, ok := d.memberName()
-		if !ok {
-			return f, false
-		}
+	ok = d.object(func(name string, escaped bool) bool {
 		m := putMemberOf(name)
-		if m == memberUnusual || m != memberOther && seen&m != 0 {
+		switch {
+		case escaped, m == memberUnusual:
+			// encoding/json matches the name unescaped, without regard to case.
+			return false
+		case m != memberOther && seen&m != 0:
 			// encoding/json keeps the last of repeated members, merging
-			// repeated tags objects: left to it.
-			return f, false
+			// repeated tags objects.
+			return false
 		}
 		seen |= m
+		var ok bool
 		switch m {
 		case memberMetric:
 			f.metric, ok = d.metric()
@@ -207,39 +181,9 @@ func (d *putDecoder) datapoint() (f putFields, ok bool) {
 		default:
 			ok = d.skipValue()
 		}
-		if !ok {
-			return f, false
-		}
-		d.skipSpace()
-		switch d.next() {
-		case ',':
-			d.skipSpace()
-		case '}':
-			d.depth--
-			return f, true
-		default:
-			return f, false
-		}
-	}
-}
-
-// memberName reads a member's name and the colon after it. A name with an
-// escape is not read (encoding/json matches it unescaped, without regard to
-// case).
-func (d *putDecoder) memberName() (string, bool) {
-	if d.peek() != '"' {
-		return "", false
-	}
-	name, escaped, ok := d.scanString()
-	if !ok || escaped {
-		return "", false
-	}
-	d.skipSpace()
-	if !d.consume(':') {
-		return "", false
-	}
-	d.skipSpace()
-	return name, true
+		return ok
+	})
+	return f, ok
 }
 
 // putMemberOf is the member a name is. encoding/json matches a name to a
@@ -354,48 +298,23 @@ func (d *putDecoder) tagsObject() (*putTags, bool) {
 // tagPairs decodes the tags object at d.pos into d.pairs, in body order.
 func (d *putDecoder) tagPairs() bool {
 	d.pairs = d.pairs[:0]
-	if !d.open() {
-		return false
-	}
-	d.skipSpace()
-	if d.consume('}') {
-		d.depth--
-		return true
-	}
-	for {
-		if d.peek() != '"' {
-			return false
+	return d.object(func(name string, escaped bool) bool {
+		if escaped {
+			name = unquote(name)
 		}
-		name, ok := d.stringValue()
-		d.skipSpace()
-		if !ok || !d.consume(':') {
-			return false
-		}
-		d.skipSpace()
 		var value string
+		var ok bool
 		switch d.peek() {
 		case '"':
 			value, ok = d.stringValue()
 		case 'n':
 			ok = d.literal("null")
-		default:
-			ok = false
 		}
-		if !ok {
-			return false
+		if ok {
+			d.pairs = append(d.pairs, tagPair{name, value})
 		}
-		d.pairs = append(d.pairs, tagPair{name, value})
-		d.skipSpace()
-		switch d.next() {
-		case ',':
-			d.skipSpace()
-		case '}':
-			d.depth--
-			return true
-		default:
-			return false
-		}
-	}
+		return ok
+	})
 }
 
 // skipValue moves past the JSON value at d.pos and reports whether it is one.
@@ -421,60 +340,58 @@ func (d *putDecoder) skipValue() bool {
 }
 
 func (d *putDecoder) skipObject() bool {
-	if !d.open() {
-		return false
-	}
-	d.skipSpace()
-	if d.consume('}') {
-		d.depth--
-		return true
-	}
-	for {
-		if d.peek() != '"' {
-			return false
-		}
-		if _, _, ok := d.scanString(); !ok {
-			return false
-		}
-		d.skipSpace()
-		if !d.consume(':') {
-			return false
-		}
-		d.skipSpace()
-		if !d.skipValue() {
-			return false
-		}
-		d.skipSpace()
-		switch d.next() {
-		case ',':
-			d.skipSpace()
-		case '}':
-			d.depth--
-			return true
-		default:
-			return false
-		}
-	}
+	return d.object(func(string, bool) bool { return d.skipValue() })
 }
 
 func (d *putDecoder) skipArray() bool {
+	return d.array(d.skipValue)
+}
+
+// array walks the array at d.pos: element is called at the start of each
+// element, past which it must move. It reports whether the array is JSON.
+func (d *putDecoder) array(element func() bool) bool {
+	return d.container(']', element)
+}
+
+// object walks the object at d.pos: member is called with each member's name
+// (its content, escapes left in) at the start of the member's value, past
+// which it must move. It reports whether the object is JSON.
+func (d *putDecoder) object(member func(name string, escaped bool) bool) bool {
+	return d.container('}', func() bool {
+		if d.peek() != '"' {
+			return false
+		}
+		name, escaped, ok := d.scanString()
+		d.skipSpace()
+		if !ok || !d.consume(':') {
+			return false
+		}
+		d.skipSpace()
+		return member(name, escaped)
+	})
+}
+
+// container walks the array or object at d.pos, whose last byte is end:
+// item is called at the start of each element or member, past which it must
+// move, and the commas between them and the end are checked.
+func (d *putDecoder) container(end byte, item func() bool) bool {
 	if !d.open() {
 		return false
 	}
 	d.skipSpace()
-	if d.consume(']') {
+	if d.consume(end) {
 		d.depth--
 		return true
 	}
 	for {
-		if !d.skipValue() {
+		if !item() {
 			return false
 		}
 		d.skipSpace()
 		switch d.next() {
 		case ',':
 			d.skipSpace()
-		case ']':
+		case end:
 			d.depth--
 			return true
 		default:
