@@ -13,7 +13,12 @@
 //     against the spec's Symbols rules and converted.
 //   - DecodePut: OpenTSDB's POST /api/put JSON
 //     (http://opentsdb.net/docs/build/html/api_http/put.html), each datapoint
-//     checked with OpenTSDB 2.4's rules and error texts.
+//     checked with OpenTSDB 2.4's rules and error texts. A hand-written
+//     scanner validates the body as encoding/json does and decodes the
+//     datapoints clients send without reflection or a map per datapoint;
+//     the rare others it hands to encoding/json one at a time, and
+//     FuzzDecodePutMatchesOracle holds the whole to the encoding/json decoder
+//     it replaced.
 //   - DecodeVMImport: VictoriaMetrics' /api/v1/import JSON lines, parsed as
 //     VictoriaMetrics parses them (valyala/fastjson; numbers correctly rounded);
 //     DecodePromText: Prometheus' text format for /api/v1/import/prometheus,
@@ -51,7 +56,7 @@
 // in its PutDatapoint, as OpenTSDB answers them one by one. /api/put carries
 // float samples only.
 //
-// Every decoder is fuzzed (FuzzDecodeV1, FuzzDecodeV2, FuzzDecodePut,
-// FuzzDecodeVMImport, FuzzDecodePromText): it must
+// Every decoder is fuzzed (FuzzDecodeV1, FuzzDecodeV2, FuzzDecodePut and
+// FuzzDecodePutMatchesOracle, FuzzDecodeVMImport, FuzzDecodePromText): it must
 // not panic, and what it accepts must keep the guarantees above.
 package wire

@@ -5,16 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"iter"
-	"maps"
 	"math"
-	"slices"
 	"strconv"
 	"unicode/utf8"
 
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 
-	"github.com/hbtsdb/hbtsdb/cellenc"
 	"github.com/hbtsdb/hbtsdb/write"
 )
 
@@ -46,7 +43,8 @@ type PutDatapoint struct {
 	// Shown is the datapoint as OpenTSDB's ?details response echoes it: an object
 	// with its metric, timestamp (as sent), value as text and tags; its JSON
 	// text when it is not such an object; a string, with invalid bytes replaced
-	// by U+FFFD, when it is not UTF-8. It always encodes as JSON.
+	// by U+FFFD, when it is not UTF-8. It always encodes as JSON. Datapoints
+	// with the same tags share one tags map: it must not be modified.
 	Shown any
 	// Error is why the datapoint is not written, in OpenTSDB's words; "" while it
 	// is valid. Reject sets it for what the writer rejected.
@@ -62,7 +60,8 @@ type putDatapoint struct {
 	Tags      map[string]string `json:"tags"`
 }
 
-// putInput is a datapoint as decoded, before it is checked. Its name appears in
+// putInput is a datapoint as encoding/json decodes it, for the datapoints the
+// scanner leaves to encoding/json (decodePutDatapointJSON). Its name appears in
 // encoding/json's errors, which the response carries ("Go struct field
 // putInput.tags").
 type putInput struct {
@@ -90,33 +89,43 @@ type putInput struct {
 // all ("content that cannot be parsed discards every datapoint"): empty, not
 // JSON, neither an object nor an array, or an empty array. The result does not
 // alias body.
+//
+// How: one pass of a hand-written scanner (put_scan.go) validates the body
+// as encoding/json does and decodes the datapoints of the shape every client
+// sends; the rare others (not an object, a member of the wrong type, a
+// repeated or differently cased member name, an escaped name, invalid UTF-8)
+// it leaves to encoding/json one datapoint at a time, so that they are decoded
+// and worded exactly as before. Tags and series repeated within the body are
+// decoded once (put_series.go). FuzzDecodePutMatchesOracle holds the result
+// to the encoding/json decoder it replaced (put_oracle_test.go).
 func DecodePut(body []byte) (*Put, error) {
-	points, err := splitPutBody(body)
-	if err != nil {
-		return nil, err
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) == 0 {
+		return nil, fmt.Errorf("%w: Missing message content", write.ErrInvalid)
 	}
-	p := &Put{Datapoints: make([]PutDatapoint, len(points))}
-	seriesOf := map[string]int{}
-	b := labels.NewScratchBuilder(8)
-	for i, raw := range points {
-		dp, shown, t, v, errMsg := parsePutDatapoint(raw)
-		p.Datapoints[i] = PutDatapoint{Shown: shown, Error: errMsg}
-		if errMsg != "" {
-			continue
-		}
-		lbls := PutLabels(&b, dp.Metric, maps.All(dp.Tags))
-		key := lbls.String()
-		s, ok := seriesOf[key]
-		if !ok {
-			s = len(p.Request.Series)
-			seriesOf[key] = s
-			p.Request.Series = append(p.Request.Series, write.Series{Labels: lbls})
-			p.origin = append(p.origin, nil)
-		}
-		p.Request.Series[s].Samples = append(p.Request.Series[s].Samples, cellenc.Sample{T: t, V: v})
-		p.origin[s] = append(p.origin[s], i)
+	if c := trimmed[0]; c != '{' && c != '[' {
+		return nil, fmt.Errorf("%w: Unable to parse the given JSON: content starts with %q, not with an object or an array", write.ErrInvalid, c)
 	}
-	return p, nil
+	d := newPutDecoder(string(trimmed))
+	if !d.decodeBody() {
+		return nil, putSyntaxError(trimmed)
+	}
+	if len(d.datapoints) == 0 {
+		return nil, fmt.Errorf("%w: No datapoints found in content", write.ErrInvalid)
+	}
+	return d.put(), nil
+}
+
+// putSyntaxError is the error of a body that is not JSON, worded by
+// encoding/json as the first thing wrong with it.
+func putSyntaxError(body []byte) error {
+	err := json.Unmarshal(body, new(json.RawMessage))
+	if err == nil {
+		// The scanner refused what encoding/json takes: a bug, which the
+		// differential fuzz test is there to find.
+		err = fmt.Errorf("not JSON as hbtsdb reads it")
+	}
+	return fmt.Errorf("%w: Unable to parse the given JSON: %v", write.ErrInvalid, err)
 }
 
 // PutLabels is the series of an OpenTSDB datapoint as /api/put stores it:
@@ -130,9 +139,13 @@ func DecodePut(body []byte) (*Put, error) {
 func PutLabels(b *labels.ScratchBuilder, metric string, tags iter.Seq2[string, string]) labels.Labels {
 	b.Reset()
 	b.Add(model.MetricNameLabel, metric)
-	for k, v := range tags {
+	// Called, not ranged over: a range over an iterator that may escape
+	// costs three allocations a call, a closure one (DecodePut calls it for
+	// every series).
+	tags(func(k, v string) bool {
 		b.Add(k, v)
-	}
+		return true
+	})
 	b.Sort()
 	return b.Labels()
 }
@@ -156,98 +169,55 @@ func (p *Put) Reject(rejected []write.Rejection) {
 	}
 }
 
-// splitPutBody splits the body into its datapoints: one JSON object or an array of
-// them. The whole body must be valid JSON; otherwise nothing is written.
-func splitPutBody(body []byte) ([]json.RawMessage, error) {
-	trimmed := bytes.TrimSpace(body)
-	if len(trimmed) == 0 {
-		return nil, fmt.Errorf("%w: Missing message content", write.ErrInvalid)
-	}
-	var points []json.RawMessage
-	var err error
-	switch trimmed[0] {
-	case '{':
-		var one json.RawMessage
-		err = json.Unmarshal(trimmed, &one)
-		points = []json.RawMessage{one}
-	case '[':
-		err = json.Unmarshal(trimmed, &points)
-	default:
-		err = fmt.Errorf("content starts with %q, not with an object or an array", trimmed[0])
-	}
-	if err != nil {
-		return nil, fmt.Errorf("%w: Unable to parse the given JSON: %v", write.ErrInvalid, err)
-	}
-	if len(points) == 0 {
-		return nil, fmt.Errorf("%w: No datapoints found in content", write.ErrInvalid)
-	}
-	return points, nil
+// putFields are one datapoint's members as decoded, before OpenTSDB's checks.
+type putFields struct {
+	metric string // "" when missing or null
+	// timestamp is the timestamp's text: a string's content, or the JSON text
+	// of any other value; noTimestamp says it was missing or null.
+	timestamp   string
+	noTimestamp bool
+	value       string   // a string's content or any other value's JSON text; "" when missing or null
+	tags        *putTags // never nil: putDecoder.noTags when missing or null
 }
 
-// parsePutDatapoint decodes and checks one datapoint with OpenTSDB's rules and
-// messages. It returns the datapoint, the datapoint to echo in a details response,
-// its time in milliseconds, its value, and what is wrong with it ("" if nothing).
-func parsePutDatapoint(raw json.RawMessage) (dp putDatapoint, shown any, t int64, v float64, errMsg string) {
-	if !utf8.Valid(raw) {
-		// encoding/json would silently replace invalid bytes with U+FFFD and so
-		// store a label other than the one sent.
-		return dp, string(bytes.ToValidUTF8(raw, []byte("\uFFFD"))), 0, 0, "datapoint is not valid UTF-8"
+// check applies OpenTSDB's checks to a decoded datapoint. It returns the
+// datapoint to echo in a details response, its time in milliseconds, its
+// value, and what is wrong with it ("" if nothing).
+func (f *putFields) check() (shown putDatapoint, t int64, v float64, errMsg string) {
+	ts, tsOK := int64(0), true
+	if !f.noTimestamp {
+		// Jackson, behind OpenTSDB, coerces a JSON integer or a string of
+		// digits into the long.
+		var err error
+		ts, err = strconv.ParseInt(f.timestamp, 10, 64)
+		tsOK = err == nil
 	}
-	var in putInput
-	if err := json.Unmarshal(raw, &in); err != nil {
-		return dp, raw, 0, 0, "Unable to parse the datapoint: " + err.Error()
-	}
-	if esc, ok := loneSurrogate(raw); ok {
-		// encoding/json would store U+FFFD in its place: a label other than
-		// the one sent. Jackson, behind OpenTSDB, refuses it.
-		return dp, raw, 0, 0, fmt.Sprintf("Unable to parse the datapoint: invalid Unicode escape %s (a lone UTF-16 surrogate)", esc)
-	}
-	dp = putDatapoint{Tags: in.Tags}
-	if in.Metric != nil {
-		dp.Metric = *in.Metric
-	}
-	ts, tsOK := parsePutTimestamp(in.Timestamp)
-	dp.Timestamp = ts
-	dp.Value = putValueText(in.Value)
-	if dp.Tags == nil {
-		dp.Tags = map[string]string{}
-	}
+	dp := putDatapoint{Metric: f.metric, Timestamp: ts, Value: f.value, Tags: f.tags.shown}
 	// The order and wording of IncomingDataPoint.validate, then TSDB.addPoint.
 	switch {
 	case dp.Metric == "":
-		return dp, dp, 0, 0, "Metric name was empty"
+		return dp, 0, 0, "Metric name was empty"
 	case !tsOK || ts <= 0:
-		return dp, dp, 0, 0, "Invalid timestamp"
+		return dp, 0, 0, "Invalid timestamp"
 	case dp.Value == "":
-		return dp, dp, 0, 0, "Empty value"
-	case len(in.Tags) < 1:
-		return dp, dp, 0, 0, "Missing tags"
-	}
-	// OpenTSDB's Tags.validateString: a tag with an empty name or value is
-	// refused (a Prometheus label with an empty value is no label at all, so
-	// storing it would drop the tag).
-	for _, k := range slices.Sorted(maps.Keys(in.Tags)) {
-		switch {
-		case k == "":
-			return dp, dp, 0, 0, "Invalid tag name: empty string"
-		case in.Tags[k] == "":
-			return dp, dp, 0, 0, fmt.Sprintf("Invalid tag value for tag %q: empty string", k)
-		}
+		return dp, 0, 0, "Empty value"
+	case f.tags.err != "":
+		return dp, 0, 0, f.tags.err
 	}
 	v, err := strconv.ParseFloat(dp.Value, 64)
 	if err != nil && !isRangeError(err) {
-		return dp, dp, 0, 0, "Unable to parse value to a number"
+		return dp, 0, 0, "Unable to parse value to a number"
 	}
 	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return dp, dp, 0, 0, fmt.Sprintf("value is NaN or Infinite: %s for metric=%s timestamp=%d", dp.Value, dp.Metric, ts)
+		return dp, 0, 0, fmt.Sprintf("value is NaN or Infinite: %s for metric=%s timestamp=%d", dp.Value, dp.Metric, ts)
 	}
 	if ts&secondMask == 0 {
-		return dp, dp, ts * 1000, v, ""
+		return dp, ts * 1000, v, ""
 	}
 	if ts < minMillis || ts > maxMillis {
-		return dp, dp, 0, 0, fmt.Sprintf("bad timestamp=%d: not Unix seconds (below 2^32) nor milliseconds (%d to %d)", ts, int64(minMillis), int64(maxMillis))
+		return dp, 0, 0, fmt.Sprintf("bad timestamp=%d: not Unix seconds (below 2^32) nor milliseconds (%d to %d)", ts, int64(minMillis), int64(maxMillis))
 	}
-	return dp, dp, ts, v, ""
+	return dp, ts, v, ""
 }
 
 func isRangeError(err error) bool {
@@ -255,41 +225,63 @@ func isRangeError(err error) bool {
 	return ok && ne.Err == strconv.ErrRange
 }
 
-// parsePutTimestamp reads a timestamp given as a JSON integer or a string of
-// digits (Jackson, behind OpenTSDB, coerces both into a long). Missing means 0.
-func parsePutTimestamp(raw json.RawMessage) (int64, bool) {
-	if len(raw) == 0 || string(raw) == "null" {
-		return 0, true
+// decodePutDatapointJSON decodes with encoding/json a datapoint the scanner
+// does not decode itself (raw is valid JSON): fields when it is an object of
+// the right member types, or the echo and error of a datapoint that is not,
+// as encoding/json words it.
+func decodePutDatapointJSON(raw string) (f putFields, shown any, errMsg string) {
+	if !utf8.ValidString(raw) {
+		// encoding/json would silently replace invalid bytes with U+FFFD and so
+		// store a label other than the one sent.
+		return f, string(bytes.ToValidUTF8([]byte(raw), []byte("\uFFFD"))), "datapoint is not valid UTF-8"
 	}
-	text := string(raw)
-	if raw[0] == '"' {
-		if err := json.Unmarshal(raw, &text); err != nil {
-			return 0, false
-		}
+	var in putInput
+	if err := json.Unmarshal([]byte(raw), &in); err != nil {
+		return f, json.RawMessage(raw), "Unable to parse the datapoint: " + err.Error()
 	}
-	ts, err := strconv.ParseInt(text, 10, 64)
-	return ts, err == nil
+	if shown, errMsg, bad := loneSurrogateError(raw); bad {
+		return f, shown, errMsg
+	}
+	if in.Metric != nil {
+		f.metric = *in.Metric
+	}
+	f.timestamp, f.noTimestamp = jsonScalarText(in.Timestamp)
+	f.value, _ = jsonScalarText(in.Value)
+	f.tags = newPutTagsOfMap(in.Tags)
+	return f, nil, ""
 }
 
-// putValueText is the text of a value given as a JSON number or string; "" when it
-// is missing or null. Other JSON types keep their JSON text, which does not parse
-// as a number.
-func putValueText(raw json.RawMessage) string {
+// jsonScalarText is the text of a member kept as JSON text: a string's
+// content, any other value's JSON text; "" and missing when it is missing or
+// null.
+func jsonScalarText(raw json.RawMessage) (text string, missing bool) {
 	if len(raw) == 0 || string(raw) == "null" {
-		return ""
+		return "", true
 	}
 	if raw[0] == '"' {
 		var s string
 		if err := json.Unmarshal(raw, &s); err == nil {
-			return s
+			return s, false
 		}
 	}
-	return string(raw)
+	return string(raw), false
+}
+
+// loneSurrogateError is the echo and error of a datapoint (valid JSON) that
+// holds a lone UTF-16 surrogate escape: encoding/json would store U+FFFD in
+// its place, a label other than the one sent; Jackson, behind OpenTSDB,
+// refuses it.
+func loneSurrogateError(raw string) (shown any, errMsg string, bad bool) {
+	esc, ok := loneSurrogate(raw)
+	if !ok {
+		return nil, "", false
+	}
+	return json.RawMessage(raw), fmt.Sprintf("Unable to parse the datapoint: invalid Unicode escape %s (a lone UTF-16 surrogate)", esc), true
 }
 
 // loneSurrogate reports the first \uXXXX escape of a JSON text that is a UTF-16
 // surrogate not paired with its other half: encoding/json decodes it as U+FFFD.
-func loneSurrogate(raw []byte) (string, bool) {
+func loneSurrogate(raw string) (string, bool) {
 	inString := false
 	for i := 0; i < len(raw); i++ {
 		c := raw[i]
@@ -320,9 +312,9 @@ func loneSurrogate(raw []byte) (string, bool) {
 						continue
 					}
 				}
-				return string(raw[i : i+6]), true
+				return raw[i : i+6], true
 			case r >= 0xDC00 && r < 0xE000:
-				return string(raw[i : i+6]), true
+				return raw[i : i+6], true
 			}
 			i += 5
 		}
@@ -331,12 +323,12 @@ func loneSurrogate(raw []byte) (string, bool) {
 }
 
 // hex4 decodes the 4 hex digits at raw[i:i+4].
-func hex4(raw []byte, i int) (rune, bool) {
+func hex4(raw string, i int) (rune, bool) {
 	if i+4 > len(raw) {
 		return 0, false
 	}
 	var r rune
-	for _, c := range raw[i : i+4] {
+	for _, c := range []byte(raw[i : i+4]) {
 		var d byte
 		switch {
 		case c >= '0' && c <= '9':

@@ -112,12 +112,16 @@ func FuzzDecodePut(f *testing.F) {
 	})
 }
 
-func TestDecodePut(t *testing.T) {
-	p, err := DecodePut([]byte(`[
+// putMixedBody is TestDecodePut's body: valid datapoints of two series, one
+// series in two spellings, and an invalid value.
+const putMixedBody = `[
 		{"metric":"sys.cpu","timestamp":1700000000,"value":42.5,"tags":{"host":"web01","cpu":"0"}},
 		{"metric":"sys.cpu","timestamp":"1700000000123","value":"oops","tags":{"host":"web01","cpu":"0"}},
 		{"metric":"sys.mem","timestamp":1700000000123,"value":9007199254740993,"tags":{"host":"web01"}},
-		{"metric":"sys.cpu","timestamp":"1700000060","value":"-0","tags":{"cpu":"0","host":"web01"}}]`))
+		{"metric":"sys.cpu","timestamp":"1700000060","value":"-0","tags":{"cpu":"0","host":"web01"}}]`
+
+func TestDecodePut(t *testing.T) {
+	p, err := DecodePut([]byte(putMixedBody))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,15 +156,22 @@ func TestDecodePut(t *testing.T) {
 	}
 }
 
+// putBodyCases are bodies and what DecodePut says of them: the error of a
+// body refused whole (putErrorCases) or the first datapoint's error
+// (putRefusedCases).
+type putBodyCases []struct{ body, want string }
+
+var putErrorCases = putBodyCases{
+	{"", "invalid write request: Missing message content"},
+	{" \n\t", "invalid write request: Missing message content"},
+	{" [ ] ", "invalid write request: No datapoints found in content"},
+	{`{"metric":"sys.cpu",`, "invalid write request: Unable to parse the given JSON: unexpected end of JSON input"},
+	{`{"metric":"sys.cpu"} {}`, "invalid write request: Unable to parse the given JSON: invalid character '{' after top-level value"},
+	{`put sys.cpu 1700000000 1 host=a`, "invalid write request: Unable to parse the given JSON: content starts with 'p', not with an object or an array"},
+}
+
 func TestDecodePutErrors(t *testing.T) {
-	for _, tc := range []struct{ body, want string }{
-		{"", "invalid write request: Missing message content"},
-		{" \n\t", "invalid write request: Missing message content"},
-		{" [ ] ", "invalid write request: No datapoints found in content"},
-		{`{"metric":"sys.cpu",`, "invalid write request: Unable to parse the given JSON: unexpected end of JSON input"},
-		{`{"metric":"sys.cpu"} {}`, "invalid write request: Unable to parse the given JSON: invalid character '{' after top-level value"},
-		{`put sys.cpu 1700000000 1 host=a`, "invalid write request: Unable to parse the given JSON: content starts with 'p', not with an object or an array"},
-	} {
+	for _, tc := range putErrorCases {
 		p, err := DecodePut([]byte(tc.body))
 		if p != nil || err == nil || err.Error() != tc.want || !errors.Is(err, write.ErrInvalid) {
 			t.Errorf("DecodePut(%q) = %v, %v; want %q wrapping write.ErrInvalid", tc.body, p, err, tc.want)
@@ -168,22 +179,24 @@ func TestDecodePutErrors(t *testing.T) {
 	}
 }
 
+var putRefusedCases = putBodyCases{
+	{`{"metric":"m","timestamp":1700000000,"value":1,"tags":{"host":"a\ud800"}}`,
+		`Unable to parse the datapoint: invalid Unicode escape \ud800 (a lone UTF-16 surrogate)`},
+	{`{"metric":"m\udc00x","timestamp":1700000000,"value":1,"tags":{"host":"a"}}`,
+		`Unable to parse the datapoint: invalid Unicode escape \udc00 (a lone UTF-16 surrogate)`},
+	{`{"metric":"m","timestamp":1700000000,"value":1,"tags":{"host":"\uD83D\u0041"}}`,
+		`Unable to parse the datapoint: invalid Unicode escape \uD83D (a lone UTF-16 surrogate)`},
+	{`{"metric":"m","timestamp":1700000000,"value":1,"tags":{"host":""}}`, `Invalid tag value for tag "host": empty string`},
+	{`{"metric":"m","timestamp":1700000000,"value":1,"tags":{"":"a"}}`, `Invalid tag name: empty string`},
+	{`{"metric":"m","timestamp":1700000000,"value":1,"tags":{"host":"\\ud800 \uD83D\uDE00"}}`, ``},
+}
+
 // TestDecodePutRefusesWhatOpenTSDBRefuses: a lone UTF-16 surrogate escape
 // (which encoding/json turns into U+FFFD) and a tag with an empty name or
 // value (which would be stored as no tag) fail their datapoint; a valid pair
 // of surrogates is a character like any other.
 func TestDecodePutRefusesWhatOpenTSDBRefuses(t *testing.T) {
-	for _, tc := range []struct{ body, want string }{
-		{`{"metric":"m","timestamp":1700000000,"value":1,"tags":{"host":"a\ud800"}}`,
-			`Unable to parse the datapoint: invalid Unicode escape \ud800 (a lone UTF-16 surrogate)`},
-		{`{"metric":"m\udc00x","timestamp":1700000000,"value":1,"tags":{"host":"a"}}`,
-			`Unable to parse the datapoint: invalid Unicode escape \udc00 (a lone UTF-16 surrogate)`},
-		{`{"metric":"m","timestamp":1700000000,"value":1,"tags":{"host":"\uD83D\u0041"}}`,
-			`Unable to parse the datapoint: invalid Unicode escape \uD83D (a lone UTF-16 surrogate)`},
-		{`{"metric":"m","timestamp":1700000000,"value":1,"tags":{"host":""}}`, `Invalid tag value for tag "host": empty string`},
-		{`{"metric":"m","timestamp":1700000000,"value":1,"tags":{"":"a"}}`, `Invalid tag name: empty string`},
-		{`{"metric":"m","timestamp":1700000000,"value":1,"tags":{"host":"\\ud800 \uD83D\uDE00"}}`, ``},
-	} {
+	for _, tc := range putRefusedCases {
 		p, err := DecodePut([]byte(tc.body))
 		if err != nil {
 			t.Fatalf("DecodePut(%s): %v", tc.body, err)
