@@ -81,12 +81,13 @@
 //   - regexp filters are Go's RE2 syntax (no look-around, no
 //     back-references), and a bad pattern's message is Go's.
 //   - Calendar downsampling ("1dc", timezone, useCalendar), the "scalar"
-//     fill policy, tsuid sub-queries, expressions, rollup and histogram
+//     fill policy, expressions, rollup and histogram
 //     options, annotations and show_query/show_stats are refused (400) or
 //     not written. Absolute dates are UTC, where OpenTSDB takes the TSD's
 //     time zone.
 //   - Groups are ordered by their group-by tag values (OpenTSDB's order is
 //     that of its asynchronous UID look-ups), tags and aggregateTags by
 //     name; tsuids are hbtsdb's 8-byte series IDs in hex, not OpenTSDB's UID
-//     concatenations.
+//     concatenations. tsuid= and "tsuids" sub-queries (in /api/query and
+//     /api/query/last) take those IDs; OpenTSDB's own are refused (400).
 package opentsdb

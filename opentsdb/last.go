@@ -19,11 +19,15 @@ type LastRequest struct {
 	Queries []LastSubQuery
 }
 
-// LastSubQuery is one time series of a LastRequest: a metric and tags
-// (LastPointSubQuery; tsuids are not supported).
+// LastSubQuery is one sub-query of a LastRequest (LastPointSubQuery): a
+// metric and tags, or tsuids.
 type LastSubQuery struct {
 	Metric string
 	Tags   map[string]string
+	// TSUIDs, when not empty, name the series whose newest points are asked
+	// for (hbtsdb series IDs, ParseTSUID), in place of Metric and Tags, as
+	// OpenTSDB gives them precedence.
+	TSUIDs []uint64
 }
 
 // ParseLastForm reads a GET query string as QueryRpc.parseLastPointQuery
@@ -37,15 +41,20 @@ func ParseLastForm(form map[string][]string) (*LastRequest, error) {
 	} else if ok {
 		req.BackScan = n
 	}
-	if _, ok := form["tsuids"]; ok {
-		return nil, badRequest("tsuids queries are not supported by hbtsdb's /api/query/last: give timeseries=metric{tags}")
-	}
 	for _, ts := range form["timeseries"] {
 		metric, tags, err := parseMetricTags(ts)
 		if err != nil {
 			return nil, badRequest("%v", err)
 		}
 		req.Queries = append(req.Queries, LastSubQuery{Metric: metric, Tags: tags})
+	}
+	// parseLastPointQuery: the tsuids= sub-queries after the timeseries= ones.
+	for _, q := range form["tsuids"] {
+		ids, err := parseTSUIDs(strings.Split(q, ","))
+		if err != nil {
+			return nil, err
+		}
+		req.Queries = append(req.Queries, LastSubQuery{TSUIDs: ids})
 	}
 	return req, req.validate()
 }
@@ -77,10 +86,15 @@ func ParseLastJSON(body []byte) (*LastRequest, error) {
 		req.BackScan = int(int32(*q.BackScan))
 	}
 	for _, s := range q.Queries {
+		sub := LastSubQuery{Metric: s.Metric, Tags: s.Tags}
 		if len(s.TSUIDs) > 0 {
-			return nil, badRequest("tsuids queries are not supported by hbtsdb's /api/query/last: give a metric and tags")
+			ids, err := parseTSUIDs(s.TSUIDs)
+			if err != nil {
+				return nil, err
+			}
+			sub = LastSubQuery{TSUIDs: ids}
 		}
-		req.Queries = append(req.Queries, LastSubQuery{Metric: s.Metric, Tags: s.Tags})
+		req.Queries = append(req.Queries, sub)
 	}
 	return req, req.validate()
 }
@@ -91,6 +105,12 @@ func (req *LastRequest) validate() error {
 		return badRequest("Missing sub queries")
 	}
 	for _, q := range req.Queries {
+		if len(q.TSUIDs) > 0 {
+			if req.BackScan < 0 {
+				return badRequest("Backscan must be zero or a positive number")
+			}
+			continue // TSUIDQuery(tsdb, tsuid) checks nothing more
+		}
 		if q.Metric == "" {
 			return badRequest("Metric cannot be null or empty")
 		}

@@ -31,8 +31,13 @@ type Request struct {
 
 // SubQuery is one metric query of a Request.
 type SubQuery struct {
-	// Metric is the metric name, hbtsdb's __name__.
+	// Metric is the metric name, hbtsdb's __name__; empty for a tsuids
+	// sub-query, whose series name it.
 	Metric string
+	// TSUIDs, when not empty, are the series to aggregate (hbtsdb series IDs,
+	// ParseTSUID), all of one metric, in place of Metric and Filters: one
+	// group, or each series its own with the "none" aggregator.
+	TSUIDs []uint64
 	// Agg aggregates the series of a group.
 	Agg *Aggregator
 	// Downsample, when not nil, downsamples each series first.
@@ -97,12 +102,20 @@ func ParseForm(form map[string][]string, now time.Time) (*Request, error) {
 	_, req.MsResolution = form["ms"]
 	_, req.ShowTSUIDs = form["show_tsuids"]
 	_, req.Arrays = form["arrays"]
-	for _, k := range []string{"tsuid", "exp", "timezone", "use_calendar"} {
+	for _, k := range []string{"exp", "timezone", "use_calendar"} {
 		if _, ok := form[k]; ok {
 			return nil, badRequest("parameter %s is not supported by hbtsdb's /api/query", k)
 		}
 	}
 	var subs []jsonSubQuery
+	// tsuid= sub-queries come first, as parseQuery reads them first.
+	for _, q := range form["tsuid"] {
+		s, err := parseTSUIDParam(q)
+		if err != nil {
+			return nil, err
+		}
+		subs = append(subs, s)
+	}
 	for _, m := range form["m"] {
 		s, err := parseM(m)
 		if err != nil {
@@ -377,14 +390,19 @@ func (s jsonSubQuery) build() (*SubQuery, error) {
 	if !ok {
 		return nil, badRequest("No such aggregation function: %s", s.Aggregator)
 	}
-	if len(s.TSUIDs) > 0 {
-		return nil, badRequest("tsuids queries are not supported by hbtsdb's /api/query: give a metric")
-	}
-	if s.Metric == "" {
+	if len(s.TSUIDs) == 0 && s.Metric == "" {
 		return nil, badRequest("Missing the metric or tsuids, provide at least one")
 	}
 	sq := &SubQuery{Metric: s.Metric, Agg: agg, Rate: s.Rate, RateOptions: DefaultRateOptions(),
 		ExplicitTags: s.ExplicitTags, Filters: s.filters}
+	if len(s.TSUIDs) > 0 {
+		// TsdbQuery: tsuids take precedence over the metric and its filters.
+		ids, err := parseTSUIDs(s.TSUIDs)
+		if err != nil {
+			return nil, err
+		}
+		sq.Metric, sq.TSUIDs, sq.ExplicitTags, sq.Filters = "", ids, false, nil
+	}
 	if s.RateOptions != nil {
 		sq.RateOptions = RateOptions(*s.RateOptions)
 	}
@@ -405,13 +423,9 @@ func parseM(m string) (jsonSubQuery, error) {
 	if m == "" {
 		return s, badRequest("The query string was empty")
 	}
-	parts := strings.Split(m, ":")
-	if len(parts) < 2 || len(parts) > 5 {
-		which := "too many"
-		if len(parts) < 2 {
-			which = "not enough"
-		}
-		return s, badRequest("Invalid parameter m=%s (%s :-separated parts)", m, which)
+	parts, err := splitSubQuery(m)
+	if err != nil {
+		return s, err
 	}
 	s.Aggregator = parts[0]
 	metric, filters, err := parseTagFilters(parts[len(parts)-1])
@@ -420,20 +434,13 @@ func parseM(m string) (jsonSubQuery, error) {
 	}
 	s.Metric, s.filters = metric, filters
 	for _, p := range parts[1 : len(parts)-1] {
-		lp := strings.ToLower(p)
-		switch {
-		case strings.HasPrefix(lp, "rate"):
-			s.Rate = true
-			if strings.Contains(p, "{") {
-				o, err := ParseRateOptions(p)
-				if err != nil {
-					return s, err
-				}
-				jo := jsonRateOptions(o)
-				s.RateOptions = &jo
+		if ok, err := s.rateOrDownsample(p); ok || err != nil {
+			if err != nil {
+				return s, err
 			}
-		case p != "" && p[0] >= '0' && p[0] <= '9':
-			s.Downsample = p
+			continue
+		}
+		switch lp := strings.ToLower(p); {
 		case lp == "explicit_tags":
 			s.ExplicitTags = true
 		case lp == "pre-agg", strings.HasPrefix(lp, "rollup_"), strings.HasPrefix(lp, "percentiles"),
@@ -442,6 +449,44 @@ func parseM(m string) (jsonSubQuery, error) {
 		}
 	}
 	return s, nil
+}
+
+// splitSubQuery splits an m= or tsuid= parameter at its colons into two to
+// five parts, as parseMTypeSubQuery and parseTsuidTypeSubQuery do (both name
+// the parameter m= in the error).
+func splitSubQuery(q string) ([]string, error) {
+	parts := strings.Split(q, ":")
+	if len(parts) < 2 || len(parts) > 5 {
+		which := "too many"
+		if len(parts) < 2 {
+			which = "not enough"
+		}
+		return nil, badRequest("Invalid parameter m=%s (%s :-separated parts)", q, which)
+	}
+	return parts, nil
+}
+
+// rateOrDownsample reads a middle part of m= or tsuid= that is a rate
+// ("rate", "rate{...}") or a downsampler (it starts with a digit), and says
+// whether it was one.
+func (s *jsonSubQuery) rateOrDownsample(p string) (bool, error) {
+	switch {
+	case strings.HasPrefix(strings.ToLower(p), "rate"):
+		s.Rate = true
+		if strings.Contains(p, "{") {
+			o, err := ParseRateOptions(p)
+			if err != nil {
+				return true, err
+			}
+			jo := jsonRateOptions(o)
+			s.RateOptions = &jo
+		}
+		return true, nil
+	case p != "" && p[0] >= '0' && p[0] <= '9':
+		s.Downsample = p
+		return true, nil
+	}
+	return false, nil
 }
 
 // ParseRateOptions is QueryRpc.parseRateOptions: "rate",

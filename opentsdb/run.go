@@ -11,6 +11,9 @@ import (
 
 // Series is one stored series as a Source hands it out.
 type Series struct {
+	// Metric is the series' metric name; IDSource.SeriesByID sets it (a
+	// Source's Series need not: they are of the metric asked for).
+	Metric string
 	// Tags are the series' labels without __name__.
 	Tags map[string]string
 	// ID names the series in "tsuids" (hbtsdb's series ID in hex).
@@ -24,6 +27,16 @@ type Series struct {
 // Run applies the filters itself.
 type Source interface {
 	Series(ctx context.Context, metric string, mint, maxt int64) ([]Series, error)
+}
+
+// IDSource is a Source that also hands out series by ID, for tsuids
+// sub-queries; a Source that is not one answers them 400.
+type IDSource interface {
+	Source
+	// SeriesByID returns the series of ids, with their Metric and samples
+	// in [mint, maxt] (ms, inclusive), in the order of ids; an ID that names
+	// no series is left out.
+	SeriesByID(ctx context.Context, ids []uint64, mint, maxt int64) ([]Series, error)
 }
 
 // Result is one group of one sub-query's answer: one element of /api/query's
@@ -97,14 +110,9 @@ func Run(ctx context.Context, src Source, req *Request) ([]Result, error) {
 func runSub(ctx context.Context, src Source, req *Request, q *SubQuery) ([]Result, error) {
 	startTime, endTime := scanRange(req.Start, req.End, q.Downsample)
 	// The scan covers rows [startTime, endTime) seconds.
-	series, err := src.Series(ctx, q.Metric, startTime, endTime-1)
+	metric, series, err := q.read(ctx, src, startTime, endTime-1)
 	if err != nil {
-		return nil, fmt.Errorf("opentsdb: read metric %s: %w", q.Metric, err)
-	}
-	if names, ok := src.(Names); ok {
-		if err := q.checkNames(ctx, names, series); err != nil {
-			return nil, err
-		}
+		return nil, err
 	}
 	var groupKeys []string
 	for _, f := range q.Filters {
@@ -144,7 +152,7 @@ func runSub(ctx context.Context, src Source, req *Request, q *SubQuery) ([]Resul
 			pts[i] = p
 		}
 		agg, ints := aggregate(pts, startTime, endTime, q.Agg, q.Rate, q.Downsample == nil)
-		r := Result{Metric: q.Metric, Fill: q.Fill}
+		r := Result{Metric: metric, Fill: q.Fill}
 		r.Tags, r.AggregateTags = groupTags(g)
 		for _, s := range g {
 			r.TSUIDs = append(r.TSUIDs, s.ID)
@@ -161,6 +169,52 @@ func runSub(ctx context.Context, src Source, req *Request, q *SubQuery) ([]Resul
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// read returns the metric a sub-query reads and the series it may select,
+// with their samples in [mint, maxt]: those of its metric (after
+// TsdbQuery's name checks when src is a Names), or those its tsuids name,
+// which must share one metric ("One or more TSUIDs did not share the same
+// metric", as TsdbQuery says; it compares the metric UIDs of the tsuids,
+// hbtsdb the metrics of the series).
+func (q *SubQuery) read(ctx context.Context, src Source, mint, maxt int64) (string, []Series, error) {
+	if len(q.TSUIDs) == 0 {
+		series, err := src.Series(ctx, q.Metric, mint, maxt)
+		if err != nil {
+			return "", nil, fmt.Errorf("opentsdb: read metric %s: %w", q.Metric, err)
+		}
+		if names, ok := src.(Names); ok {
+			if err := q.checkNames(ctx, names, series); err != nil {
+				return "", nil, err
+			}
+		}
+		return q.Metric, series, nil
+	}
+	ids, ok := src.(IDSource)
+	if !ok {
+		return "", nil, badRequest("tsuids sub-queries are not supported by this store: query by metric and tags")
+	}
+	series, err := ids.SeriesByID(ctx, q.TSUIDs, mint, maxt)
+	if err != nil {
+		return "", nil, fmt.Errorf("opentsdb: read %d tsuids: %w", len(q.TSUIDs), err)
+	}
+	var metric string
+	for _, s := range series {
+		switch {
+		case metric == "":
+			metric = s.Metric
+		case s.Metric != metric:
+			return "", nil, badRequest("One or more TSUIDs did not share the same metric [%s] [%s]", metric, s.Metric)
+		}
+	}
+	// Only series with samples take part (a Source hands out no others).
+	kept := series[:0]
+	for _, s := range series {
+		if len(s.Points) > 0 {
+			kept = append(kept, s)
+		}
+	}
+	return metric, kept, nil
 }
 
 // from is a span iterator's seek: the points at or after t.

@@ -62,7 +62,9 @@ func (h *otsdbLast) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var points []opentsdb.LastPoint
 	for _, sub := range req.Queries {
 		var ps []opentsdb.LastPoint
-		if req.BackScan > 0 {
+		if len(sub.TSUIDs) > 0 {
+			ps, err = h.byID(r.Context(), reader, names, sub.TSUIDs, req.BackScan)
+		} else if req.BackScan > 0 {
 			ps, err = h.backScan(r.Context(), reader, names, sub, req.BackScan)
 		} else {
 			ps, err = h.newest(r.Context(), reader, names, sub)
@@ -123,6 +125,41 @@ func (h *otsdbLast) backScan(ctx context.Context, rd *query.Reader, names *names
 	return nil, checkLastNames(ctx, names, sub)
 }
 
+// byID answers a tsuids sub-query: for each series an ID names, its newest
+// point as a sub-query of its metric and exactly its tags finds it, with a
+// back scan of n hours or without (n = 0). An ID that names no series, or a
+// series without a point there, answers nothing, as OpenTSDB's TSUIDQuery.
+func (h *otsdbLast) byID(ctx context.Context, rd *query.Reader, names *names, ids []uint64, n int) ([]opentsdb.LastPoint, error) {
+	lbls, err := rd.SeriesLabels(ctx, ids)
+	if err != nil {
+		return nil, fmt.Errorf("series of %d tsuids: %w", len(ids), err)
+	}
+	var out []opentsdb.LastPoint
+	for i, ls := range lbls {
+		if ls.IsEmpty() {
+			continue
+		}
+		sub := opentsdb.LastSubQuery{Metric: ls.Get(labels.MetricName), Tags: tagsOf(ls)}
+		var ps []opentsdb.LastPoint
+		if n > 0 {
+			ps, err = h.backScan(ctx, rd, names, sub, n)
+		} else {
+			ps, err = h.newest(ctx, rd, names, sub)
+		}
+		if err != nil {
+			return nil, err
+		}
+		// newest answers every series with these tags and maybe others.
+		tsuid := opentsdb.FormatTSUID(ids[i])
+		for _, p := range ps {
+			if p.TSUID == tsuid {
+				out = append(out, p)
+			}
+		}
+	}
+	return out, nil
+}
+
 // newest answers a sub-query without a back scan: the newest point of every
 // series of the metric that has the sub-query's tags.
 func (h *otsdbLast) newest(ctx context.Context, rd *query.Reader, names *names, sub opentsdb.LastSubQuery) ([]opentsdb.LastPoint, error) {
@@ -160,7 +197,7 @@ func (h *otsdbLast) newest(ctx context.Context, rd *query.Reader, names *names, 
 					continue
 				}
 				out = append(out, opentsdb.LastPoint{Metric: sub.Metric, Tags: tagsOf(s.Labels),
-					T: smp.T, V: smp.V, TSUID: fmt.Sprintf("%016X", id)})
+					T: smp.T, V: smp.V, TSUID: opentsdb.FormatTSUID(id)})
 				break
 			}
 		}
@@ -233,7 +270,7 @@ func seriesID(ctx context.Context, rd *query.Reader, lbls labels.Labels, t int64
 	}
 	for _, ref := range refs {
 		if labels.Equal(ref.Labels, lbls) {
-			return fmt.Sprintf("%016X", ref.ID), nil
+			return opentsdb.FormatTSUID(ref.ID), nil
 		}
 	}
 	return "", fmt.Errorf("series ID of %s: not in the tag index", lbls)

@@ -63,8 +63,11 @@ func TestOpenTSDBLastAnswersAsOpenTSDB(t *testing.T) {
 			`"details":"Supply valid JSON formatted data in the body of your request"}}`},
 		{"POST with a field LastPointQuery does not have", "POST", `{"queries":[{"metric":"m.last"}],"resolve":true}`, 400,
 			`{"error":{"code":400,"message":"Unable to parse the given JSON","details":"json: unknown field \"resolve\""}}`},
-		{"tsuids are OpenTSDB's UIDs, which hbtsdb does not have", "GET", "tsuids=000001000001000001", 400,
-			`{"error":{"code":400,"message":"tsuids queries are not supported by hbtsdb's /api/query/last: give timeseries=metric{tags}"}}`},
+		{"OpenTSDB's own tsuids name no series here", "GET", "tsuids=000001000001000001", 400,
+			`{"error":{"code":400,"message":"tsuid \"000001000001000001\" is not an hbtsdb series ID: hbtsdb's tsuids are 16 hex digits, ` +
+				`as show_tsuids, /api/search/lookup and /api/query/last answer them; OpenTSDB's own tsuids name no series here, ` +
+				`query by metric and tags instead"}}`},
+		{"an hbtsdb tsuid that names no series answers nothing", "GET", "tsuids=00000000000000FF&resolve", 200, `[]`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

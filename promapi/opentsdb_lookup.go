@@ -90,7 +90,7 @@ func (h *openTSDBHandler) lookup(ctx context.Context, req *opentsdb.LookupReques
 		if !req.Match(tags) {
 			continue
 		}
-		out = append(out, opentsdb.LookupSeries{TSUID: fmt.Sprintf("%016X", ref.ID), Metric: ref.Labels.Get(labels.MetricName), Tags: tags})
+		out = append(out, opentsdb.LookupSeries{TSUID: opentsdb.FormatTSUID(ref.ID), Metric: ref.Labels.Get(labels.MetricName), Tags: tags})
 	}
 	if len(out) == 0 {
 		return nil, h.lookupNames(ctx, req)

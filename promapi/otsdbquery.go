@@ -253,6 +253,42 @@ func (s *otsdbSource) Series(ctx context.Context, metric string, mint, maxt int6
 	return out, ss.Err()
 }
 
+// SeriesByID is opentsdb.IDSource's: the raw float samples of each series
+// an ID names (Reader.Samples, without staleness markers), found by its
+// labels in the registry.
+func (s *otsdbSource) SeriesByID(ctx context.Context, ids []uint64, mint, maxt int64) ([]opentsdb.Series, error) {
+	ctx = query.WithResolution(ctx, query.ResolutionRaw)
+	rd, err := s.q.QueryReader()
+	if err != nil {
+		return nil, err
+	}
+	if rd == nil {
+		return nil, errors.New("this store has no reader for tsuids sub-queries")
+	}
+	lbls, err := rd.SeriesLabels(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	var out []opentsdb.Series
+	for i, ls := range lbls {
+		if ls.IsEmpty() {
+			continue
+		}
+		samples, err := rd.Samples(ctx, ls, mint, maxt)
+		if err != nil {
+			return nil, err
+		}
+		series := opentsdb.Series{Metric: ls.Get(labels.MetricName), Tags: tagsOf(ls), ID: opentsdb.FormatTSUID(ids[i])}
+		for _, smp := range samples {
+			if !value.IsStaleNaN(smp.V) {
+				series.Points = append(series.Points, opentsdb.Point{T: smp.T, V: smp.V})
+			}
+		}
+		out = append(out, series)
+	}
+	return out, nil
+}
+
 // seriesIDs maps each selected series' labels to its series ID in upper-case
 // hex, OpenTSDB's TSUID form.
 func (s *otsdbSource) seriesIDs(ctx context.Context, mint, maxt int64, ms ...*labels.Matcher) (map[string]string, error) {
@@ -266,7 +302,7 @@ func (s *otsdbSource) seriesIDs(ctx context.Context, mint, maxt int64, ms ...*la
 	}
 	ids := make(map[string]string, len(refs))
 	for _, ref := range refs {
-		ids[ref.Labels.String()] = fmt.Sprintf("%016X", ref.ID)
+		ids[ref.Labels.String()] = opentsdb.FormatTSUID(ref.ID)
 	}
 	return ids, nil
 }

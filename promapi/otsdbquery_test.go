@@ -6,6 +6,7 @@ package promapi
 // package opentsdb.
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -143,6 +144,65 @@ func TestOpenTSDBQueryAnswersWhatAPIPutStored(t *testing.T) {
 				ids := strings.Split(strings.TrimSuffix(strings.TrimPrefix(r.body, prefix), suffix), `","`)
 				if len(ids) != 2 || len(ids[0]) != 16 || len(ids[1]) != 16 || ids[0] >= ids[1] {
 					t.Fatalf("tsuids %q, want two sorted 16-digit hex series IDs", ids)
+				}
+			})
+			t.Run("tsuid= and tsuids sub-queries aggregate exactly the series named", func(t *testing.T) {
+				// Each series' tsuid, as show_tsuids answers it.
+				id := func(m string) string {
+					t.Helper()
+					code, body := otsdbGet(t, e.srv.URL, url.Values{"start": {s(0)}, "end": {s(60)}, "m": {m}, "show_tsuids": {""}})
+					var groups []struct{ TSUIDs []string }
+					if err := json.Unmarshal([]byte(body), &groups); code != 200 || err != nil || len(groups) != 1 || len(groups[0].TSUIDs) != 1 {
+						t.Fatalf("%s with show_tsuids: %d %s (%v), want one group of one series", m, code, body, err)
+					}
+					return groups[0].TSUIDs[0]
+				}
+				web01, web02, db01, net := id("sum:sys.cpu{host=web01}"), id("sum:sys.cpu{host=web02}"),
+					id("sum:sys.cpu{host=db01}"), id("sum:net.bytes")
+				for _, c := range []struct {
+					name   string
+					args   url.Values
+					status int
+					want   string
+				}{
+					{"web01 and web02 summed: the answer of sum:sys.cpu{dc=eu}",
+						window("unused"), 200, `[{"metric":"sys.cpu","tags":{"dc":"eu"},"aggregateTags":["host"],"dps":{"` + s(0) + `":40,"` +
+							s(10) + `":87,"` + s(20) + `":108,"` + s(30) + `":70}}]`},
+					{"web01 and db01, one group whatever their tags, a tsuid given twice counted once",
+						url.Values{"tsuid": {"max:" + web01 + "," + strings.ToLower(db01) + "," + web01}}, 200,
+						`[{"metric":"sys.cpu","tags":{},"aggregateTags":["dc","host"],"dps":{"` + s(0) + `":40,"` +
+							s(10) + `":50,"` + s(30) + `":70}}]`},
+					{"a rate, and tsuid= answered before m=",
+						url.Values{"m": {"sum:sys.cpu{host=db01}"}, "tsuid": {"sum:rate:" + net}}, 200,
+						`[{"metric":"net.bytes","tags":{"host":"web01"},"aggregateTags":[],"dps":{"` + s(10) + `":10.0,"` + s(20) + `":-15.0,"` +
+							s(30) + `":10.0}},{"metric":"sys.cpu","tags":{"dc":"us","host":"db01"},"aggregateTags":[],"dps":{"` + s(10) + `":5}}]`},
+					{"an ID that names no series: no group", url.Values{"tsuid": {"sum:00000000000000FF"}}, 200, `[]`},
+					{"two metrics: 400, as TsdbQuery", url.Values{"tsuid": {"sum:" + web01 + "," + net}}, 400,
+						`{"error":{"code":400,"message":"One or more TSUIDs did not share the same metric [sys.cpu] [net.bytes]"}}`},
+					{"OpenTSDB's own tsuids name no series here", url.Values{"tsuid": {"sum:000001000001000001"}}, 400,
+						`{"error":{"code":400,"message":"tsuid \"000001000001000001\" is not an hbtsdb series ID: hbtsdb's tsuids are 16 hex digits, ` +
+							`as show_tsuids, /api/search/lookup and /api/query/last answer them; OpenTSDB's own tsuids name no series here, ` +
+							`query by metric and tags instead"}}`},
+					{"not hex", url.Values{"tsuid": {"sum:web01"}}, 400,
+						`{"error":{"code":400,"message":"tsuid \"web01\" is not an hbtsdb series ID: it must be 16 hex digits"}}`},
+					{"empty", url.Values{"tsuid": {""}}, 400, `{"error":{"code":400,"message":"The tsuid query string was empty"}}`},
+					{"no aggregator", url.Values{"tsuid": {web01}}, 400,
+						`{"error":{"code":400,"message":"Invalid parameter m=` + web01 + ` (not enough :-separated parts)"}}`},
+				} {
+					args := c.args
+					if len(args["m"]) == 1 && args["m"][0] == "unused" {
+						args = url.Values{"tsuid": {"sum:" + web01 + "," + web02}}
+					}
+					args.Set("start", s(0))
+					args.Set("end", s(60))
+					if code, got := otsdbGet(t, e.srv.URL, args); code != c.status || got != c.want {
+						t.Errorf("%s: GET %s = %d %s\nwant %d %s", c.name, args.Encode(), code, got, c.status, c.want)
+					}
+				}
+				q := fmt.Sprintf(`{"start":%d,"end":%d,"queries":[{"aggregator":"sum","metric":"net.bytes","tsuids":[%q]}]}`, bs, bs+60, web02)
+				want := `[{"metric":"sys.cpu","tags":{"dc":"eu","host":"web02"},"aggregateTags":[],"dps":{"` + s(10) + `":37,"` + s(20) + `":48}}]`
+				if r := post(t, e.srv.URL+"/api/query", nil, []byte(q)); r.status != 200 || r.body != want {
+					t.Errorf("POST %s = %d %s\nwant 200 %s (tsuids take precedence over the metric)", q, r.status, r.body, want)
 				}
 			})
 			t.Run("POST of bad JSON: 400", func(t *testing.T) {

@@ -131,6 +131,13 @@ func (r *Reader) Samples(ctx context.Context, lbls labels.Labels, mint, maxt int
 	return out, nil
 }
 
+// SeriesLabels returns the label sets of series IDs, from the registry's
+// reverse rows (one GetRows for those not cached); an ID that names no series
+// has an empty label set.
+func (r *Reader) SeriesLabels(ctx context.Context, ids []uint64) ([]labels.Labels, error) {
+	return r.registry.Labels(ctx, ids)
+}
+
 // Metadata returns the metric metadata stored for metric, and whether there is any.
 func (r *Reader) Metadata(ctx context.Context, metric string) (schema.Metadata, bool, error) {
 	row, err := r.st.Get(ctx, schema.TableMeta, schema.MetadataRow(nil, metric), kv.Families(schema.FamilyMeta))
