@@ -69,6 +69,33 @@ func TestOpenTSDBLastAnswersAsOpenTSDB(t *testing.T) {
 				`query by metric and tags instead"}}`},
 		{"an hbtsdb tsuid that names no series answers nothing", "GET", "tsuids=00000000000000FF&resolve", 200, `[]`},
 	}
+	t.Run("tsuids name the series whose newest point is answered", func(t *testing.T) {
+		status, _, body := openTSDBAsk(t, e.srv.URL, "GET", "/api/query/last", "timeseries=m.last%7Bhost=a,dc=eu%7D&back_scan=1&resolve")
+		id := seriesIDPattern.FindString(body)
+		if status != 200 || id == "" {
+			t.Fatalf("timeseries query = %d %s, want one point with a tsuid", status, body)
+		}
+		id = strings.TrimSuffix(strings.TrimPrefix(id, `"tsuid":"`), `"`)
+		for _, q := range []string{"tsuids=" + id + "&resolve", "tsuids=" + id + "&back_scan=1&resolve",
+			"tsuids=" + strings.ToLower(id) + ",00000000000000FF&resolve"} {
+			if s, _, got := openTSDBAsk(t, e.srv.URL, "GET", "/api/query/last", q); s != 200 || got != body {
+				t.Errorf("GET %s = %d %s\nwant 200 %s", q, s, got, body)
+			}
+		}
+		post := fmt.Sprintf(`{"queries":[{"metric":"m.last","tsuids":[%q]}],"resolveNames":true}`, id)
+		if s, _, got := openTSDBAsk(t, e.srv.URL, "POST", "/api/query/last", post); s != 200 || got != body {
+			t.Errorf("POST %s = %d %s\nwant 200 %s", post, s, got, body)
+		}
+		// b's newest point is three hours back: a back scan of two finds nothing.
+		if s, _, got := openTSDBAsk(t, e.srv.URL, "GET", "/api/query/last", "timeseries=m.last%7Bhost=b,dc=eu%7D&resolve"); s == 200 {
+			bid := strings.TrimSuffix(strings.TrimPrefix(seriesIDPattern.FindString(got), `"tsuid":"`), `"`)
+			if s, _, got := openTSDBAsk(t, e.srv.URL, "GET", "/api/query/last", "tsuids="+bid+"&back_scan=2"); s != 200 || got != "[]" {
+				t.Errorf("tsuids=%s&back_scan=2 = %d %s, want 200 []", bid, s, got)
+			}
+		} else {
+			t.Errorf("timeseries m.last{host=b,dc=eu} = %d %s", s, got)
+		}
+	})
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			q := c.query

@@ -166,7 +166,7 @@ func TestOpenTSDBQueryAnswersWhatAPIPutStored(t *testing.T) {
 					want   string
 				}{
 					{"web01 and web02 summed: the answer of sum:sys.cpu{dc=eu}",
-						window("unused"), 200, `[{"metric":"sys.cpu","tags":{"dc":"eu"},"aggregateTags":["host"],"dps":{"` + s(0) + `":40,"` +
+						url.Values{"tsuid": {"sum:" + web01 + "," + web02}}, 200, `[{"metric":"sys.cpu","tags":{"dc":"eu"},"aggregateTags":["host"],"dps":{"` + s(0) + `":40,"` +
 							s(10) + `":87,"` + s(20) + `":108,"` + s(30) + `":70}}]`},
 					{"web01 and db01, one group whatever their tags, a tsuid given twice counted once",
 						url.Values{"tsuid": {"max:" + web01 + "," + strings.ToLower(db01) + "," + web01}}, 200,
@@ -190,9 +190,6 @@ func TestOpenTSDBQueryAnswersWhatAPIPutStored(t *testing.T) {
 						`{"error":{"code":400,"message":"Invalid parameter m=` + web01 + ` (not enough :-separated parts)"}}`},
 				} {
 					args := c.args
-					if len(args["m"]) == 1 && args["m"][0] == "unused" {
-						args = url.Values{"tsuid": {"sum:" + web01 + "," + web02}}
-					}
 					args.Set("start", s(0))
 					args.Set("end", s(60))
 					if code, got := otsdbGet(t, e.srv.URL, args); code != c.status || got != c.want {
